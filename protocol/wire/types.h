@@ -1,0 +1,79 @@
+// protocol/wire/types.h: the small value types shared by every codec.
+//
+// WireError is what a decoder or encoder reports; Uuid, Bytes, Records and
+// TaggedField are the field types the generated messages use beyond the
+// built-in integers and std::string.
+#pragma once
+
+#include <array>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ciuickafka::protocol {
+
+enum class WireError : uint8_t {
+  kNone = 0,
+  kTruncated,          // input ended inside a value
+  kBadVarint,          // a varint ran past its maximum width
+  kNegativeLength,     // a length below -1 (or below 0 where null is not allowed)
+  kUnexpectedNull,     // null where this version does not allow it
+  kLengthTooLarge,     // a length or count larger than the bytes that remain
+  kBadTaggedFields,    // tags out of order, duplicated, or a malformed known tag
+  kUnsupportedVersion, // the message does not exist in this version
+  kFieldNotInVersion,  // encode: a non-ignorable field set that this version lacks
+  kValueTooLarge,      // encode: a string or array too long for its length prefix
+  kFrameTooLarge,      // a frame bigger than the configured limit
+  kTrailingBytes,      // bytes left over after a complete message
+};
+
+std::string_view to_string(WireError e);
+
+struct Uuid {
+  std::array<uint8_t, 16> bytes{};
+  bool is_zero() const {
+    for (auto b : bytes)
+      if (b != 0) return false;
+    return true;
+  }
+  auto operator<=>(const Uuid&) const = default;
+};
+
+// Owning byte string for `bytes` fields (small: member metadata, SASL
+// tokens). Record data uses Records instead, which never copies.
+using Bytes = std::vector<uint8_t>;
+
+// A `records` field: a view of record-batch bytes that the message codec
+// never parses. On decode it points into the frame buffer, which must outlive
+// the message. `null` distinguishes a null record set from an empty one.
+struct Records {
+  std::span<const uint8_t> bytes;
+  bool null = false;
+
+  Records() = default;
+  explicit Records(std::span<const uint8_t> b) : bytes(b) {}
+  static Records make_null() {
+    Records r;
+    r.null = true;
+    return r;
+  }
+  size_t size() const { return bytes.size(); }
+  bool operator==(const Records& o) const {
+    return null == o.null && bytes.size() == o.bytes.size() &&
+           (bytes.empty() || std::memcmp(bytes.data(), o.bytes.data(), bytes.size()) == 0);
+  }
+};
+
+// A tagged field the codec does not know: kept so it can be re-emitted.
+struct TaggedField {
+  uint32_t tag = 0;
+  Bytes data;
+  bool operator==(const TaggedField&) const = default;
+};
+using UnknownTaggedFields = std::vector<TaggedField>;
+
+}  // namespace ciuickafka::protocol
