@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# deploy/install-deps.sh: installs every build and test dependency on Debian 12.
+# Idempotent: packages already present are left alone, and apt is only asked
+# when something is missing. Run as root (or with sudo available).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# Build: compiler toolchain and the design card's libraries.
+BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
+  libboost-dev liburing-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler prometheus-cpp-dev catch2 libisal-dev libzookeeper-mt-dev)
+# Tests: clang for libFuzzer, and the real Kafka clients the tests drive.
+TEST_PKGS=(clang kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
+  python3-zstandard golang-go golang-github-shopify-sarama-dev)
+
+want=("${BUILD_PKGS[@]}")
+if [ "${1:-}" != "--build-only" ]; then want+=("${TEST_PKGS[@]}"); fi
+# Node.js and npm (for kafkajs): Debian's packages unless a node is already installed.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then want+=(nodejs npm); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# kafkajs, pinned by the committed lock file.
+if [ "${1:-}" != "--build-only" ] && [ -f tests/clients/package-lock.json ]; then
+  if [ ! -d tests/clients/node_modules/kafkajs ]; then
+    (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+echo "install-deps: all dependencies present"

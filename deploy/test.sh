@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# deploy/test.sh: installs what is missing, builds, and runs every test.
+#
+# Two builds:
+#   build/asan  g++ 12, Debug + AddressSanitizer + UndefinedBehaviorSanitizer:
+#               the library and every unit/golden test.
+#   build/fuzz  clang, libFuzzer + ASan/UBSan: the fuzz targets, each run for a
+#               short bounded smoke (CK_FUZZ_SECONDS, default 60).
+# Every test runs through ctest; the last thing printed is ctest's summary of
+# the main suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+deploy/install-deps.sh
+
+jobs=$(nproc)
+schema_dir=""
+for d in "$root/../shared/kafka-protocol" "$root/shared/kafka-protocol"; do
+  if [ -d "$d/messages" ]; then schema_dir=$(cd "$d" && pwd); break; fi
+done
+[ -n "$schema_dir" ] || echo "test.sh: Kafka schemas not found next to the repo; the generator check is skipped (not counted)"
+
+start=$(date +%s)
+
+# Fuzz build first, so the main suite's summary ends the output.
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCK_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
+cmake --build build/fuzz -j"$jobs" --target fuzz_targets
+(cd build/fuzz && ctest -L fuzz --output-on-failure)
+
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCK_SANITIZE=ON \
+  -DCK_SCHEMA_DIR="$schema_dir" >/dev/null
+cmake --build build/asan -j"$jobs"
+echo "test.sh: builds took $(( $(date +%s) - start ))s so far"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+cd build/asan
+ctest -j"$jobs" -LE fuzz --output-on-failure
