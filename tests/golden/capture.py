@@ -50,7 +50,7 @@ def kcat_produce(codec):
 
 
 # (client, scenario, (argv, stdin) or argv, produce expectation or None).
-# An expectation is (codec, magic, header client tag or None).
+# An expectation is (codec, magic, header client tag or None[, producer id]).
 def scenarios(sarama_bin):
     s = [("kcat", "metadata",
           ["kcat", "-b", "127.0.0.1:{port}", "-L", "-m", "10",
@@ -66,7 +66,7 @@ def scenarios(sarama_bin):
     s.append(("kafka-python", "admin", [PY, "kafka_python_admin.py", "{port}"], None))
     s.append(("confluent-kafka-python", "produce-idempotent-zstd",
               [PY, "confluent_produce.py", "{port}", TOPIC, "zstd", "--idempotent"],
-              ("zstd", 2, "confluent-kafka-python")))
+              ("zstd", 2, "confluent-kafka-python", kafka_fake.PRODUCER_ID)))
     for c in ["none", "gzip"]:
         s.append(("kafkajs", "produce-" + c,
                   ["node", "kafkajs_produce.js", "{port}", TOPIC, c], (c, 2, "kafkajs")))
@@ -88,10 +88,12 @@ def build_sarama(tmp):
 
 
 def write_expect(path, client, scenario, expect):
-    codec, magic, tag = expect
+    codec, magic, tag = expect[:3]
     lines = ["# Written by tests/golden/capture.py: what the client was told to send.",
              "client %s" % client, "scenario %s" % scenario, "topic %s" % TOPIC,
              "codec %s" % codec, "magic %d" % magic]
+    if len(expect) > 3:
+        lines.append("producer_id %d" % expect[3])
     for i in range(gm.COUNT):
         hdrs = " ".join("%s=%s" % kv for kv in gm.headers(tag)) if tag else ""
         lines.append(("record %s %s %s" % (gm.key(i), gm.value(i), hdrs)).rstrip())

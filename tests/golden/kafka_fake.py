@@ -48,6 +48,7 @@ ADVERTISED = [
 FIRST_FLEXIBLE = {0: 9, 3: 9, 18: 3, 19: 5, 22: 2}
 
 UNSUPPORTED_VERSION = 35
+PRODUCER_ID = 4242  # what InitProducerId hands out
 
 
 class Enc:
@@ -321,7 +322,7 @@ def init_producer_id_body(version):
     e = Enc(version >= 2)
     e.i32(0)  # throttle_time_ms
     e.i16(0)
-    e.i64(4242)  # producer_id
+    e.i64(PRODUCER_ID)
     e.i16(0)  # producer_epoch
     e.tags()
     return e.out
