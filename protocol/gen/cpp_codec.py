@@ -126,14 +126,17 @@ class StructEmitter:
         if k == "struct":
             if not f.is_nullable_type:
                 return ["%s.decode(%s, version);" % (var, rd)]
-            present = "%s.emplace().decode(%s, version);" % (var, rd)
+            # Not emplace(): clang rejects optional<Nested>::emplace() while the
+            # enclosing struct's default member initializers are pending.
+            present = ["%s = %s{};" % (var, t.struct_name), "%s->decode(%s, version);" % (var, rd)]
             test = ("%s.read_uvarint() == 0" if in_tag else "%s.read_int8() < 0") % rd
-            marked = ["if (%s) {" % test, "  %s.reset();" % var, "} else {", "  " + present, "}"]
+            marked = (["if (%s) {" % test, "  %s.reset();" % var, "} else {"] + indent(present) +
+                      ["}"])
             if N == "true":
                 return marked
             if N == "false":
-                return [present]
-            return ["if (%s) {" % N] + indent(marked) + ["} else {", "  " + present, "}"]
+                return present
+            return ["if (%s) {" % N] + indent(marked) + ["} else {"] + indent(present) + ["}"]
         e = t.elem.kind
         if e in FIXED_READ:
             elem = "v_.push_back(%s.%s());" % (rd, FIXED_READ[e])

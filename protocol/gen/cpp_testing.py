@@ -61,8 +61,10 @@ class SampleEmitter:
         if k == "records":
             return ["%s = sample_records();" % var]
         if k == "struct":
-            target = "%s.emplace()" % var if f.is_nullable_type else var
-            return ["fill(%s, %s);" % (target, version_expr)]
+            if f.is_nullable_type:  # not emplace(): see cpp_codec.py
+                return ["%s = %s::%s{};" % (var, self.msg.name, f.type.struct_name),
+                        "fill(*%s, %s);" % (var, version_expr)]
+            return ["fill(%s, %s);" % (var, version_expr)]
         e = f.type.elem.kind
         vec = "%s.emplace()" % var if f.is_nullable_type else var
         if e == "struct":

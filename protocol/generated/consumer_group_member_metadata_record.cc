@@ -159,7 +159,8 @@ void ConsumerGroupMemberMetadataValue::decode(Reader& r, int16_t version) {
         if (sub_.read_uvarint() == 0) {
           classic_member_metadata.reset();
         } else {
-          classic_member_metadata.emplace().decode(sub_, version);
+          classic_member_metadata = ClassicMemberMetadata{};
+          classic_member_metadata->decode(sub_, version);
         }
         tr_.finish_known(sub_);
         continue;

@@ -96,7 +96,8 @@ void DescribeTopicPartitionsRequest::decode(Reader& r, int16_t version) {
   if (r.read_int8() < 0) {
     cursor.reset();
   } else {
-    cursor.emplace().decode(r, version);
+    cursor = Cursor{};
+    cursor->decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
 }
@@ -335,7 +336,8 @@ void DescribeTopicPartitionsResponse::decode(Reader& r, int16_t version) {
   if (r.read_int8() < 0) {
     next_cursor.reset();
   } else {
-    next_cursor.emplace().decode(r, version);
+    next_cursor = Cursor{};
+    next_cursor->decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
 }

@@ -177,7 +177,8 @@ void ShareGroupHeartbeatResponse::decode(Reader& r, int16_t version) {
   if (r.read_int8() < 0) {
     assignment.reset();
   } else {
-    assignment.emplace().decode(r, version);
+    assignment = Assignment{};
+    assignment->decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
 }

@@ -314,7 +314,8 @@ void fill_sample(ConsumerGroupMemberMetadataValue& x, int16_t version) {
   x.subscribed_topic_regex = std::string("s76");
   x.rebalance_timeout_ms = 70623;
   x.server_assignor = std::string("s32");
-  fill(x.classic_member_metadata.emplace(), version);
+  x.classic_member_metadata = ConsumerGroupMemberMetadataValue::ClassicMemberMetadata{};
+  fill(*x.classic_member_metadata, version);
   x.unknown_tagged_fields = {TaggedField{1, Bytes{0xAB}}, TaggedField{5000, Bytes{1, 2, 3}}};
 }
 

@@ -288,7 +288,8 @@ void fill_sample(ConsumerGroupHeartbeatResponse& x, int16_t version) {
   x.member_id = std::string("s64");
   x.member_epoch = 70420;
   x.heartbeat_interval_ms = 70595;
-  fill(x.assignment.emplace(), version);
+  x.assignment = ConsumerGroupHeartbeatResponse::Assignment{};
+  fill(*x.assignment, version);
   x.unknown_tagged_fields = {TaggedField{0, Bytes{0xAB}}, TaggedField{5000, Bytes{1, 2, 3}}};
 }
 

@@ -526,7 +526,8 @@ void fill(DescribeTopicPartitionsRequest::Cursor& x, int16_t /*version*/) {
 void fill_sample(DescribeTopicPartitionsRequest& x, int16_t version) {
   fill(x.topics.emplace_back(), version);
   x.response_partition_limit = 70546;
-  fill(x.cursor.emplace(), version);
+  x.cursor = DescribeTopicPartitionsRequest::Cursor{};
+  fill(*x.cursor, version);
   x.unknown_tagged_fields = {TaggedField{0, Bytes{0xAB}}, TaggedField{5000, Bytes{1, 2, 3}}};
 }
 
@@ -572,7 +573,8 @@ void fill(DescribeTopicPartitionsResponse::Cursor& x, int16_t /*version*/) {
 void fill_sample(DescribeTopicPartitionsResponse& x, int16_t version) {
   x.throttle_time_ms = 70070;
   fill(x.topics.emplace_back(), version);
-  fill(x.next_cursor.emplace(), version);
+  x.next_cursor = DescribeTopicPartitionsResponse::Cursor{};
+  fill(*x.next_cursor, version);
   x.unknown_tagged_fields = {TaggedField{0, Bytes{0xAB}}, TaggedField{5000, Bytes{1, 2, 3}}};
 }
 

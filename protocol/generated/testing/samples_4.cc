@@ -791,7 +791,8 @@ void fill_sample(ShareGroupHeartbeatResponse& x, int16_t version) {
   x.member_id = std::string("s26");
   x.member_epoch = 70021;
   x.heartbeat_interval_ms = 70231;
-  fill(x.assignment.emplace(), version);
+  x.assignment = ShareGroupHeartbeatResponse::Assignment{};
+  fill(*x.assignment, version);
   x.unknown_tagged_fields = {TaggedField{0, Bytes{0xAB}}, TaggedField{5000, Bytes{1, 2, 3}}};
 }
 
