@@ -1,0 +1,54 @@
+// tests/unit/storage/fs_fixtures.h: the three FileSystem implementations as
+// test fixtures, so one test body runs against each (TEMPLATE_TEST_CASE).
+//
+// Where io_uring cannot be set up, the io_uring fixture prints why and exits
+// the test process with code 77, which ctest reports as "Skipped" (see
+// tests/unit/storage/CMakeLists.txt): never as a pass.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "storage/io/mem_file.h"
+#include "storage/io/posix_file.h"
+#include "storage/io/ring.h"
+#include "storage/io/uring_file.h"
+#include "temp_dir.h"
+
+namespace ciuickafka::storage::test {
+
+inline constexpr int kSkipExitCode = 77;
+
+inline void require_io_uring() {
+  auto ring = io::Ring::create(8);
+  if (!ring) {
+    std::printf("SKIPPED: io_uring is unavailable here: %s\n", ring.status().to_string().c_str());
+    std::fflush(stdout);
+    std::exit(kSkipExitCode);
+  }
+}
+
+struct PosixFs {
+  TempDir dir;
+  io::PosixFileSystem fs;
+  std::string root() const { return dir.path(); }
+};
+
+struct UringFs {
+  UringFs() { require_io_uring(); }
+  TempDir dir;
+  io::UringFileSystem fs;
+  std::string root() const { return dir.path(); }
+};
+
+struct MemFs {
+  MemFs() {
+    if (!fs.create_dir("/t").is_ok()) std::abort();
+  }
+  io::MemFileSystem fs;
+  std::string root() const { return "/t"; }
+};
+
+}  // namespace ciuickafka::storage::test
