@@ -1,0 +1,73 @@
+// storage/index_file.cc: loading, trimming and flushing index bytes.
+#include "storage/index_file.h"
+
+#include <algorithm>
+
+namespace ciuickafka::storage {
+
+Result<IndexFile> IndexFile::open(io::FileSystem& fs, const std::string& path, size_t entry_size,
+                                  uint32_t max_index_bytes, bool writable) {
+  if (max_index_bytes < entry_size)
+    return Status::invalid_argument("index size " + std::to_string(max_index_bytes) + " for " + path +
+                                    " cannot hold one entry");
+  auto f = fs.open(path, writable ? io::OpenMode::kCreate : io::OpenMode::kReadOnly);
+  if (!f) return f.status();
+  IndexFile ix;
+  ix.path_ = path;
+  ix.file_ = std::move(f).value();
+  ix.writable_ = writable;
+  ix.entry_size_ = entry_size;
+  ix.max_entries_ = max_index_bytes / entry_size;
+  auto size = ix.file_->size();
+  if (!size) return size.status();
+  ix.size_at_open_ = ix.file_size_ = *size;
+  ix.bytes_.resize(*size / entry_size * entry_size);
+  auto n = ix.file_->read_at(0, ix.bytes_);
+  if (!n) return n.status();
+  if (*n != ix.bytes_.size())
+    return Status::corruption(path + ": read " + std::to_string(*n) + " of " + std::to_string(ix.bytes_.size()) +
+                              " bytes");
+  // Trim the zero padding of a preallocated index (see the header).
+  while (!ix.bytes_.empty()) {
+    const uint8_t* last = ix.bytes_.data() + ix.bytes_.size() - entry_size;
+    if (!std::all_of(last, last + entry_size, [](uint8_t b) { return b == 0; })) break;
+    ix.bytes_.resize(ix.bytes_.size() - entry_size);
+    ++ix.zero_entries_trimmed_;
+  }
+  ix.bytes_.shrink_to_fit();
+  ix.flushed_bytes_ = ix.bytes_.size();
+  return ix;
+}
+
+void IndexFile::append(const uint8_t* entry) { bytes_.insert(bytes_.end(), entry, entry + entry_size_); }
+
+void IndexFile::truncate_entries(size_t n) {
+  if (n * entry_size_ >= bytes_.size()) return;
+  bytes_.resize(n * entry_size_);
+  flushed_bytes_ = std::min(flushed_bytes_, bytes_.size());
+}
+
+Status IndexFile::flush() {
+  if (!file_) return Status::from_errno(EBADF, "flush of closed index " + path_);
+  if (!writable_) return Status::from_errno(EBADF, "flush of read-only index " + path_);
+  if (file_size_ > bytes_.size()) {
+    CK_RETURN_IF_ERROR(file_->truncate(bytes_.size()));
+    file_size_ = bytes_.size();
+  }
+  if (flushed_bytes_ < bytes_.size()) {
+    std::span<const uint8_t> tail(bytes_.data() + flushed_bytes_, bytes_.size() - flushed_bytes_);
+    CK_RETURN_IF_ERROR(file_->write_at(flushed_bytes_, tail));
+    flushed_bytes_ = bytes_.size();
+    file_size_ = std::max<uint64_t>(file_size_, bytes_.size());
+  }
+  return file_->sync();
+}
+
+Status IndexFile::close() {
+  if (!file_) return Status::ok();
+  Status s = file_->close();
+  file_.reset();
+  return s;
+}
+
+}  // namespace ciuickafka::storage
