@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "protocol/generated/messages.h"
+#include "protocol/generated/headers.h"
 #include "protocol/wire/types.h"
 
 namespace ciuickafka::protocol {

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Bounded fuzz smoke run: seed a corpus from the golden hex captures and run
-a libFuzzer binary for a fixed number of seconds. Fails if the fuzzer finds a
-crash (libFuzzer exits non-zero) or if there was no seed to start from.
+"""Bounded fuzz smoke run: seed a corpus and run a libFuzzer binary for a
+fixed number of seconds. Fails if the fuzzer finds a crash (libFuzzer exits
+non-zero) or if there was no seed to start from.
 
-usage: smoke.py FUZZER GOLDEN_DIR CORPUS_DIR SECONDS
+usage: smoke.py FUZZER MODE SEED_DIR CORPUS_DIR SECONDS
+  MODE frames: SEED_DIR holds golden *.hex request frames (no size prefix);
+               each seed is size-prefixed as a socket delivers it.
+  MODE raw:    SEED_DIR holds *.bin files used as they are.
 """
 import pathlib
 import subprocess
@@ -11,18 +14,25 @@ import sys
 
 
 def main() -> int:
-    fuzzer, golden, corpus, seconds = sys.argv[1:5]
+    fuzzer, mode, seed_dir, corpus, seconds = sys.argv[1:6]
     corpus_dir = pathlib.Path(corpus)
     corpus_dir.mkdir(parents=True, exist_ok=True)
     seeds = 0
-    for hex_file in sorted(pathlib.Path(golden).rglob("*.hex")):
-        raw = bytes.fromhex("".join(hex_file.read_text().split()))
-        # The fuzz target reads size-prefixed frames, as a socket delivers them.
-        framed = len(raw).to_bytes(4, "big") + raw
-        (corpus_dir / f"seed_{hex_file.parent.name}_{hex_file.stem}").write_bytes(framed)
-        seeds += 1
+    if mode == "frames":
+        for hex_file in sorted(pathlib.Path(seed_dir).rglob("*.hex")):
+            raw = bytes.fromhex("".join(hex_file.read_text().split()))
+            name = "_".join(hex_file.relative_to(seed_dir).with_suffix("").parts)
+            (corpus_dir / f"seed_{name}").write_bytes(len(raw).to_bytes(4, "big") + raw)
+            seeds += 1
+    elif mode == "raw":
+        for bin_file in sorted(pathlib.Path(seed_dir).rglob("*.bin")):
+            (corpus_dir / f"seed_{bin_file.stem}").write_bytes(bin_file.read_bytes())
+            seeds += 1
+    else:
+        print(f"smoke.py: unknown mode {mode}", file=sys.stderr)
+        return 2
     if seeds == 0:
-        print(f"smoke.py: no golden seeds under {golden}", file=sys.stderr)
+        print(f"smoke.py: no seeds under {seed_dir}", file=sys.stderr)
         return 1
     print(f"smoke.py: {seeds} seeds, fuzzing for {seconds}s")
     cmd = [fuzzer, str(corpus_dir), f"-max_total_time={seconds}", "-max_len=65536",
