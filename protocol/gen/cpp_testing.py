@@ -125,3 +125,178 @@ class SampleEmitter:
         out += self.fill(self.msg.top, "fill_sample")
         out += self.absent()
         return out
+
+
+# ---- files ------------------------------------------------------------------
+
+TESTING_CHUNKS = 6
+
+SAMPLES_H_DOC = """\
+//
+// testing/samples.h: test support, not part of the library.
+//
+// fill_sample() sets every field present in `version` to a non-default value
+// (non-empty arrays, non-null nullables, unknown tagged fields in flexible
+// versions). set_absent_field() gives the index-th top-level field that
+// `version` lacks (non-ignorable ones, or ignorable ones when `ignorable`) a
+// non-default value, and returns false when there is no such field.
+//
+// SampleMessage wraps any generated message behind one interface, so that
+// generic checks are compiled once instead of once per message type; the
+// per-type code is instantiated in the generated samples_N.cc files, next to
+// the fillers. all_sample_types() lists every message type.""".split("\n")
+
+INTERFACE = """\
+class SampleMessage {
+ public:
+  virtual ~SampleMessage() = default;
+  virtual void fill(int16_t version) = 0;
+  virtual bool set_absent(int16_t version, int index, bool ignorable) = 0;
+  // Adds an unknown tagged field; false when the type cannot carry any.
+  virtual bool add_unknown_tag() = 0;
+  virtual void encode(Writer& w, int16_t version) const = 0;
+  virtual void decode(Reader& r, int16_t version) = 0;
+  virtual size_t compute_size(int16_t version) const = 0;
+  // Same type required.
+  virtual bool equals(const SampleMessage& other) const = 0;
+};
+
+struct SampleType {
+  std::string_view name;
+  int16_t api_key;  // -1 for headers and internal records
+  int16_t lowest_version;
+  int16_t highest_version;
+  int16_t first_flexible_version;  // -1: never flexible
+  std::unique_ptr<SampleMessage> (*make)();
+};
+
+std::span<const SampleType> all_sample_types();
+// nullptr when unknown.
+const SampleType* find_sample_type(std::string_view name);""".split("\n")
+
+ADAPTER = """\
+namespace {
+
+template <class T>
+class SampleOf final : public SampleMessage {
+ public:
+  void fill(int16_t v) override { fill_sample(x_, v); }
+  bool set_absent(int16_t v, int i, bool ign) override { return set_absent_field(x_, v, i, ign); }
+  bool add_unknown_tag() override {
+    if constexpr (requires { x_.unknown_tagged_fields; }) {
+      x_.unknown_tagged_fields.push_back(TaggedField{7, Bytes{1}});
+      return true;
+    }
+    return false;
+  }
+  void encode(Writer& w, int16_t v) const override { x_.encode(w, v); }
+  void decode(Reader& r, int16_t v) override { x_.decode(r, v); }
+  size_t compute_size(int16_t v) const override { return x_.compute_size(v); }
+  bool equals(const SampleMessage& o) const override {
+    return x_ == static_cast<const SampleOf&>(o).x_;
+  }
+
+ private:
+  T x_;
+};
+
+template <class T>
+constexpr SampleType type_of(std::string_view name, int16_t api_key) {
+  return SampleType{name, api_key, T::kLowestVersion, T::kHighestVersion,
+                    T::kFirstFlexibleVersion,
+                    [] { return std::unique_ptr<SampleMessage>(new SampleOf<T>()); }};
+}
+
+}  // namespace""".split("\n")
+
+
+def testing_files(groups, apis, banner, cmake_banner, namespace):
+    files = {}
+    all_msgs = [m for g in groups for m in g.messages]
+    h = banner + SAMPLES_H_DOC + [
+        "#pragma once", "", "#include <cstddef>", "#include <cstdint>", "#include <memory>",
+        "#include <span>", "#include <string_view>", "",
+        '#include "protocol/wire/reader.h"', '#include "protocol/wire/types.h"',
+        '#include "protocol/wire/writer.h"', "", "namespace %s {" % namespace, ""]
+    h += ["struct %s;" % m.name for m in all_msgs]
+    h += ["", "}  // namespace %s" % namespace, "", "namespace %s::testing {" % namespace, ""]
+    h += ["Uuid sample_uuid(int seed);", "// A few bytes standing for a record batch.",
+          "Records sample_records();", ""]
+    for m in all_msgs:
+        h.append("void fill_sample(%s& x, int16_t version);" % m.name)
+        h.append("bool set_absent_field(%s& x, int16_t version, int index, bool ignorable);"
+                 % m.name)
+    h += [""] + INTERFACE + [""]
+    h += ["// The sample types of samples_N.cc."]
+    h += ["std::span<const SampleType> sample_types_%d();" % i for i in range(TESTING_CHUNKS)]
+    h += ["", "}  // namespace %s::testing" % namespace]
+    files["testing/samples.h"] = h
+
+    index = banner + [
+        "//", "// testing/sample_values.cc: values shared by the sample fillers, and the",
+        "// index of sample types.",
+        '#include "protocol/generated/testing/samples.h"', "", "#include <vector>", "",
+        "namespace %s::testing {" % namespace, "",
+        "Uuid sample_uuid(int seed) {", "  Uuid u;",
+        "  for (size_t i = 0; i < u.bytes.size(); ++i)",
+        "    u.bytes[i] = static_cast<uint8_t>(seed * 16 + static_cast<int>(i) + 1);",
+        "  return u;", "}", "",
+        "Records sample_records() {",
+        "  static const uint8_t kBatch[] = {0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 3, 0xCA, 0xFE, 0x42};",
+        "  return Records(std::span<const uint8_t>(kBatch));", "}", "",
+        "std::span<const SampleType> all_sample_types() {",
+        "  static const std::vector<SampleType> kAll = [] {",
+        "    std::vector<SampleType> all;",
+        "    for (auto part : {%s}) {" % ", ".join(
+            "sample_types_%d()" % i for i in range(TESTING_CHUNKS)),
+        "      all.insert(all.end(), part.begin(), part.end());",
+        "    }",
+        "    return all;",
+        "  }();",
+        "  return kAll;", "}", "",
+        "const SampleType* find_sample_type(std::string_view name) {",
+        "  for (const SampleType& t : all_sample_types())",
+        "    if (t.name == name) return &t;",
+        "  return nullptr;", "}", "",
+        "}  // namespace %s::testing" % namespace]
+    files["testing/sample_values.cc"] = index
+    sources = ["sample_values.cc"]
+    # A few translation units rather than one per API: the fillers are small
+    # and header parsing dominates their compile time.
+    for i in range(TESTING_CHUNKS):
+        chunk = sorted(groups[i::TESTING_CHUNKS], key=lambda g: g.stem)
+        L = banner + ["//", "// testing/samples_%d.cc: sample fillers and sample types for %s."
+                      % (i, ", ".join(g.stem for g in chunk)), ""]
+        L += ['#include "protocol/generated/%s.h"' % g.stem for g in chunk]
+        L += ['#include "protocol/generated/testing/samples.h"', "", "#include <memory>", "",
+              "namespace %s::testing {" % namespace, ""]
+        msgs = [m for g in chunk for m in g.messages]
+        for m in msgs:
+            L += ["// ---- %s" % m.name, ""]
+            L += SampleEmitter(m).define()
+        L += ADAPTER + ["", "std::span<const SampleType> sample_types_%d() {" % i,
+                        "  static constexpr SampleType kTypes[] = {"]
+        L += ['      type_of<%s>("%s", %d),' % (m.name, m.name,
+                                                 m.api_key if m.api_key is not None else -1)
+              for m in msgs]
+        L += ["  };", "  return kTypes;", "}", "", "}  // namespace %s::testing" % namespace]
+        files["testing/samples_%d.cc" % i] = L
+        sources.append("samples_%d.cc" % i)
+
+    lst = banner + ["// testing/message_list.inc: X-macro list of every generated message.",
+                    "// CK_API(key, Name, Request, Response) per API; CK_MESSAGE(Type) for the",
+                    "// headers and the internal record schemas."]
+    for key in sorted(apis):
+        req = apis[key]["request"]
+        lst.append("CK_API(%d, %s, %s, %s)" % (key, req.name[: -len("Request")], req.name,
+                                              apis[key]["response"].name))
+    for g in groups:
+        for m in g.messages:
+            if m.kind not in ("request", "response"):
+                lst.append("CK_MESSAGE(%s)" % m.name)
+    files["testing/message_list.inc"] = lst
+    cm = cmake_banner + ["# Sources of the generated test support; tests list them in their target.",
+                         "set(CK_GENERATED_TESTING_SOURCES"]
+    cm += ["  ${CMAKE_CURRENT_LIST_DIR}/%s" % s for s in sources] + [")"]
+    files["testing/sources.cmake"] = cm
+    return files
