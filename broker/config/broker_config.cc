@@ -1,0 +1,203 @@
+// broker/config/broker_config.cc: merging the sources and reading the result.
+#include "broker/config/broker_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace ciuickafka::broker::config {
+namespace {
+
+[[noreturn]] void die(std::string_view what, std::string_view name) {
+  std::fprintf(stderr, "config: %.*s: %.*s\n", static_cast<int>(what.size()), what.data(),
+               static_cast<int>(name.size()), name.data());
+  std::abort();
+}
+
+const KeyDef& must_find(std::string_view name) {
+  const KeyDef* k = find_key(name);
+  if (!k) die("no such key", name);
+  return *k;
+}
+
+template <class V>
+const V& get_as(const Entry& e, std::string_view name) {
+  const V* v = std::get_if<V>(&e.value);
+  if (!v) die("read with the wrong type or null", name);
+  return *v;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
+  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
+  return s;
+}
+
+// A value given by one source, before parsing.
+struct Raw {
+  std::string text;
+  ConfigSource source;
+  std::string origin;
+  int rank = 0;  // within the environment: KAFKA_CFG_ (1) beats KAFKA_ (0)
+};
+
+bool is_empty_value(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return s->empty();
+  if (const auto* l = std::get_if<List>(&v)) return l->empty();
+  return std::holds_alternative<std::monostate>(v);
+}
+
+}  // namespace
+
+BrokerConfig BrokerConfig::defaults() {
+  BrokerConfig c;
+  for (const KeyDef& k : all_keys()) {
+    Entry e;
+    if (k.default_value) {
+      auto v = parse_value(k, *k.default_value);
+      if (!v) die(v.error().message, "the registry default does not parse");
+      e.value = std::move(v).value();
+    }
+    c.entries_.push_back(std::move(e));
+  }
+  return c;
+}
+
+const Entry& BrokerConfig::entry(std::string_view name) const { return entries_[key_index(must_find(name))]; }
+
+bool BrokerConfig::is_null(std::string_view name) const {
+  return std::holds_alternative<std::monostate>(entry(name).value);
+}
+
+bool BrokerConfig::get_bool(std::string_view name) const { return get_as<bool>(entry(name), name); }
+int32_t BrokerConfig::get_int(std::string_view name) const { return get_as<int32_t>(entry(name), name); }
+int64_t BrokerConfig::get_long(std::string_view name) const { return get_as<int64_t>(entry(name), name); }
+double BrokerConfig::get_double(std::string_view name) const { return get_as<double>(entry(name), name); }
+const List& BrokerConfig::get_list(std::string_view name) const { return get_as<List>(entry(name), name); }
+
+const std::string& BrokerConfig::get_string(std::string_view name) const {
+  static const std::string kEmpty;
+  const Entry& e = entry(name);
+  if (std::holds_alternative<std::monostate>(e.value)) return kEmpty;
+  return get_as<std::string>(e, name);
+}
+
+std::optional<std::string> BrokerConfig::describe_value(std::string_view name) const {
+  if (must_find(name).type == ConfigType::kPassword) return std::nullopt;
+  return format_value(entry(name).value);
+}
+
+std::vector<Synonym> BrokerConfig::synonyms(std::string_view name) const {
+  std::vector<Synonym> out;
+  for (const KeyDef* k : synonym_keys(name)) {
+    const Entry& e = entries_[key_index(*k)];
+    const bool hidden = k->type == ConfigType::kPassword;
+    if (e.source != ConfigSource::kDefault)
+      out.push_back({k->name, hidden ? std::nullopt : format_value(e.value), e.source});
+    if (k->default_value)
+      out.push_back({k->name, hidden ? std::nullopt : std::optional<std::string>(*k->default_value),
+                     ConfigSource::kDefault});
+  }
+  return out;
+}
+
+const KeyDef& BrokerConfig::effective_key(std::string_view name) const {
+  auto group = synonym_keys(name);
+  if (group.empty()) die("no such key", name);
+  for (const KeyDef* k : group)
+    if (entries_[key_index(*k)].source != ConfigSource::kDefault) return *k;
+  for (const KeyDef* k : group)
+    if (!std::holds_alternative<std::monostate>(entries_[key_index(*k)].value)) return *k;
+  return *group.front();
+}
+
+int64_t BrokerConfig::group_ms(std::string_view name) const {
+  const KeyDef& k = effective_key(name);
+  const Value& v = entries_[key_index(k)].value;
+  int64_t n = std::holds_alternative<int32_t>(v) ? get_as<int32_t>(entries_[key_index(k)], k.name)
+                                                 : get_as<int64_t>(entries_[key_index(k)], k.name);
+  return k.unit_ms > 1 ? n * k.unit_ms : n;
+}
+
+int32_t BrokerConfig::node_id() const { return get_int(effective_key("node.id").name); }
+
+List BrokerConfig::log_dirs() const {
+  static const KeyDef kAsList = key("log.dirs", ConfigType::kList, nullptr, Section::kLog, "");
+  auto v = parse_value(kAsList, get_string(effective_key("log.dirs").name));
+  return v ? std::get<List>(v.value()) : List{};
+}
+
+int64_t BrokerConfig::log_retention_ms() const {
+  int64_t ms = group_ms("log.retention.ms");
+  return ms < 0 ? -1 : ms;
+}
+
+int64_t BrokerConfig::log_roll_ms() const { return group_ms("log.roll.ms"); }
+int64_t BrokerConfig::log_flush_interval_ms() const { return group_ms("log.flush.interval.ms"); }
+int64_t BrokerConfig::offsets_retention_ms() const {
+  return static_cast<int64_t>(get_int("offsets.retention.minutes")) * 60'000;
+}
+
+Result<LoadedConfig> load_config(const ConfigInput& input) {
+  LoadedConfig out{BrokerConfig::defaults(), {}};
+  std::map<size_t, Raw> raw;  // registry index -> winning raw value
+  auto offer = [&](std::string_view name, std::string text, ConfigSource source, std::string origin, int rank) {
+    const KeyDef* k = find_key(name);
+    if (!k) {
+      out.warnings.push_back("unknown configuration key \"" + std::string(name) + "\" (from " + origin +
+                             "); ignored");
+      return;
+    }
+    auto [it, inserted] = raw.try_emplace(key_index(*k));
+    // Sources are offered lowest first; within the environment a lower rank
+    // does not replace a higher one.
+    if (!inserted && it->second.source == source && it->second.rank > rank) return;
+    it->second = Raw{std::move(text), source, std::move(origin), rank};
+  };
+
+  const std::string file_name = input.file_name.empty() ? "properties file" : input.file_name;
+  for (const Property& p : input.file)
+    offer(p.key, p.value, ConfigSource::kFile, file_name + ":" + std::to_string(p.line), 0);
+
+  for (const std::string& o : input.overrides) {
+    size_t eq = o.find('=');
+    std::string_view name = eq == std::string::npos ? std::string_view() : trim(std::string_view(o).substr(0, eq));
+    if (name.empty()) return ConfigError{"invalid --override \"" + o + "\": expected key=value"};
+    offer(name, o.substr(eq + 1), ConfigSource::kOverride, "--override", 0);
+  }
+
+  for (const auto& [var, value] : input.environment) {
+    EnvMapping m = map_env_var(var);
+    if (m.kind != EnvKind::kProperty) continue;
+    offer(m.key, value, ConfigSource::kEnvironment, var, var.starts_with("KAFKA_CFG_") ? 1 : 0);
+  }
+
+  for (auto& [index, r] : raw) {
+    const KeyDef& k = all_keys()[index];
+    auto v = parse_value(k, r.text);
+    if (!v) return ConfigError{v.error().message + " (from " + r.origin + ")"};
+    Entry& e = out.config.entries_[index];
+    e.value = std::move(v).value();
+    e.source = r.source;
+    e.origin = std::move(r.origin);
+    if (!k.ignored_because.empty() && !is_empty_value(e.value))
+      out.warnings.push_back(std::string(k.name) + " is accepted but ignored: " + std::string(k.ignored_because) +
+                             " (from " + e.origin + ")");
+  }
+
+  // Checks across keys.
+  const BrokerConfig& c = out.config;
+  if (c.is_set("node.id") && c.is_set("broker.id") && c.get_int("node.id") != c.get_int("broker.id"))
+    return ConfigError{"invalid value \"" + std::to_string(c.get_int("broker.id")) +
+                       "\" for broker.id: expected the same value as node.id (" +
+                       std::to_string(c.get_int("node.id")) + ") (from " + c.entry("broker.id").origin + ")"};
+  const KeyDef& retention = c.effective_key("log.retention.ms");
+  if (c.group_ms("log.retention.ms") == 0) {
+    const Entry& e = c.entry(retention.name);
+    return ConfigError{"invalid value \"0\" for " + std::string(retention.name) +
+                       ": expected -1 (unlimited) or a positive retention (from " + e.origin + ")"};
+  }
+  return out;
+}
+
+}  // namespace ciuickafka::broker::config

@@ -1,0 +1,105 @@
+// broker/config/broker_config.h: the broker's resolved configuration.
+//
+// load_config() merges four sources, highest first:
+//   environment (KAFKA_*, KAFKA_CFG_*, CLUSTER_ID; see env.h)
+//   > --override key=value
+//   > the properties file (--config)
+//   > the registry default.
+// Every value is parsed and validated against the registry; the first bad one
+// (in registry order) is the error, one line: invalid value "abc" for
+// num.partitions: expected an integer >= 1 (from server.properties:3).
+// Unknown keys and keys accepted but ignored here are warnings for the caller
+// to print. Each key keeps its source and origin, for DescribeConfigs.
+//
+// Thread-safety: BrokerConfig is immutable after loading; share it freely.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/config/env.h"
+#include "broker/config/properties.h"
+#include "broker/config/registry.h"
+#include "broker/config/types.h"
+
+namespace ciuickafka::broker::config {
+
+struct Entry {
+  Value value;
+  ConfigSource source = ConfigSource::kDefault;
+  std::string origin = "default";  // "server.properties:12", "--override", "KAFKA_NUM_PARTITIONS"
+};
+
+// One line of a DescribeConfigs synonyms list.
+struct Synonym {
+  std::string_view name;
+  std::optional<std::string> value;  // nullopt for passwords
+  ConfigSource source;
+};
+
+struct ConfigInput {
+  std::vector<Property> file;          // parse_properties() / read_properties_file()
+  std::string file_name;               // names the file in origins and messages
+  std::vector<std::string> overrides;  // each "key=value", as given to --override
+  Environment environment;             // name, value pairs; process_environment()
+};
+
+class BrokerConfig;
+struct LoadedConfig;
+
+Result<LoadedConfig> load_config(const ConfigInput& input);
+
+class BrokerConfig {
+ public:
+  // Every key at its default.
+  static BrokerConfig defaults();
+
+  // The entry of a registry key. An unknown name is a programming error and
+  // aborts: callers name keys in code.
+  const Entry& entry(std::string_view name) const;
+  ConfigSource source(std::string_view name) const { return entry(name).source; }
+  bool is_set(std::string_view name) const { return source(name) != ConfigSource::kDefault; }
+  bool is_null(std::string_view name) const;
+
+  // Typed reads; asking with the wrong type aborts. get_string of a null
+  // string is "".
+  bool get_bool(std::string_view name) const;
+  int32_t get_int(std::string_view name) const;
+  int64_t get_long(std::string_view name) const;
+  double get_double(std::string_view name) const;
+  const std::string& get_string(std::string_view name) const;
+  const List& get_list(std::string_view name) const;
+
+  // The value as DescribeConfigs reports it: nullopt for null and passwords.
+  std::optional<std::string> describe_value(std::string_view name) const;
+  // DescribeConfigs synonyms of a key: for each key of its group in precedence
+  // order, the value it was set to (if set) and then its default (if any).
+  std::vector<Synonym> synonyms(std::string_view name) const;
+
+  // Effective values of synonym groups: the first key of the group that was
+  // set wins, else the first non-null default; time groups in milliseconds.
+  int32_t node_id() const;         // node.id / broker.id; -1 when neither is set
+  List log_dirs() const;           // log.dirs / log.dir, split on commas
+  int64_t log_retention_ms() const;  // ms > minutes > hours; -1 = unlimited
+  int64_t log_roll_ms() const;       // log.roll.ms > log.roll.hours
+  int64_t log_flush_interval_ms() const;  // log.flush.interval.ms > log.flush.scheduler.interval.ms
+  int64_t offsets_retention_ms() const;   // offsets.retention.minutes in ms
+
+  // The key of `name`'s group whose value is in effect (see above).
+  const KeyDef& effective_key(std::string_view name) const;
+
+ private:
+  friend Result<LoadedConfig> load_config(const ConfigInput& input);
+  int64_t group_ms(std::string_view name) const;
+
+  std::vector<Entry> entries_;  // parallel to all_keys()
+};
+
+struct LoadedConfig {
+  BrokerConfig config;
+  std::vector<std::string> warnings;  // unknown keys, ignored keys: for the caller to print
+};
+
+}  // namespace ciuickafka::broker::config

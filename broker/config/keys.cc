@@ -1,0 +1,424 @@
+// broker/config/keys.cc: the table of every configuration key.
+//
+// Names, types, defaults and units are Apache Kafka's (3.9); the docs are
+// ours. To add a key: one entry here, in its section, then regenerate
+// deploy/server.properties (see broker/README.md). Within a synonym group the
+// first key listed wins (Kafka's ms over minutes over hours).
+#include <charconv>
+
+#include "broker/config/registry.h"
+
+namespace ciuickafka::broker::config {
+namespace {
+
+using T = ConfigType;
+using S = Section;
+using V = Validator;
+
+constexpr const char* kNull = nullptr;
+constexpr int64_t kMsPerMinute = 60'000;
+constexpr int64_t kMsPerHour = 3'600'000;
+
+constexpr std::string_view kSingleNode = "a single node has no quorum or ZooKeeper (until the replication issue)";
+constexpr std::string_view kNoJava = "CiuicKafka loads no Java classes";
+constexpr std::string_view kNoTls = "TLS is not implemented yet";
+
+bool valid_port(std::string_view p) {
+  int port = -1;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  return !p.empty() && ec == std::errc() && end == p.data() + p.size() && port >= 0 && port <= 65535;
+}
+
+// host:port, host empty (all interfaces), a name, IPv4, or [IPv6].
+bool valid_host_port(std::string_view hp) {
+  size_t colon = hp.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view host = hp.substr(0, colon);
+  if (host.find_first_of(" \t/") != std::string_view::npos) return false;
+  if (!host.empty() && host.front() == '[' && host.back() != ']') return false;
+  return valid_port(hp.substr(colon + 1));
+}
+
+bool valid_listener_name(std::string_view n) {
+  if (n.empty()) return false;
+  for (char c : n)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+// Splits on commas with surrounding whitespace dropped; "" gives no items.
+List split_list(std::string_view s) {
+  List out;
+  size_t start = 0;
+  if (s.find_first_not_of(" \t") == std::string_view::npos) return out;
+  while (true) {
+    size_t comma = s.find(',', start);
+    std::string_view item = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    out.emplace_back(item);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// NAME://host:port,... (Kafka's listeners format).
+V listeners_validator(bool allow_empty) {
+  return V::custom("a comma-separated list of NAME://host:port", [allow_empty](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    if (!s) return false;
+    List items = split_list(*s);
+    if (items.empty()) return allow_empty;
+    for (const auto& item : items) {
+      size_t sep = item.find("://");
+      if (sep == std::string::npos || !valid_listener_name(std::string_view(item).substr(0, sep)) ||
+          !valid_host_port(std::string_view(item).substr(sep + 3)))
+        return false;
+    }
+    return true;
+  });
+}
+
+V protocol_map_validator() {
+  return V::custom(
+      "a comma-separated list of NAME:PROTOCOL, PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+      [](const Value& v) {
+        const auto* s = std::get_if<std::string>(&v);
+        if (!s) return false;
+        for (const auto& item : split_list(*s)) {
+          size_t colon = item.find(':');
+          if (colon == std::string::npos || !valid_listener_name(std::string_view(item).substr(0, colon)))
+            return false;
+          std::string_view proto = std::string_view(item).substr(colon + 1);
+          if (proto != "PLAINTEXT" && proto != "SSL" && proto != "SASL_PLAINTEXT" && proto != "SASL_SSL")
+            return false;
+        }
+        return true;
+      });
+}
+
+V host_port_validator() {
+  return V::custom("an address host:port (empty host: all interfaces)", [](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    return s && valid_host_port(*s);
+  });
+}
+
+V gzip_level_validator() {
+  return V::custom("-1 or an integer in [1, 9]", [](const Value& v) {
+    const auto* i = std::get_if<int32_t>(&v);
+    return i && (*i == -1 || (*i >= 1 && *i <= 9));
+  });
+}
+
+}  // namespace
+
+std::vector<KeyDef> detail::make_key_table() {
+  std::vector<KeyDef> k;
+  // --- Server basics
+  k.push_back(key("node.id", T::kInt, "-1", S::kServer,
+                  "This broker's id. -1 means unset. broker.id is the older name of the same setting; "
+                  "if both are set they must agree.")
+                  .valid(V::at_least(-1)));
+  k.push_back(key("broker.id", T::kInt, "-1", S::kServer, "The older name of node.id.")
+                  .valid(V::at_least(-1))
+                  .synonym_of("node.id"));
+  k.push_back(key("auto.create.topics.enable", T::kBoolean, "true", S::kServer,
+                  "Create a topic with the default settings when a client asks Metadata for a topic that does "
+                  "not exist."));
+  k.push_back(key("delete.topic.enable", T::kBoolean, "true", S::kServer,
+                  "Allow DeleteTopics. When false, deleting a topic fails."));
+  k.push_back(key("num.recovery.threads.per.data.dir", T::kInt, "1", S::kServer,
+                  "Threads per log directory that recover logs at startup and flush them at shutdown.")
+                  .valid(V::at_least(1)));
+
+  // --- Listeners
+  k.push_back(key("listeners", T::kString, "PLAINTEXT://:9092", S::kListeners,
+                  "Where the broker accepts connections: NAME://host:port entries, comma-separated. An empty "
+                  "host binds all interfaces; port 0 picks a free port.")
+                  .valid(listeners_validator(false)));
+  k.push_back(key("advertised.listeners", T::kString, kNull, S::kListeners,
+                  "The addresses given to clients in Metadata, in the same format as listeners. Unset: the "
+                  "listeners themselves.")
+                  .valid(listeners_validator(true)));
+  k.push_back(key("listener.security.protocol.map", T::kString,
+                  "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", S::kListeners,
+                  "The security protocol of each listener name, NAME:PROTOCOL entries. Only PLAINTEXT is "
+                  "served so far.")
+                  .valid(protocol_map_validator()));
+  k.push_back(key("inter.broker.listener.name", T::kString, kNull, S::kListeners,
+                  "The listener other brokers use to reach this one. Unset: the first PLAINTEXT listener."));
+
+  // --- Socket server and request handling
+  k.push_back(key("num.network.threads", T::kInt, "3", S::kSocket,
+                  "Threads that accept connections, read requests and write responses.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket, "Threads that handle requests, disk I/O included.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("socket.send.buffer.bytes", T::kInt, "102400", S::kSocket,
+                  "SO_SNDBUF for client connections; -1 keeps the operating system's default."));
+  k.push_back(key("socket.receive.buffer.bytes", T::kInt, "102400", S::kSocket,
+                  "SO_RCVBUF for client connections; -1 keeps the operating system's default."));
+  k.push_back(key("socket.request.max.bytes", T::kInt, "104857600", S::kSocket,
+                  "The largest request frame accepted; a larger size prefix closes the connection.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("queued.max.requests", T::kInt, "500", S::kSocket,
+                  "Requests read but not yet handled before the network threads stop reading.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("queued.max.request.bytes", T::kLong, "-1", S::kSocket,
+                  "Bytes of requests read but not yet handled before reading pauses; -1 means no limit "
+                  "beyond queued.max.requests."));
+  k.push_back(key("connections.max.idle.ms", T::kLong, "600000", S::kSocket,
+                  "Close a connection idle for this long (milliseconds)."));
+
+  // --- Log basics
+  k.push_back(key("log.dirs", T::kString, kNull, S::kLog,
+                  "Comma-separated directories that hold the partition logs. Unset: log.dir."));
+  k.push_back(key("log.dir", T::kString, "/tmp/kafka-logs", S::kLog,
+                  "The log directory, used when log.dirs is unset.")
+                  .synonym_of("log.dirs"));
+  k.push_back(key("log.segment.bytes", T::kInt, "1073741824", S::kLog, "The largest size of one segment file.")
+                  .valid(V::at_least(14))
+                  .topic("segment.bytes"));
+  k.push_back(key("log.roll.ms", T::kLong, kNull, S::kLog,
+                  "Roll a new segment when the active one is this old (milliseconds). Unset: log.roll.hours.")
+                  .valid(V::at_least(1))
+                  .topic("segment.ms"));
+  k.push_back(key("log.roll.hours", T::kInt, "168", S::kLog,
+                  "Roll a new segment when the active one is this old (hours), used when log.roll.ms is unset.")
+                  .valid(V::at_least(1))
+                  .synonym_of("log.roll.ms", kMsPerHour));
+  k.push_back(key("log.index.interval.bytes", T::kInt, "4096", S::kLog,
+                  "Bytes of records between two offset index entries.")
+                  .valid(V::at_least(0))
+                  .topic("index.interval.bytes"));
+  k.push_back(key("log.index.size.max.bytes", T::kInt, "10485760", S::kLog,
+                  "The largest size of an offset or time index; a full index rolls the segment.")
+                  .valid(V::at_least(4))
+                  .topic("segment.index.bytes"));
+  k.push_back(key("log.preallocate", T::kBoolean, "false", S::kLog, "Preallocate a new segment's file.")
+                  .topic("preallocate"));
+  k.push_back(key("log.segment.delete.delay.ms", T::kLong, "60000", S::kLog,
+                  "How long a deleted segment's files stay on disk before removal (milliseconds).")
+                  .valid(V::at_least(0))
+                  .topic("file.delete.delay.ms"));
+  k.push_back(key("log.message.timestamp.type", T::kString, "CreateTime", S::kLog,
+                  "Keep the producer's timestamp (CreateTime) or stamp the broker's time (LogAppendTime).")
+                  .valid(V::one_of({"CreateTime", "LogAppendTime"}))
+                  .topic("message.timestamp.type"));
+  k.push_back(key("log.message.timestamp.before.max.ms", T::kLong, "9223372036854775807", S::kLog,
+                  "Reject a CreateTime record timestamp further than this in the past (milliseconds).")
+                  .valid(V::at_least(0))
+                  .topic("message.timestamp.before.max.ms"));
+  k.push_back(key("log.message.timestamp.after.max.ms", T::kLong, "9223372036854775807", S::kLog,
+                  "Reject a CreateTime record timestamp further than this in the future (milliseconds).")
+                  .valid(V::at_least(0))
+                  .topic("message.timestamp.after.max.ms"));
+
+  // --- Log retention and flush
+  k.push_back(key("log.retention.ms", T::kLong, kNull, S::kLogRetention,
+                  "Delete segments older than this (milliseconds); -1 keeps them forever. Wins over "
+                  "log.retention.minutes and log.retention.hours.")
+                  .topic("retention.ms"));
+  k.push_back(key("log.retention.minutes", T::kInt, kNull, S::kLogRetention,
+                  "Retention in minutes, used when log.retention.ms is unset.")
+                  .synonym_of("log.retention.ms", kMsPerMinute));
+  k.push_back(key("log.retention.hours", T::kInt, "168", S::kLogRetention,
+                  "Retention in hours, used when log.retention.ms and log.retention.minutes are unset.")
+                  .synonym_of("log.retention.ms", kMsPerHour));
+  k.push_back(key("log.retention.bytes", T::kLong, "-1", S::kLogRetention,
+                  "Delete the oldest segments while a partition is larger than this; -1 means no size limit.")
+                  .topic("retention.bytes"));
+  k.push_back(key("log.retention.check.interval.ms", T::kLong, "300000", S::kLogRetention,
+                  "How often retention is checked (milliseconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("log.cleanup.policy", T::kList, "delete", S::kLogRetention,
+                  "What happens to old segments: delete them, compact them, or both.")
+                  .valid(V::list_of({"compact", "delete"}))
+                  .topic("cleanup.policy"));
+  k.push_back(key("log.flush.interval.messages", T::kLong, "9223372036854775807", S::kLogRetention,
+                  "fsync a partition after this many messages. The default leaves it to the page cache "
+                  "(acks=all durability comes from ciuic.acks.all.fsync).")
+                  .valid(V::at_least(1))
+                  .topic("flush.messages"));
+  k.push_back(key("log.flush.interval.ms", T::kLong, kNull, S::kLogRetention,
+                  "fsync a partition when its oldest unflushed message is this old (milliseconds). Unset: "
+                  "log.flush.scheduler.interval.ms.")
+                  .topic("flush.ms"));
+  k.push_back(key("log.flush.scheduler.interval.ms", T::kLong, "9223372036854775807", S::kLogRetention,
+                  "How often the flusher checks for logs to fsync (milliseconds), and the flush interval when "
+                  "log.flush.interval.ms is unset.")
+                  .synonym_of("log.flush.interval.ms", 1));
+  k.push_back(key("log.flush.offset.checkpoint.interval.ms", T::kInt, "60000", S::kLogRetention,
+                  "How often the recovery-point checkpoint is written (milliseconds).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("log.flush.start.offset.checkpoint.interval.ms", T::kInt, "60000", S::kLogRetention,
+                  "How often the log-start-offset checkpoint is written (milliseconds).")
+                  .valid(V::at_least(0)));
+
+  // --- Log cleaner
+  k.push_back(key("log.cleaner.enable", T::kBoolean, "true", S::kLogCleaner,
+                  "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."));
+  k.push_back(key("log.cleaner.threads", T::kInt, "1", S::kLogCleaner, "Log cleaner threads.")
+                  .valid(V::at_least(0)));
+  k.push_back(key("log.cleaner.dedupe.buffer.size", T::kLong, "134217728", S::kLogCleaner,
+                  "Memory for the cleaner's key map, across all cleaner threads (bytes)."));
+  k.push_back(key("log.cleaner.io.buffer.size", T::kInt, "524288", S::kLogCleaner,
+                  "The cleaner's read and write buffer memory, across all cleaner threads (bytes).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("log.cleaner.io.buffer.load.factor", T::kDouble, "0.9", S::kLogCleaner,
+                  "How full the cleaner's key map may get."));
+  k.push_back(key("log.cleaner.io.max.bytes.per.second", T::kDouble, "1.7976931348623157E308", S::kLogCleaner,
+                  "Cap on the cleaner's read plus write rate (bytes per second)."));
+  k.push_back(key("log.cleaner.backoff.ms", T::kLong, "15000", S::kLogCleaner,
+                  "Sleep when there is nothing to clean (milliseconds).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("log.cleaner.min.cleanable.ratio", T::kDouble, "0.5", S::kLogCleaner,
+                  "Clean a log when its uncleaned part is at least this fraction of it.")
+                  .valid(V::between_double(0, 1))
+                  .topic("min.cleanable.dirty.ratio"));
+  k.push_back(key("log.cleaner.delete.retention.ms", T::kLong, "86400000", S::kLogCleaner,
+                  "How long tombstones stay in a compacted log (milliseconds).")
+                  .valid(V::at_least(0))
+                  .topic("delete.retention.ms"));
+  k.push_back(key("log.cleaner.min.compaction.lag.ms", T::kLong, "0", S::kLogCleaner,
+                  "A message stays uncompacted at least this long (milliseconds).")
+                  .valid(V::at_least(0))
+                  .topic("min.compaction.lag.ms"));
+  k.push_back(key("log.cleaner.max.compaction.lag.ms", T::kLong, "9223372036854775807", S::kLogCleaner,
+                  "A message stays uncompacted at most this long (milliseconds).")
+                  .valid(V::at_least(1))
+                  .topic("max.compaction.lag.ms"));
+
+  // --- Topic defaults
+  k.push_back(key("num.partitions", T::kInt, "1", S::kTopicDefaults,
+                  "Partitions of an automatically created topic, and of CreateTopics asking for the default.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("default.replication.factor", T::kInt, "1", S::kTopicDefaults,
+                  "Replication factor of automatically created topics (1 on a single node)."));
+  k.push_back(key("message.max.bytes", T::kInt, "1048588", S::kTopicDefaults,
+                  "The largest record batch the broker accepts, after compression.")
+                  .valid(V::at_least(0))
+                  .topic("max.message.bytes"));
+  k.push_back(key("compression.type", T::kString, "producer", S::kTopicDefaults,
+                  "How batches are stored: as the producer sent them (producer) or recompressed with a codec.")
+                  .valid(V::one_of({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}))
+                  .topic("compression.type"));
+  k.push_back(key("compression.gzip.level", T::kInt, "-1", S::kTopicDefaults,
+                  "gzip level when the broker recompresses with gzip; -1 is zlib's default.")
+                  .valid(gzip_level_validator())
+                  .topic("compression.gzip.level"));
+  k.push_back(key("compression.lz4.level", T::kInt, "9", S::kTopicDefaults,
+                  "lz4 level when the broker recompresses with lz4.")
+                  .valid(V::between(1, 17))
+                  .topic("compression.lz4.level"));
+  k.push_back(key("compression.zstd.level", T::kInt, "3", S::kTopicDefaults,
+                  "zstd level when the broker recompresses with zstd.")
+                  .valid(V::between(-131072, 22))
+                  .topic("compression.zstd.level"));
+
+  // --- Offsets and consumer groups
+  k.push_back(key("offsets.topic.num.partitions", T::kInt, "50", S::kGroups,
+                  "Partitions of __consumer_offsets (fixed once it exists).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("offsets.topic.replication.factor", T::kInt, "3", S::kGroups,
+                  "Replication factor of __consumer_offsets (a single node uses 1).")
+                  .valid(V::between(1, 32767)));
+  k.push_back(key("offsets.topic.segment.bytes", T::kInt, "104857600", S::kGroups,
+                  "Segment size of __consumer_offsets.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("offsets.retention.minutes", T::kInt, "10080", S::kGroups,
+                  "Committed offsets of an empty group are dropped after this long (minutes).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("offsets.retention.check.interval.ms", T::kLong, "600000", S::kGroups,
+                  "How often expired offsets are looked for (milliseconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("offsets.commit.timeout.ms", T::kInt, "5000", S::kGroups,
+                  "How long an offset commit waits to be written (milliseconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("offset.metadata.max.bytes", T::kInt, "4096", S::kGroups,
+                  "The largest metadata string stored with a committed offset."));
+  k.push_back(key("group.initial.rebalance.delay.ms", T::kInt, "3000", S::kGroups,
+                  "How long a new group waits for more members before its first rebalance (milliseconds)."));
+  k.push_back(key("group.min.session.timeout.ms", T::kInt, "6000", S::kGroups,
+                  "The smallest session timeout a member may ask for (milliseconds)."));
+  k.push_back(key("group.max.session.timeout.ms", T::kInt, "1800000", S::kGroups,
+                  "The largest session timeout a member may ask for (milliseconds)."));
+  k.push_back(key("group.max.size", T::kInt, "2147483647", S::kGroups, "The most members one group may have.")
+                  .valid(V::at_least(1)));
+
+  // --- Transactions
+  k.push_back(key("transaction.state.log.num.partitions", T::kInt, "50", S::kTransactions,
+                  "Partitions of __transaction_state.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("transaction.state.log.replication.factor", T::kInt, "3", S::kTransactions,
+                  "Replication factor of __transaction_state (a single node uses 1).")
+                  .valid(V::between(1, 32767)));
+  k.push_back(key("transaction.state.log.segment.bytes", T::kInt, "104857600", S::kTransactions,
+                  "Segment size of __transaction_state.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("transaction.state.log.min.isr", T::kInt, "2", S::kTransactions,
+                  "min.insync.replicas of __transaction_state.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("transaction.max.timeout.ms", T::kInt, "900000", S::kTransactions,
+                  "The longest transaction timeout a producer may ask for (milliseconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("transactional.id.expiration.ms", T::kInt, "604800000", S::kTransactions,
+                  "Forget a transactional id unused for this long (milliseconds).")
+                  .valid(V::at_least(1)));
+
+  // --- Replication
+  k.push_back(key("min.insync.replicas", T::kInt, "1", S::kReplication,
+                  "Replicas that must have a batch before acks=all succeeds.")
+                  .valid(V::at_least(1))
+                  .topic("min.insync.replicas"));
+  k.push_back(key("unclean.leader.election.enable", T::kBoolean, "false", S::kReplication,
+                  "Allow a replica outside the ISR to become leader, losing data.")
+                  .topic("unclean.leader.election.enable"));
+  k.push_back(key("replica.lag.time.max.ms", T::kLong, "30000", S::kReplication,
+                  "A follower that has not caught up for this long leaves the ISR (milliseconds)."));
+
+  // --- ZooKeeper and KRaft
+  k.push_back(key("zookeeper.connect", T::kString, kNull, S::kQuorum, "ZooKeeper connection string host:port[/chroot].")
+                  .ignored(kSingleNode));
+  k.push_back(key("zookeeper.session.timeout.ms", T::kInt, "18000", S::kQuorum, "ZooKeeper session timeout.")
+                  .ignored(kSingleNode));
+  k.push_back(key("process.roles", T::kList, "", S::kQuorum, "KRaft roles of this process: broker, controller.")
+                  .valid(V::list_of({"broker", "controller"}))
+                  .ignored(kSingleNode));
+  k.push_back(key("controller.quorum.voters", T::kList, "", S::kQuorum, "KRaft voters, id@host:port entries.")
+                  .ignored(kSingleNode));
+  k.push_back(key("controller.listener.names", T::kString, kNull, S::kQuorum,
+                  "Listener names the KRaft controller uses.")
+                  .ignored(kSingleNode));
+  k.push_back(key("cluster.id", T::kString, kNull, S::kQuorum,
+                  "The cluster id a KRaft log directory is formatted with (the images' CLUSTER_ID).")
+                  .ignored(kSingleNode));
+
+  // --- Java classes and secrets
+  k.push_back(key("authorizer.class.name", T::kClass, "", S::kIgnored, "Authorizer class.").ignored(kNoJava));
+  k.push_back(key("principal.builder.class", T::kClass,
+                  "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", S::kIgnored,
+                  "Principal builder class.")
+                  .ignored(kNoJava));
+  k.push_back(key("create.topic.policy.class.name", T::kClass, kNull, S::kIgnored, "CreateTopics policy class.")
+                  .ignored(kNoJava));
+  k.push_back(key("alter.config.policy.class.name", T::kClass, kNull, S::kIgnored, "AlterConfigs policy class.")
+                  .ignored(kNoJava));
+  k.push_back(key("ssl.keystore.password", T::kPassword, kNull, S::kIgnored, "Key store password.")
+                  .ignored(kNoTls));
+  k.push_back(key("ssl.key.password", T::kPassword, kNull, S::kIgnored, "Private key password.").ignored(kNoTls));
+  k.push_back(key("ssl.truststore.password", T::kPassword, kNull, S::kIgnored, "Trust store password.")
+                  .ignored(kNoTls));
+
+  // --- CiuicKafka
+  k.push_back(key("ciuic.metrics.listener", T::kString, "0.0.0.0:9644", S::kCiuic,
+                  "Where Prometheus metrics are served (path /metrics).")
+                  .valid(host_port_validator()));
+  k.push_back(key("ciuic.acks.all.fsync", T::kBoolean, "true", S::kCiuic,
+                  "acks=all produce waits for a group-commit fsync of its batch before answering."));
+  return k;
+}
+
+}  // namespace ciuickafka::broker::config

@@ -1,0 +1,203 @@
+// Loading: precedence of the four sources, warnings, errors with origins,
+// ms/minutes/hours, synonyms for DescribeConfigs, the command line.
+#include <catch2/catch.hpp>
+
+#include <array>
+
+#include "broker/config/broker_config.h"
+#include "broker/config/command_line.h"
+
+using namespace ciuickafka::broker::config;
+
+namespace {
+
+ConfigInput input(std::string_view file_text, std::vector<std::string> overrides = {}, Environment env = {}) {
+  ConfigInput in;
+  auto props = parse_properties(file_text, "server.properties");
+  REQUIRE(props);
+  in.file = props.value();
+  in.file_name = "server.properties";
+  in.overrides = std::move(overrides);
+  in.environment = std::move(env);
+  return in;
+}
+
+LoadedConfig load_ok(const ConfigInput& in) {
+  auto r = load_config(in);
+  INFO((r ? std::string() : r.error().message));
+  REQUIRE(r);
+  return r.value();
+}
+
+std::string load_error(const ConfigInput& in) {
+  auto r = load_config(in);
+  REQUIRE_FALSE(r);
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("precedence: env > override > file > default") {
+  const std::string file = "num.partitions=2\nnum.io.threads=4\nnum.network.threads=5\n";
+  LoadedConfig l = load_ok(input(file, {"num.partitions=3", "num.io.threads=6"}, {{"KAFKA_NUM_PARTITIONS", "7"}}));
+  const BrokerConfig& c = l.config;
+  CHECK(c.get_int("num.partitions") == 7);
+  CHECK(c.source("num.partitions") == ConfigSource::kEnvironment);
+  CHECK(c.entry("num.partitions").origin == "KAFKA_NUM_PARTITIONS");
+  CHECK(c.get_int("num.io.threads") == 6);
+  CHECK(c.source("num.io.threads") == ConfigSource::kOverride);
+  CHECK(c.entry("num.io.threads").origin == "--override");
+  CHECK(c.get_int("num.network.threads") == 5);
+  CHECK(c.source("num.network.threads") == ConfigSource::kFile);
+  CHECK(c.entry("num.network.threads").origin == "server.properties:3");
+  CHECK(c.get_int("queued.max.requests") == 500);
+  CHECK(c.source("queued.max.requests") == ConfigSource::kDefault);
+  CHECK(l.warnings.empty());
+}
+
+TEST_CASE("a bad value hidden by a higher source is not an error; the winner is checked") {
+  CHECK(load_ok(input("num.partitions=abc\n", {"num.partitions=4"})).config.get_int("num.partitions") == 4);
+  CHECK(load_error(input("num.partitions=4\n", {"num.partitions=abc"})) ==
+        "invalid value \"abc\" for num.partitions: expected an integer >= 1 (from --override)");
+  CHECK(load_error(input("", {}, {{"KAFKA_NUM_PARTITIONS", "0"}})) ==
+        "invalid value \"0\" for num.partitions: expected an integer >= 1 (from KAFKA_NUM_PARTITIONS)");
+  CHECK(load_error(input("x=1\nlog.preallocate = maybe\n")) ==
+        "invalid value \"maybe\" for log.preallocate: expected true or false (from server.properties:2)");
+}
+
+TEST_CASE("later duplicates in one source win") {
+  CHECK(load_ok(input("num.partitions=2\nnum.partitions=9\n")).config.get_int("num.partitions") == 9);
+  CHECK(load_ok(input("", {"num.partitions=2", "num.partitions=8"})).config.get_int("num.partitions") == 8);
+}
+
+TEST_CASE("environment: KAFKA_CFG_ beats KAFKA_; ignored variables say nothing") {
+  Environment env = {{"KAFKA_CFG_NUM_PARTITIONS", "5"}, {"KAFKA_NUM_PARTITIONS", "6"},   {"KAFKA_HEAP_OPTS", "-Xmx1G"},
+                     {"KAFKA_OPTS", "-Dx=y"},          {"KAFKA_JMX_PORT", "9999"},       {"KAFKA_LOG4J_OPTS", "z"},
+                     {"KAFKA_VERSION", "3.9.0"},       {"KAFKA_HOME", "/opt/kafka"},     {"PATH", "/bin"},
+                     {"KAFKA_LOG_RETENTION_MS", "1000"}};
+  LoadedConfig l = load_ok(input("", {}, env));
+  CHECK(l.config.get_int("num.partitions") == 5);
+  CHECK(l.config.entry("num.partitions").origin == "KAFKA_CFG_NUM_PARTITIONS");
+  CHECK(l.config.log_retention_ms() == 1000);
+  CHECK(l.warnings.empty());
+  // Order of the variables does not matter.
+  std::swap(env[0], env[1]);
+  CHECK(load_ok(input("", {}, env)).config.get_int("num.partitions") == 5);
+}
+
+TEST_CASE("unknown keys warn, naming where they came from") {
+  LoadedConfig l = load_ok(input("foo.bar=1\n", {"no.such.key=2"}, {{"KAFKA_MADE_UP", "3"}}));
+  REQUIRE(l.warnings.size() == 3);
+  CHECK(l.warnings[0] == "unknown configuration key \"foo.bar\" (from server.properties:1); ignored");
+  CHECK(l.warnings[1] == "unknown configuration key \"no.such.key\" (from --override); ignored");
+  CHECK(l.warnings[2] == "unknown configuration key \"made.up\" (from KAFKA_MADE_UP); ignored");
+}
+
+TEST_CASE("ZooKeeper and KRaft keys are accepted with a warning") {
+  LoadedConfig l = load_ok(input("zookeeper.connect=zk:2181\nprocess.roles=broker,controller\n"
+                                 "controller.quorum.voters=1@localhost:9093\n",
+                                 {}, {{"CLUSTER_ID", "MkU3OEVBNTcwNTJENDM2Qk"}}));
+  REQUIRE(l.warnings.size() == 4);
+  CHECK(l.warnings[0] ==
+        "zookeeper.connect is accepted but ignored: a single node has no quorum or ZooKeeper (until the "
+        "replication issue) (from server.properties:1)");
+  CHECK(l.warnings[1].starts_with("process.roles is accepted but ignored"));
+  CHECK(l.warnings[2].starts_with("controller.quorum.voters is accepted but ignored"));
+  CHECK(l.warnings[3].starts_with("cluster.id is accepted but ignored"));
+  CHECK(l.warnings[3].ends_with("(from CLUSTER_ID)"));
+  CHECK(l.config.get_string("cluster.id") == "MkU3OEVBNTcwNTJENDM2Qk");
+  // Empty values say nothing; bad ones are still errors.
+  CHECK(load_ok(input("process.roles=\nauthorizer.class.name=\n")).warnings.empty());
+  CHECK(load_error(input("process.roles=observer\n")).starts_with("invalid value \"observer\" for process.roles"));
+}
+
+TEST_CASE("a malformed --override is an error") {
+  CHECK(load_error(input("", {"num.partitions"})) == "invalid --override \"num.partitions\": expected key=value");
+  CHECK(load_error(input("", {"=3"})) == "invalid --override \"=3\": expected key=value");
+  CHECK(load_ok(input("", {"advertised.listeners="})).config.get_string("advertised.listeners").empty());
+  CHECK(load_ok(input("", {" num.partitions = 4 "})).config.get_int("num.partitions") == 4);
+}
+
+TEST_CASE("retention: ms wins over minutes over hours, across sources") {
+  CHECK(load_ok(input("log.retention.hours=24\n")).config.log_retention_ms() == 24LL * 3600 * 1000);
+  CHECK(load_ok(input("log.retention.hours=24\nlog.retention.minutes=30\n")).config.log_retention_ms() ==
+        30LL * 60 * 1000);
+  CHECK(load_ok(input("log.retention.ms=1234\nlog.retention.minutes=30\nlog.retention.hours=1\n"))
+            .config.log_retention_ms() == 1234);
+  // A lower-precedence unit set by a higher-precedence source still loses to ms.
+  LoadedConfig l = load_ok(input("log.retention.ms=5000\n", {}, {{"KAFKA_LOG_RETENTION_HOURS", "2"}}));
+  CHECK(l.config.log_retention_ms() == 5000);
+  CHECK(l.config.effective_key("log.retention.hours").name == "log.retention.ms");
+  CHECK(load_ok(input("log.retention.ms=-1\n")).config.log_retention_ms() == -1);
+  CHECK(load_ok(input("log.retention.hours=-5\n")).config.log_retention_ms() == -1);
+  CHECK(load_error(input("log.retention.minutes=0\n")) ==
+        "invalid value \"0\" for log.retention.minutes: expected -1 (unlimited) or a positive retention (from "
+        "server.properties:1)");
+  CHECK(load_ok(input("log.roll.hours=2\n")).config.log_roll_ms() == 2LL * 3600 * 1000);
+  CHECK(load_ok(input("log.roll.ms=100\nlog.roll.hours=2\n")).config.log_roll_ms() == 100);
+  CHECK(load_ok(input("log.flush.scheduler.interval.ms=70\n")).config.log_flush_interval_ms() == 70);
+  CHECK(load_ok(input("log.flush.interval.ms=50\nlog.flush.scheduler.interval.ms=70\n"))
+            .config.log_flush_interval_ms() == 50);
+  CHECK(load_ok(input("offsets.retention.minutes=2\n")).config.offsets_retention_ms() == 120000);
+}
+
+TEST_CASE("node.id and broker.id are one setting") {
+  CHECK(load_ok(input("broker.id=3\n")).config.node_id() == 3);
+  CHECK(load_ok(input("node.id=4\n")).config.node_id() == 4);
+  CHECK(load_ok(input("node.id=5\nbroker.id=5\n")).config.node_id() == 5);
+  CHECK(load_ok(input("", {}, {{"KAFKA_BROKER_ID", "6"}})).config.node_id() == 6);
+  CHECK(load_error(input("node.id=1\nbroker.id=2\n")) ==
+        "invalid value \"2\" for broker.id: expected the same value as node.id (1) (from server.properties:2)");
+}
+
+TEST_CASE("log.dirs wins over log.dir and is split on commas") {
+  CHECK(load_ok(input("log.dir=/data/one\n")).config.log_dirs() == List{"/data/one"});
+  CHECK(load_ok(input("log.dir=/data/one\nlog.dirs=/a, /b\n")).config.log_dirs() == List{"/a", "/b"});
+}
+
+TEST_CASE("synonyms and values as DescribeConfigs reports them") {
+  LoadedConfig l = load_ok(input("log.retention.hours=24\nssl.key.password=secret\n", {"compression.type=zstd"}));
+  const BrokerConfig& c = l.config;
+  auto syn = c.synonyms("log.retention.ms");
+  REQUIRE(syn.size() == 2);
+  CHECK(syn[0].name == "log.retention.hours");
+  CHECK(syn[0].value == "24");
+  CHECK(syn[0].source == ConfigSource::kFile);
+  CHECK(syn[1].name == "log.retention.hours");
+  CHECK(syn[1].value == "168");
+  CHECK(syn[1].source == ConfigSource::kDefault);
+  CHECK(c.describe_value("log.retention.ms") == std::nullopt);
+  CHECK(c.describe_value("log.retention.hours") == "24");
+  CHECK(c.describe_value("compression.type") == "zstd");
+  CHECK(c.describe_value("log.cleanup.policy") == "delete");
+  CHECK(c.describe_value("ssl.key.password") == std::nullopt);
+  auto pw = c.synonyms("ssl.key.password");
+  REQUIRE(pw.size() == 1);
+  CHECK(pw[0].value == std::nullopt);
+  CHECK(c.get_string("ssl.key.password") == "secret");
+  CHECK(l.warnings.size() == 1);  // TLS not implemented
+  auto one = c.synonyms("num.partitions");
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].source == ConfigSource::kDefault);
+}
+
+TEST_CASE("command line: --config, FILE, --override, --help, --version, errors") {
+  auto parse = [](std::initializer_list<std::string_view> args) {
+    std::vector<std::string_view> v(args);
+    return parse_command_line(v);
+  };
+  auto cl = parse({"--config", "a.properties", "--override", "num.partitions=3", "--override=log.dirs=/x"});
+  REQUIRE(cl);
+  CHECK(cl.value().config_path == "a.properties");
+  CHECK(cl.value().overrides == std::vector<std::string>{"num.partitions=3", "log.dirs=/x"});
+  CHECK(parse({"server.properties"}).value().config_path == "server.properties");
+  CHECK(parse({"--config=b"}).value().config_path == "b");
+  CHECK(parse({"--help"}).value().help);
+  CHECK(parse({"-h"}).value().help);
+  CHECK(parse({"--version"}).value().version);
+  CHECK(parse({}).value().config_path == std::nullopt);
+  CHECK(parse({"--config"}).error().message == "--config needs a value");
+  CHECK(parse({"a", "b"}).error().message == "more than one config file given: a and b");
+  CHECK(parse({"--override", "x"}).error().message == "invalid --override \"x\": expected key=value");
+  CHECK(parse({"--bogus"}).error().message == "unknown option --bogus (try --help)");
+}
