@@ -5,7 +5,7 @@
 #   build/asan  g++ 12, Debug + AddressSanitizer + UndefinedBehaviorSanitizer:
 #               the library and every unit/golden test.
 #   build/fuzz  clang, libFuzzer + ASan/UBSan: the fuzz targets, each run for a
-#               short bounded smoke (CK_FUZZ_SECONDS, default 60).
+#               short bounded smoke (env CK_FUZZ_SECONDS, default 45).
 # Every test runs through ctest; the last thing printed is ctest's summary of
 # the main suite.
 set -euo pipefail
@@ -25,7 +25,8 @@ start=$(date +%s)
 
 # Fuzz build first, so the main suite's summary ends the output.
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCK_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCK_FUZZ=ON -DBUILD_TESTING=ON \
+  -DCK_FUZZ_SECONDS="${CK_FUZZ_SECONDS:-45}" >/dev/null
 cmake --build build/fuzz -j"$jobs" --target fuzz_targets
 (cd build/fuzz && ctest -L fuzz --output-on-failure)
 
