@@ -64,22 +64,28 @@ Uuid Reader::read_uuid() {
   return u;
 }
 
-uint32_t Reader::read_uvarint() {
-  uint32_t value = 0;
-  for (int i = 0; i < 5; ++i) {
+// Unsigned LEB128 of at most `bits` bits: ceil(bits / 7) bytes, and the last
+// byte may carry only the bits that remain. Anything longer or wider is
+// kBadVarint, so a value never silently wraps.
+uint64_t Reader::read_unsigned_varint(int bits) {
+  const int max_bytes = (bits + 6) / 7;
+  const uint8_t last_byte_limit = static_cast<uint8_t>(1u << (bits - 7 * (max_bytes - 1)));
+  uint64_t value = 0;
+  for (int i = 0; i < max_bytes; ++i) {
     if (!need(1)) return 0;
     uint8_t b = buf_[pos_++];
-    // The fifth byte may carry only the top 4 bits of a 32-bit value.
-    if (i == 4 && (b & 0xF0) != 0) {
+    if (i == max_bytes - 1 && b >= last_byte_limit) {
       fail(WireError::kBadVarint);
       return 0;
     }
-    value |= static_cast<uint32_t>(b & 0x7F) << (7 * i);
+    value |= static_cast<uint64_t>(b & 0x7F) << (7 * i);
     if ((b & 0x80) == 0) return value;
   }
   fail(WireError::kBadVarint);
   return 0;
 }
+
+uint32_t Reader::read_uvarint() { return static_cast<uint32_t>(read_unsigned_varint(32)); }
 
 int32_t Reader::read_varint() {
   uint32_t raw = read_uvarint();
@@ -87,19 +93,8 @@ int32_t Reader::read_varint() {
 }
 
 int64_t Reader::read_varlong() {
-  uint64_t raw = 0;
-  for (int i = 0; i < 10; ++i) {
-    if (!need(1)) return 0;
-    uint8_t b = buf_[pos_++];
-    if (i == 9 && (b & 0xFE) != 0) {
-      fail(WireError::kBadVarint);
-      return 0;
-    }
-    raw |= static_cast<uint64_t>(b & 0x7F) << (7 * i);
-    if ((b & 0x80) == 0) return static_cast<int64_t>((raw >> 1) ^ (~(raw & 1) + 1));
-  }
-  fail(WireError::kBadVarint);
-  return 0;
+  uint64_t raw = read_unsigned_varint(64);
+  return static_cast<int64_t>((raw >> 1) ^ (~(raw & 1) + 1));
 }
 
 std::span<const uint8_t> Reader::read_raw(size_t n) {

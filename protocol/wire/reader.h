@@ -84,6 +84,7 @@ class Reader {
 
  private:
   bool need(size_t n);
+  uint64_t read_unsigned_varint(int bits);
   std::optional<std::span<const uint8_t>> take_sized(int64_t len, bool nullable);
 
   std::span<const uint8_t> buf_;
