@@ -1,6 +1,8 @@
 // broker/config/broker_config.cc: merging the sources and reading the result.
 #include "broker/config/broker_config.h"
 
+#include "broker/config/listeners.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -197,6 +199,8 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
     return ConfigError{"invalid value \"0\" for " + std::string(retention.name) +
                        ": expected -1 (unlimited) or a positive retention (from " + e.origin + ")"};
   }
+  // Listener names, ports and protocols checked together.
+  if (auto listeners = resolve_listeners(c); !listeners) return listeners.error();
   return out;
 }
 

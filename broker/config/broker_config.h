@@ -8,8 +8,9 @@
 // Every value is parsed and validated against the registry; the first bad one
 // (in registry order) is the error, one line: invalid value "abc" for
 // num.partitions: expected an integer >= 1 (from server.properties:3).
-// Unknown keys and keys accepted but ignored here are warnings for the caller
-// to print. Each key keeps its source and origin, for DescribeConfigs.
+// Then keys are checked together (node.id vs broker.id, retention, listeners:
+// see listeners.h). Unknown keys and keys accepted but ignored here are
+// warnings for the caller to print. Each key keeps its source and origin, for DescribeConfigs.
 //
 // Thread-safety: BrokerConfig is immutable after loading; share it freely.
 #pragma once

@@ -148,7 +148,8 @@ std::vector<KeyDef> detail::make_key_table() {
                   "served so far.")
                   .valid(protocol_map_validator()));
   k.push_back(key("inter.broker.listener.name", T::kString, kNull, S::kListeners,
-                  "The listener other brokers use to reach this one. Unset: the first PLAINTEXT listener."));
+                  "The listener other brokers use to reach this one. Unset: the listener named PLAINTEXT if "
+                  "advertised, else the first advertised listener."));
 
   // --- Socket server and request handling
   k.push_back(key("num.network.threads", T::kInt, "3", S::kSocket,
