@@ -14,6 +14,8 @@ const char* to_string(StatusCode c) {
     case StatusCode::kInvalidArgument: return "invalid argument";
     case StatusCode::kIndexFull: return "index full";
     case StatusCode::kUnsupported: return "unsupported";
+    case StatusCode::kCorruptRecords: return "corrupt records";
+    case StatusCode::kOffsetOutOfRange: return "offset out of range";
   }
   return "unknown";
 }

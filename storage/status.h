@@ -26,6 +26,9 @@ enum class StatusCode : int {
   kInvalidArgument,  // the caller broke a precondition (non-monotonic append, bad name)
   kIndexFull,        // an index has no room for another entry: roll the segment
   kUnsupported,      // the platform cannot do this (io_uring missing, say)
+  kCorruptRecords,   // records handed to an append are malformed (framing, magic, CRC):
+                     // nothing was written (Kafka's CORRUPT_MESSAGE)
+  kOffsetOutOfRange, // a read below the log start or above the log end offset
 };
 
 const char* to_string(StatusCode c);
@@ -43,6 +46,12 @@ class [[nodiscard]] Status {
   }
   static Status not_found(std::string msg) { return Status(StatusCode::kNotFound, ENOENT, std::move(msg)); }
   static Status index_full(std::string msg) { return Status(StatusCode::kIndexFull, 0, std::move(msg)); }
+  static Status corrupt_records(std::string msg) {
+    return Status(StatusCode::kCorruptRecords, 0, std::move(msg));
+  }
+  static Status offset_out_of_range(std::string msg) {
+    return Status(StatusCode::kOffsetOutOfRange, 0, std::move(msg));
+  }
   static Status unsupported(int err, std::string msg) {
     return Status(StatusCode::kUnsupported, err, std::move(msg));
   }

@@ -1,0 +1,274 @@
+// storage/segment.cc: append, lookup, read and recovery of one segment.
+#include "storage/segment.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "protocol/records/record_batch.h"
+#include "storage/file_names.h"
+
+namespace ciuickafka::storage {
+
+namespace v2 = protocol::batch_v2;
+
+namespace {
+
+int64_t load_offset(const uint8_t* p) { return static_cast<int64_t>(load_be64(p)); }
+int32_t load_int32(const uint8_t* p) { return static_cast<int32_t>(load_be32(p)); }
+
+std::string at(const std::string& path, uint64_t position) {
+  return path + " at position " + std::to_string(position);
+}
+
+}  // namespace
+
+Segment::Segment(int64_t base, SegmentConfig config, std::unique_ptr<io::File> log, OffsetIndex oi,
+                 TimeIndex ti, uint64_t size)
+    : base_offset_(base),
+      config_(config),
+      log_(std::move(log)),
+      offset_index_(std::move(oi)),
+      time_index_(std::move(ti)),
+      size_(size),
+      published_size_(size),
+      offset_of_max_timestamp_(base) {
+  // A segment opened without recovery: its largest timestamp is the time
+  // index's last entry (exact for a segment that rolled normally).
+  if (time_index_.entries() > 0) {
+    auto last = time_index_.last_entry();
+    max_timestamp_ = last.timestamp;
+    offset_of_max_timestamp_ = last.offset;
+  }
+}
+
+Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::string& dir,
+                                               int64_t base_offset, const SegmentConfig& config,
+                                               bool create) {
+  if (config.segment_bytes > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    return Status::invalid_argument("segment.bytes " + std::to_string(config.segment_bytes) +
+                                    " is above 2^31 - 1");
+  const auto name = [&](SegmentFileKind k) { return dir + "/" + segment_file_name(base_offset, k); };
+  auto log = fs.open(name(SegmentFileKind::kLog),
+                     create ? io::OpenMode::kCreateExclusive : io::OpenMode::kReadWrite);
+  if (!log) return log.status();
+  auto size = (*log)->size();
+  if (!size) return size.status();
+  if (*size > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    return Status::corruption(name(SegmentFileKind::kLog) + " is larger than 2^31 - 1 bytes");
+  auto oi = OffsetIndex::open(fs, name(SegmentFileKind::kIndex), base_offset, config.max_index_bytes);
+  if (!oi) return oi.status();
+  auto ti = TimeIndex::open(fs, name(SegmentFileKind::kTimeIndex), base_offset, config.max_index_bytes);
+  if (!ti) return ti.status();
+  if (create) {  // index files left by an older segment at this base are stale
+    oi->clear();
+    ti->clear();
+  }
+  return std::unique_ptr<Segment>(new Segment(base_offset, config, std::move(log).value(),
+                                              std::move(oi).value(), std::move(ti).value(), *size));
+}
+
+bool Segment::should_roll(uint64_t batch_bytes, int64_t last_offset, int64_t now_ms) const {
+  if (!offset_index_.can_hold(last_offset)) return true;
+  if (size_ == 0) return false;
+  if (size_ + batch_bytes > config_.segment_bytes) return true;
+  if (offset_index_.full() || time_index_.full()) return true;
+  return first_append_ms_ && now_ms - *first_append_ms_ >= config_.segment_ms;
+}
+
+void Segment::index_batch(uint64_t position, uint64_t size, int64_t last_offset, int64_t max_timestamp) {
+  if (max_timestamp > max_timestamp_) {
+    max_timestamp_ = max_timestamp;
+    offset_of_max_timestamp_ = last_offset;
+  }
+  if (bytes_since_index_entry_ > config_.index_interval_bytes) {
+    std::lock_guard lock(index_mu_);
+    // A full index (possible inside one multi-batch append) only makes the
+    // index sparser; should_roll() rolls before the next append.
+    if (!offset_index_.full()) (void)offset_index_.append(last_offset, static_cast<uint32_t>(position));
+    if (max_timestamp_ != kNoTimestamp && !time_index_.full())
+      (void)time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_);
+    bytes_since_index_entry_ = 0;
+  }
+  bytes_since_index_entry_ += size;
+  next_offset_ = last_offset + 1;
+}
+
+Result<uint64_t> Segment::append(std::span<const uint8_t> batches, int64_t now_ms) {
+  const uint64_t position = size_;
+  CK_RETURN_IF_ERROR(log_->write_at(position, batches));
+  protocol::BatchSplitter split(batches);
+  protocol::RecordsEntry e;
+  while (split.next(&e) == protocol::SplitStatus::kEntry) {
+    auto view = protocol::RecordBatchView::parse(e.bytes);
+    if (!view) break;  // the log validated every batch; cannot happen
+    index_batch(position + static_cast<uint64_t>(e.bytes.data() - batches.data()), e.bytes.size(),
+                view->last_offset(), view->max_timestamp());
+  }
+  if (!first_append_ms_) first_append_ms_ = now_ms;
+  size_ = position + batches.size();
+  published_size_.store(size_, std::memory_order_release);
+  return position;
+}
+
+Result<BatchLocation> Segment::read_header(uint64_t position, uint64_t max_position) const {
+  uint8_t h[v2::kHeaderSize];
+  if (position + v2::kHeaderSize > max_position)
+    return Status::corruption(at(path(), position) + ": a batch header runs past the end " +
+                              std::to_string(max_position));
+  auto n = log_->read_at(position, h);
+  if (!n) return n.status();
+  if (*n < v2::kHeaderSize)
+    return Status::corruption(at(path(), position) + ": short read of a batch header");
+  const int32_t length = load_int32(h + v2::kBatchLengthOffset);
+  BatchLocation loc{position, v2::kLogOverhead + static_cast<uint64_t>(std::max(length, 0)),
+                    load_offset(h + v2::kBaseOffsetOffset), 0};
+  if (length < v2::kMinBatchLength || position + loc.size > max_position ||
+      static_cast<int8_t>(h[v2::kMagicOffset]) != v2::kMagic)
+    return Status::corruption(at(path(), position) + ": batch length " + std::to_string(length) +
+                              " or magic " + std::to_string(h[v2::kMagicOffset]) + " breaks the format");
+  loc.last_offset = loc.base_offset + load_int32(h + v2::kLastOffsetDeltaOffset);
+  return loc;
+}
+
+Result<std::optional<BatchLocation>> Segment::find_offset_position(int64_t offset,
+                                                                   uint64_t max_position) const {
+  OffsetPosition start;
+  {
+    std::lock_guard lock(index_mu_);
+    start = offset_index_.lookup(offset);
+  }
+  // One read of the 61-byte header per batch: the 12-byte offset/length
+  // prefix alone cannot tell the batch's last offset.
+  for (uint64_t pos = start.position; pos < max_position;) {
+    auto loc = read_header(pos, max_position);
+    if (!loc) return loc.status();
+    if (loc->last_offset >= offset) return std::optional<BatchLocation>(*loc);
+    pos += loc->size;
+  }
+  return std::optional<BatchLocation>();
+}
+
+Result<uint64_t> Segment::last_boundary(uint64_t from, uint64_t budget_end, uint64_t max_position) const {
+  uint64_t pos = from;
+  {
+    // Index positions are batch starts: jump to the furthest one in range.
+    std::lock_guard lock(index_mu_);
+    long slot = largest_lower_bound(
+        offset_index_.entries(), [this](size_t i) { return uint64_t{offset_index_.entry(i).position}; },
+        budget_end);
+    if (slot >= 0) pos = std::max<uint64_t>(pos, offset_index_.entry(static_cast<size_t>(slot)).position);
+  }
+  while (pos + v2::kLogOverhead <= max_position) {
+    uint8_t h[v2::kLogOverhead];
+    auto n = log_->read_at(pos, h);
+    if (!n) return n.status();
+    const int32_t length = load_int32(h + v2::kBatchLengthOffset);
+    if (*n < v2::kLogOverhead || length < v2::kMinBatchLength)
+      return Status::corruption(at(path(), pos) + ": bad batch length " + std::to_string(length));
+    const uint64_t end = pos + v2::kLogOverhead + static_cast<uint64_t>(length);
+    if (end > budget_end || end > max_position) break;
+    pos = end;
+  }
+  return pos;
+}
+
+Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t max_bytes,
+                                               uint64_t max_position, int64_t upper_bound_offset,
+                                               bool min_one_batch) const {
+  using Out = std::optional<FileSlice>;
+  max_position = std::min(max_position, published_size());
+  auto first = find_offset_position(start_offset, max_position);
+  if (!first) return first.status();
+  if (!*first || (*first)->last_offset >= upper_bound_offset) return Out();
+  const BatchLocation& b = **first;
+  uint64_t limit = max_position;
+  if (upper_bound_offset != std::numeric_limits<int64_t>::max()) {
+    auto stop = find_offset_position(upper_bound_offset, max_position);
+    if (!stop) return stop.status();
+    if (*stop) limit = (*stop)->position;
+  }
+  uint64_t end = limit;
+  if (limit - b.position > max_bytes) {
+    if (b.size > max_bytes) {
+      if (!min_one_batch) return Out();
+      end = b.position + b.size;
+    } else {
+      auto e = last_boundary(b.position + b.size, b.position + max_bytes, limit);
+      if (!e) return e.status();
+      end = *e;
+    }
+  }
+  return Out(FileSlice{log_.get(), log_->fd(), b.position, end - b.position, b.base_offset});
+}
+
+Result<uint64_t> Segment::recover() {
+  auto file_size = log_->size();
+  if (!file_size) return file_size.status();
+  {
+    std::lock_guard lock(index_mu_);
+    offset_index_.clear();
+    time_index_.clear();
+  }
+  bytes_since_index_entry_ = 0;
+  max_timestamp_ = kNoTimestamp;
+  offset_of_max_timestamp_ = base_offset_;
+  next_offset_ = base_offset_;
+  std::vector<uint8_t> buf;
+  uint64_t pos = 0;
+  while (pos + v2::kHeaderSize <= *file_size) {
+    uint8_t h[v2::kLogOverhead];
+    auto n = log_->read_at(pos, h);
+    if (!n) return n.status();
+    const int32_t length = load_int32(h + v2::kBatchLengthOffset);
+    if (length < v2::kMinBatchLength || pos + v2::kLogOverhead + static_cast<uint64_t>(length) > *file_size)
+      break;
+    buf.resize(v2::kLogOverhead + static_cast<size_t>(length));
+    n = log_->read_at(pos, buf);
+    if (!n) return n.status();
+    if (*n != buf.size()) break;
+    auto view = protocol::RecordBatchView::parse_and_validate(buf);
+    if (!view) break;
+    // Offsets must start at the base and increase from batch to batch.
+    if (view->base_offset() < *next_offset_ || view->last_offset_delta() < 0 ||
+        !offset_index_.can_hold(view->last_offset()))
+      break;
+    index_batch(pos, buf.size(), view->last_offset(), view->max_timestamp());
+    pos += buf.size();
+  }
+  const uint64_t truncated = *file_size - pos;
+  if (truncated > 0) CK_RETURN_IF_ERROR(log_->truncate(pos));
+  size_ = pos;
+  published_size_.store(pos, std::memory_order_release);
+  return truncated;
+}
+
+Status Segment::check_indexes() {
+  if (offset_index_.sanity_check().is_ok() && time_index_.sanity_check().is_ok()) return Status::ok();
+  auto r = recover();
+  return r ? Status::ok() : r.status();
+}
+
+Status Segment::flush() {
+  CK_RETURN_IF_ERROR(log_->sync());
+  CK_RETURN_IF_ERROR(offset_index_.flush());
+  return time_index_.flush();
+}
+
+Status Segment::on_become_inactive() {
+  if (max_timestamp_ != kNoTimestamp) {
+    std::lock_guard lock(index_mu_);
+    CK_RETURN_IF_ERROR(time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_, true));
+  }
+  return flush();
+}
+
+Status Segment::close() {
+  Status s = log_->close();
+  Status a = offset_index_.close();
+  Status b = time_index_.close();
+  if (!s.is_ok()) return s;
+  return a.is_ok() ? b : a;
+}
+
+}  // namespace ciuickafka::storage

@@ -1,0 +1,163 @@
+// storage/segment.h: one log segment: a `.log` file of record batches back
+// to back plus its sparse `.index` and `.timeindex` (storage/FORMAT.md).
+//
+// A segment knows its base offset, its size in bytes, and the largest
+// timestamp it holds with that batch's last offset. append() writes batches
+// whose offsets the log has already assigned (and which it validated) at the
+// end of the file and maintains both indexes by Kafka's rule: when more than
+// index_interval_bytes were written since the last index entry, the batch
+// about to be indexed gets an offset entry (its last offset, its position)
+// and the time index gets (max timestamp so far, its offset). read() returns
+// a file slice for sendfile that starts at the batch containing the wanted
+// offset and ends on a batch boundary.
+//
+// Thread-safety: one writer (append, flush, recover, on_become_inactive;
+// the log serialises them) and any number of concurrent readers (read,
+// find_offset_position, published_size). Readers only look at bytes below
+// published_size(), which the writer advances (release) after the bytes and
+// index entries are in place; index lookups take a short per-segment mutex.
+// Concurrent read_at with write_at of other ranges is safe for all three File
+// implementations (pread, a per-thread ring, a locked in-memory image).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "storage/io/file.h"
+#include "storage/offset_index.h"
+#include "storage/status.h"
+#include "storage/time_index.h"
+
+namespace ciuickafka::storage {
+
+struct SegmentConfig {
+  // segment.bytes: roll before an append would take the segment past this.
+  // At most INT32_MAX (index positions are 4 bytes).
+  uint64_t segment_bytes = 1024 * 1024 * 1024;
+  // index.interval.bytes.
+  uint32_t index_interval_bytes = 4096;
+  // segment.index.bytes, for each of the two indexes.
+  uint32_t max_index_bytes = 10 * 1024 * 1024;
+  // segment.ms: roll when the active segment's first append is this old.
+  int64_t segment_ms = 7LL * 24 * 3600 * 1000;
+};
+
+// A byte range of a segment file that holds whole batches.
+struct FileSlice {
+  io::File* file = nullptr;  // owned by the segment; valid while it lives
+  int fd = -1;               // for sendfile; -1 for in-memory files
+  uint64_t position = 0;
+  uint64_t length = 0;
+  int64_t first_offset = 0;  // base offset of the slice's first batch
+};
+
+// What a header scan learns about one batch.
+struct BatchLocation {
+  uint64_t position = 0;  // where the batch starts in the .log file
+  uint64_t size = 0;      // 12 + batchLength
+  int64_t base_offset = 0;
+  int64_t last_offset = 0;
+};
+
+class Segment {
+ public:
+  // Opens (or, with create, creates: the files must not exist) the three
+  // files of the segment at base_offset in dir. Loads the indexes as they
+  // are; call recover() or check_indexes() before trusting them.
+  static Result<std::unique_ptr<Segment>> open(io::FileSystem& fs, const std::string& dir,
+                                               int64_t base_offset, const SegmentConfig& config, bool create);
+
+  int64_t base_offset() const { return base_offset_; }
+  const std::string& path() const { return log_->path(); }
+  // Bytes of whole batches readers may see.
+  uint64_t published_size() const { return published_size_.load(std::memory_order_acquire); }
+  uint64_t size() const { return size_; }  // writer's view (same value between appends)
+  // Largest batch maxTimestamp so far and that batch's last offset
+  // (kNoTimestamp and the base offset when none).
+  int64_t max_timestamp() const { return max_timestamp_; }
+  int64_t offset_of_max_timestamp() const { return offset_of_max_timestamp_; }
+  // The offset after the last batch, as found by recover() or append();
+  // nullopt for a segment opened without recovery and not appended to.
+  std::optional<int64_t> next_offset() const { return next_offset_; }
+
+  // Whether a batch of batch_bytes ending at last_offset must go to a new
+  // segment: it would take the segment past segment.bytes, an index is full,
+  // the first append is segment.ms old, or last_offset does not fit a
+  // relative offset. An empty segment never rolls for size or time.
+  bool should_roll(uint64_t batch_bytes, int64_t last_offset, int64_t now_ms) const;
+  // Starts the segment.ms clock of a reopened non-empty segment (otherwise it
+  // starts at the first append).
+  void start_roll_clock(int64_t now_ms) {
+    if (!first_append_ms_ && size_ > 0) first_append_ms_ = now_ms;
+  }
+
+  // Writes batches (already validated, offsets assigned, increasing) at the
+  // end of the file; returns the position of the first. On a failed write
+  // nothing is published and the size is unchanged, so the next append
+  // overwrites whatever part of the range landed.
+  Result<uint64_t> append(std::span<const uint8_t> batches, int64_t now_ms);
+
+  // The batch containing offset (the first whose last offset is >= it),
+  // looked up in the offset index and then by a scan of batch headers below
+  // max_position; nullopt when there is none there. kCorruption for a header
+  // that breaks the format.
+  Result<std::optional<BatchLocation>> find_offset_position(int64_t offset, uint64_t max_position) const;
+
+  // Whole batches from the one containing start_offset, ending before the
+  // first batch whose last offset is >= upper_bound_offset, at most max_bytes
+  // long (but at least the first batch when min_one_batch) and below
+  // max_position (normally published_size()). nullopt when nothing fits.
+  Result<std::optional<FileSlice>> read(int64_t start_offset, uint64_t max_bytes, uint64_t max_position,
+                                        int64_t upper_bound_offset, bool min_one_batch) const;
+
+  // Scans the whole file, validating every batch (length, magic, CRC,
+  // offsets increasing from the base), truncates the file at the first
+  // invalid byte and rebuilds both indexes. Returns the bytes truncated.
+  Result<uint64_t> recover();
+  // Checks both indexes (sanity_check); rebuilds them by recover() when
+  // either fails. For segments that are not the active one.
+  Status check_indexes();
+
+  // fdatasync of the .log, then both indexes flushed (written, trimmed,
+  // fdatasynced).
+  Status flush();
+  // The segment stops being the active one: the time index gets its final
+  // entry (max timestamp so far) and everything is flushed.
+  Status on_become_inactive();
+  Status close();
+
+  // For tests and tools.
+  const OffsetIndex& offset_index() const { return offset_index_; }
+  const TimeIndex& time_index() const { return time_index_; }
+
+ private:
+  Segment(int64_t base, SegmentConfig config, std::unique_ptr<io::File> log, OffsetIndex oi, TimeIndex ti,
+          uint64_t size);
+  // Index bookkeeping for one batch written at position (append and recover).
+  void index_batch(uint64_t position, uint64_t size, int64_t last_offset, int64_t max_timestamp);
+  Result<BatchLocation> read_header(uint64_t position, uint64_t max_position) const;
+  // The end of the last whole batch in [from, budget_end], scanning 12-byte
+  // headers from the furthest index entry at or below budget_end.
+  Result<uint64_t> last_boundary(uint64_t from, uint64_t budget_end, uint64_t max_position) const;
+
+  int64_t base_offset_;
+  SegmentConfig config_;
+  std::unique_ptr<io::File> log_;
+  mutable std::mutex index_mu_;  // guards both indexes against concurrent lookups
+  OffsetIndex offset_index_;
+  TimeIndex time_index_;
+  uint64_t size_ = 0;
+  std::atomic<uint64_t> published_size_{0};
+  uint64_t bytes_since_index_entry_ = 0;
+  int64_t max_timestamp_ = kNoTimestamp;
+  int64_t offset_of_max_timestamp_;
+  std::optional<int64_t> next_offset_;
+  std::optional<int64_t> first_append_ms_;
+};
+
+}  // namespace ciuickafka::storage
