@@ -391,3 +391,41 @@ TEST_CASE("log: a bit flip in the last batch cuts the log there on open", "[stor
   CHECK(log->log_end_offset() == infos.back().base);
   CHECK(read_bytes(*log, 0, 1 << 30) == Bytes(all.begin(), all.begin() + static_cast<long>(last_pos)));
 }
+
+TEST_CASE("log: a full index rolls the segment", "[storage][log][roll]") {
+  MemFs t;
+  LogConfig c;
+  c.segment.index_interval_bytes = 0;  // an entry for every batch but a segment's first
+  c.segment.max_index_bytes = 24;      // 3 offset entries; 2 time entries, the last reserved for the roll
+  auto log = open_log(t.fs, "/t/p-0", c);
+  for (int i = 0; i < 10; ++i) {
+    Bytes b = make_batch(2, 100 * i, 10);
+    CHECK(append_ok(*log, b).segment_base_offset == 4 * (i / 2));
+  }
+  auto segs = log->segments();
+  REQUIRE(segs->size() == 5);
+  for (size_t i = 0; i + 1 < segs->size(); ++i) {
+    const Segment& s = *(*segs)[i];
+    REQUIRE(s.offset_index().entries() == 1);
+    CHECK(s.offset_index().entry(0).offset == s.base_offset() + 3);
+    REQUIRE(s.time_index().entries() == 1);
+    CHECK(s.time_index().entry(0) == TimestampOffset{s.max_timestamp(), s.base_offset() + 3});
+  }
+  CHECK(batches_of(read_bytes(*log, 0, 1 << 20)).size() == 10);
+}
+
+TEST_CASE("log: after reopening, segment.ms counts from the open", "[storage][log][roll]") {
+  MemFs t;
+  LogConfig c;
+  c.segment.segment_ms = 1000;
+  {
+    auto log = open_log(t.fs, "/t/p-0", c, 0);
+    Bytes a = make_batch(1, 0, 10);
+    append_ok(*log, a, 0, 0);
+  }
+  auto log = open_log(t.fs, "/t/p-0", c, 10'000);
+  Bytes b = make_batch(1, 0, 10);
+  CHECK(append_ok(*log, b, 0, 10'999).segment_base_offset == 0);
+  Bytes d = make_batch(1, 0, 10);
+  CHECK(append_ok(*log, d, 0, 11'000).segment_base_offset == 2);
+}
