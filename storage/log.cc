@@ -48,7 +48,11 @@ Result<std::unique_ptr<Log>> Log::open(io::FileSystem& fs, const std::string& di
                                        int64_t now_ms) {
   CK_RETURN_IF_ERROR(fs.create_dir(dir));
   std::unique_ptr<Log> log(new Log(fs, dir, config));
-  CK_RETURN_IF_ERROR(log->load(now_ms));
+  Status s = log->load(now_ms);
+  if (!s.is_ok()) {
+    log->closed_ = true;  // nothing to flush: the segments opened so far just close
+    return s;
+  }
   return log;
 }
 
@@ -201,7 +205,7 @@ Status Log::close() {
   if (closed_) return Status::ok();
   closed_ = true;
   auto list = segments();
-  Status first = list->back()->flush();
+  Status first = list->empty() ? Status::ok() : list->back()->flush();
   for (const auto& s : *list) {
     Status c = s->close();
     if (first.is_ok()) first = c;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "protocol/records/legacy.h"
 #include "protocol/records/record_batch.h"
 #include "storage/file_names.h"
 
@@ -216,17 +217,28 @@ Result<uint64_t> Segment::recover() {
   next_offset_ = base_offset_;
   std::vector<uint8_t> buf;
   uint64_t pos = 0;
-  while (pos + v2::kHeaderSize <= *file_size) {
-    uint8_t h[v2::kLogOverhead];
+  while (pos + v2::kMagicOffset + 1 <= *file_size) {
+    uint8_t h[v2::kMagicOffset + 1];
     auto n = log_->read_at(pos, h);
     if (!n) return n.status();
     const int32_t length = load_int32(h + v2::kBatchLengthOffset);
-    if (length < v2::kMinBatchLength || pos + v2::kLogOverhead + static_cast<uint64_t>(length) > *file_size)
-      break;
+    const int8_t magic = static_cast<int8_t>(h[v2::kMagicOffset]);
+    if (length < 0 || pos + v2::kLogOverhead + static_cast<uint64_t>(length) > *file_size) break;
     buf.resize(v2::kLogOverhead + static_cast<size_t>(length));
     n = log_->read_at(pos, buf);
     if (!n) return n.status();
     if (*n != buf.size()) break;
+    if (magic == 0 || magic == 1) {
+      // A v0/v1 message set (an old Kafka wrote this segment) is data, not a
+      // torn tail: refuse to open rather than truncate it away. Garbage
+      // passes the legacy CRC check with odds of 2^-32.
+      auto legacy = protocol::decode_message_set(buf);
+      if (legacy.ok() && !legacy->partial && !legacy->messages.empty())
+        return Status::unsupported(0, at(path(), pos) + ": a magic v" + std::to_string(magic) +
+                                          " message set; segments holding v0/v1 data are not supported yet");
+      break;
+    }
+    if (length < v2::kMinBatchLength) break;
     auto view = protocol::RecordBatchView::parse_and_validate(buf);
     if (!view) break;
     // Offsets must start at the base and increase from batch to batch.

@@ -10,6 +10,7 @@
 
 #include "fs_fixtures.h"
 #include "log_test_util.h"
+#include "protocol/records/legacy.h"
 #include "storage/file_names.h"
 
 using namespace ciuickafka::storage;
@@ -428,4 +429,27 @@ TEST_CASE("log: after reopening, segment.ms counts from the open", "[storage][lo
   CHECK(append_ok(*log, b, 0, 10'999).segment_base_offset == 0);
   Bytes d = make_batch(1, 0, 10);
   CHECK(append_ok(*log, d, 0, 11'000).segment_base_offset == 2);
+}
+
+TEST_CASE("log: open refuses, rather than truncates, v0/v1 data an old Kafka wrote",
+          "[storage][log][recovery]") {
+  MemFs t;
+  const std::string dir = "/t/old-0";
+  {
+    auto log = open_log(t.fs, dir, LogConfig{});
+    fill(*log, 3, 5);
+  }
+  const std::string path = dir + "/" + segment_file_name(0, SegmentFileKind::kLog);
+  Bytes legacy;
+  ciuickafka::protocol::write_legacy_message(legacy, 1, 500, 0, 1234, ciuickafka::protocol::as_bytes("k"),
+                                             ciuickafka::protocol::as_bytes("v"));
+  {
+    auto f = t.fs.open(path, io::OpenMode::kReadWrite);
+    REQUIRE(f.is_ok());
+    REQUIRE((*f)->append(legacy).is_ok());
+  }
+  const auto before = t.fs.contents(path);
+  auto log = Log::open(t.fs, dir, LogConfig{}, 0);
+  CHECK(log.status().code() == StatusCode::kUnsupported);
+  CHECK(t.fs.contents(path).value() == before.value());
 }
