@@ -47,7 +47,10 @@ std::string facts(const KeyDef& k, bool with_default) {
   auto group = synonym_keys(k.name);
   if (group.size() > 1) {
     s += " Synonyms, first set wins:";
-    for (size_t i = 0; i < group.size(); ++i) s += (i ? ", " : " ") + std::string(group[i]->name);
+    for (size_t i = 0; i < group.size(); ++i) {
+      s += i ? ", " : " ";
+      s += group[i]->name;
+    }
     s += ".";
   }
   if (!k.ignored_because.empty()) s += " Accepted but ignored: " + std::string(k.ignored_because) + ".";
@@ -76,12 +79,16 @@ std::string help_text() {
   Section section{};
   for (const KeyDef& k : all_keys()) {
     if (first || k.section != section) {
-      s += "\n" + std::string(section_title(k.section)) + ":\n";
+      s += '\n';
+      s += section_title(k.section);
+      s += ":\n";
       section = k.section;
       first = false;
     }
-    s += "  " + std::string(k.name) + " (default " + default_text(k) + ")\n";
-    s += wrap(std::string(k.doc) + " " + facts(k, false), "      ");
+    s += "  ";
+    s += k.name;
+    s += " (default " + default_text(k) + ")\n";
+    s += wrap(std::string(k.doc) + ' ' + facts(k, false), "      ");
   }
   return s;
 }
@@ -103,13 +110,22 @@ std::string example_server_properties() {
   Section section{};
   for (const KeyDef& k : all_keys()) {
     if (first || k.section != section) {
-      std::string title = " " + std::string(section_title(k.section)) + " ";
-      s += "\n" + std::string(3, '#') + title + std::string(title.size() < 70 ? 70 - title.size() : 3, '#') + "\n";
+      std::string_view title = section_title(k.section);
+      s += "\n### ";
+      s += title;
+      s += ' ';
+      s.append(title.size() + 2 < 70 ? 70 - title.size() - 2 : 3, '#');
+      s += '\n';
       section = k.section;
       first = false;
     }
-    s += "\n" + wrap(std::string(k.doc) + " " + facts(k, true), "# ");
-    s += "#" + std::string(k.name) + "=" + std::string(k.default_value.value_or("")) + "\n";
+    s += '\n';
+    s += wrap(std::string(k.doc) + ' ' + facts(k, true), "# ");
+    s += '#';
+    s += k.name;
+    s += '=';
+    s += k.default_value.value_or("");
+    s += '\n';
   }
   return s;
 }

@@ -19,22 +19,26 @@ constexpr std::array<std::string_view, 14> kScriptVariables = {
 
 constexpr std::array<std::string_view, 3> kScriptPrefixes = {"LOG4J_", "JMX_", "DEBUG_"};
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  size_t at = 0;
-  while ((at = s.find(from, at)) != std::string::npos) {
-    s.replace(at, from.size(), to);
-    at += to.size();
-  }
-  return s;
-}
-
+// Lower-cases, then maps each run of underscores as the images' '_' -> '.',
+// "..." -> '-', ".." -> '_' do: threes become '-', a remaining two '_', a
+// remaining one '.'.
 std::string to_property(std::string_view rest) {
-  std::string s(rest);
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c == '_') c = '.';
+  std::string out;
+  out.reserve(rest.size());
+  for (size_t i = 0; i < rest.size();) {
+    char c = rest[i];
+    if (c != '_') {
+      out.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+      ++i;
+      continue;
+    }
+    size_t run = 0;
+    while (i < rest.size() && rest[i] == '_') ++run, ++i;
+    out.append(run / 3, '-');
+    if (run % 3 == 2) out.push_back('_');
+    if (run % 3 == 1) out.push_back('.');
   }
-  return replace_all(replace_all(std::move(s), "...", "-"), "..", "_");
+  return out;
 }
 
 }  // namespace
