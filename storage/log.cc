@@ -204,13 +204,11 @@ Status Log::close() {
   std::lock_guard lock(append_mu_);
   if (closed_) return Status::ok();
   closed_ = true;
+  // The files themselves close with their Segment, when the last reference
+  // (a reader's slice included) goes: closing them here could let a reader
+  // sendfile from a descriptor number the kernel has already reused.
   auto list = segments();
-  Status first = list->empty() ? Status::ok() : list->back()->flush();
-  for (const auto& s : *list) {
-    Status c = s->close();
-    if (first.is_ok()) first = c;
-  }
-  return first;
+  return list->empty() ? Status::ok() : list->back()->flush();
 }
 
 Result<std::vector<uint8_t>> read_slices(const ReadResult& r) {

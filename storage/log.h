@@ -94,7 +94,9 @@ class Log {
   // fdatasync of the active segment (and its indexes). Rolled segments
   // were flushed when they rolled.
   Status flush();
-  // Flushes and closes every segment; the log is unusable afterwards.
+  // Flushes the active segment; appends and flushes fail afterwards. The
+  // segments' files close when their last reference goes (the log's, and
+  // any reader's slices), never under a reader.
   Status close();
 
   const std::string& dir() const { return dir_; }

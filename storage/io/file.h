@@ -17,7 +17,10 @@
 // the file's tail as unknown until recovery.
 //
 // Thread-safety: a File may be used by one thread at a time; distinct Files
-// are independent. FileSystem implementations are safe to share between
+// are independent. One exception, which the log's readers rely on: read_at
+// may run on other threads concurrently with any call but close() (pread, a
+// per-thread ring, and a locked in-memory image make this safe in all three
+// implementations). FileSystem implementations are safe to share between
 // threads.
 #pragma once
 

@@ -453,3 +453,19 @@ TEST_CASE("log: open refuses, rather than truncates, v0/v1 data an old Kafka wro
   CHECK(log.status().code() == StatusCode::kUnsupported);
   CHECK(t.fs.contents(path).value() == before.value());
 }
+
+TEMPLATE_TEST_CASE("log: slices stay readable after the log is closed and destroyed", "[storage][log]",
+                   PosixFs, MemFs) {
+  TestType t;
+  auto log = open_log(t.fs, t.root() + "/keep-0", LogConfig{});
+  const Bytes all = fill(*log, 5, 3);
+  auto r = log->read(0, 1 << 20);
+  REQUIRE(r.is_ok());
+  REQUIRE(log->close().is_ok());
+  Bytes late = make_batch(1, 1, 1);
+  CHECK(!log->append(late, 0, 0).is_ok());
+  log.reset();
+  auto bytes = read_slices(*r);
+  REQUIRE(bytes.is_ok());
+  CHECK(*bytes == all);
+}
