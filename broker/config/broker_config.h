@@ -90,10 +90,12 @@ class BrokerConfig {
 
   // The key of `name`'s group whose value is in effect (see above).
   const KeyDef& effective_key(std::string_view name) const;
+  // The effective value of `name`'s group, an int or long key's, in
+  // milliseconds when the group mixes units (as is, otherwise).
+  int64_t group_ms(std::string_view name) const;
 
  private:
   friend Result<LoadedConfig> load_config(const ConfigInput& input);
-  int64_t group_ms(std::string_view name) const;
 
   std::vector<Entry> entries_;  // parallel to all_keys()
 };
