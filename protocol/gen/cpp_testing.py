@@ -175,8 +175,6 @@ std::span<const SampleType> all_sample_types();
 const SampleType* find_sample_type(std::string_view name);""".split("\n")
 
 ADAPTER = """\
-namespace {
-
 template <class T>
 class SampleOf final : public SampleMessage {
  public:
@@ -205,9 +203,7 @@ constexpr SampleType type_of(std::string_view name, int16_t api_key) {
   return SampleType{name, api_key, T::kLowestVersion, T::kHighestVersion,
                     T::kFirstFlexibleVersion,
                     [] { return std::unique_ptr<SampleMessage>(new SampleOf<T>()); }};
-}
-
-}  // namespace""".split("\n")
+}""".split("\n")
 
 
 def testing_files(groups, apis, banner, cmake_banner, namespace):
@@ -231,6 +227,15 @@ def testing_files(groups, apis, banner, cmake_banner, namespace):
     h += ["std::span<const SampleType> sample_types_%d();" % i for i in range(TESTING_CHUNKS)]
     h += ["", "}  // namespace %s::testing" % namespace]
     files["testing/samples.h"] = h
+
+    files["testing/sample_of.h"] = banner + [
+        "//", "// testing/sample_of.h: SampleOf<T>, the one adapter from a generated message",
+        "// type to SampleMessage, and type_of<T>(), its SampleType entry. Included by",
+        "// every samples_N.cc; it includes samples.h, which declares the fillers it calls.",
+        "#pragma once", "", "#include <memory>", "#include <string_view>", "",
+        '#include "protocol/generated/testing/samples.h"', "",
+        "namespace %s::testing {" % namespace, ""] + ADAPTER + [
+        "", "}  // namespace %s::testing" % namespace]
 
     index = banner + [
         "//", "// testing/sample_values.cc: values shared by the sample fillers, and the",
@@ -268,13 +273,14 @@ def testing_files(groups, apis, banner, cmake_banner, namespace):
         L = banner + ["//", "// testing/samples_%d.cc: sample fillers and sample types for %s."
                       % (i, ", ".join(g.stem for g in chunk)), ""]
         L += ['#include "protocol/generated/%s.h"' % g.stem for g in chunk]
-        L += ['#include "protocol/generated/testing/samples.h"', "", "#include <memory>", "",
+        L += ['#include "protocol/generated/testing/sample_of.h"',
+              '#include "protocol/generated/testing/samples.h"', "", "#include <memory>", "",
               "namespace %s::testing {" % namespace, ""]
         msgs = [m for g in chunk for m in g.messages]
         for m in msgs:
             L += ["// ---- %s" % m.name, ""]
             L += SampleEmitter(m).define()
-        L += ADAPTER + ["", "std::span<const SampleType> sample_types_%d() {" % i,
+        L += ["std::span<const SampleType> sample_types_%d() {" % i,
                         "  static constexpr SampleType kTypes[] = {"]
         L += ['      type_of<%s>("%s", %d),' % (m.name, m.name,
                                                  m.api_key if m.api_key is not None else -1)

@@ -19,6 +19,7 @@
 #include "protocol/generated/leave_group.h"
 #include "protocol/generated/share_acknowledge.h"
 #include "protocol/generated/write_share_group_state.h"
+#include "protocol/generated/testing/sample_of.h"
 #include "protocol/generated/testing/samples.h"
 
 #include <memory>
@@ -1403,40 +1404,6 @@ void fill_sample(WriteShareGroupStateResponse& x, int16_t version) {
 bool set_absent_field(WriteShareGroupStateResponse& /*x*/, int16_t /*version*/, int /*index*/, bool /*ignorable*/) {
   return false;
 }
-
-namespace {
-
-template <class T>
-class SampleOf final : public SampleMessage {
- public:
-  void fill(int16_t v) override { fill_sample(x_, v); }
-  bool set_absent(int16_t v, int i, bool ign) override { return set_absent_field(x_, v, i, ign); }
-  bool add_unknown_tag() override {
-    if constexpr (requires { x_.unknown_tagged_fields; }) {
-      x_.unknown_tagged_fields.push_back(TaggedField{7, Bytes{1}});
-      return true;
-    }
-    return false;
-  }
-  void encode(Writer& w, int16_t v) const override { x_.encode(w, v); }
-  void decode(Reader& r, int16_t v) override { x_.decode(r, v); }
-  size_t compute_size(int16_t v) const override { return x_.compute_size(v); }
-  bool equals(const SampleMessage& o) const override {
-    return x_ == static_cast<const SampleOf&>(o).x_;
-  }
-
- private:
-  T x_;
-};
-
-template <class T>
-constexpr SampleType type_of(std::string_view name, int16_t api_key) {
-  return SampleType{name, api_key, T::kLowestVersion, T::kHighestVersion,
-                    T::kFirstFlexibleVersion,
-                    [] { return std::unique_ptr<SampleMessage>(new SampleOf<T>()); }};
-}
-
-}  // namespace
 
 std::span<const SampleType> sample_types_1() {
   static constexpr SampleType kTypes[] = {
