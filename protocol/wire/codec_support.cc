@@ -98,6 +98,18 @@ void write_records(Writer& w, const Records& rec, bool compact, bool nullable) {
       w.write_int32(-1);
     return;
   }
+  if (rec.is_external()) {
+    if (rec.external_size > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) - 1) {
+      w.fail(WireError::kValueTooLarge);
+      return;
+    }
+    if (compact)
+      w.write_uvarint(static_cast<uint32_t>(rec.external_size + 1));
+    else
+      w.write_int32(static_cast<int32_t>(rec.external_size));
+    w.splice(rec.external_token, rec.external_size);
+    return;
+  }
   write_bytes(w, rec.bytes, compact);
 }
 

@@ -50,9 +50,18 @@ using Bytes = std::vector<uint8_t>;
 // A `records` field: a view of record-batch bytes that the message codec
 // never parses. On decode it points into the frame buffer, which must outlive
 // the message. `null` distinguishes a null record set from an empty one.
+//
+// Zero-copy encode: a Records made by external(token, size) holds no bytes.
+// The encoder writes its length prefix and then, instead of the bytes, asks
+// the Writer to mark a splice (see Writer::splices): whoever sends the
+// encoded buffer fills that gap from elsewhere (the broker: segment files
+// with sendfile). The token is opaque here; it names the source for that
+// caller.
 struct Records {
   std::span<const uint8_t> bytes;
   bool null = false;
+  const void* external_token = nullptr;
+  uint64_t external_size = 0;
 
   Records() = default;
   explicit Records(std::span<const uint8_t> b) : bytes(b) {}
@@ -61,8 +70,17 @@ struct Records {
     r.null = true;
     return r;
   }
-  size_t size() const { return bytes.size(); }
+  static Records external(const void* token, uint64_t size) {
+    Records r;
+    r.external_token = token;
+    r.external_size = size;
+    return r;
+  }
+  bool is_external() const { return external_token != nullptr; }
+  size_t size() const { return is_external() ? external_size : bytes.size(); }
   bool operator==(const Records& o) const {
+    if (is_external() || o.is_external())
+      return external_token == o.external_token && external_size == o.external_size;
     return null == o.null && bytes.size() == o.bytes.size() &&
            (bytes.empty() || std::memcmp(bytes.data(), o.bytes.data(), bytes.size()) == 0);
   }

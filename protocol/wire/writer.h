@@ -71,6 +71,23 @@ class Writer {
   // Overwrites 4 bytes at pos (a size prefix reserved earlier).
   void patch_int32(size_t pos, int32_t v);
 
+  // A gap of `length` bytes at buffer position `at` that the sender fills
+  // from the source named by `token` (external Records, see types.h). The
+  // buffer itself holds none of those bytes.
+  struct Splice {
+    size_t at = 0;
+    const void* token = nullptr;
+    uint64_t length = 0;
+  };
+  void splice(const void* token, uint64_t length) { splices_.push_back({buf_.size(), token, length}); }
+  const std::vector<Splice>& splices() const { return splices_; }
+  // Encoded size including the spliced bytes.
+  uint64_t total_size() const {
+    uint64_t n = buf_.size();
+    for (const Splice& s : splices_) n += s.length;
+    return n;
+  }
+
   // Sizes of the variable-width encodings, for compute_size functions.
   static size_t varint_size(int32_t v);
   static size_t varlong_size(int64_t v);
@@ -83,6 +100,7 @@ class Writer {
   }
 
   std::vector<uint8_t> buf_;
+  std::vector<Splice> splices_;
   WireError error_ = WireError::kNone;
 };
 

@@ -7,6 +7,7 @@
 
 #include "protocol/wire/reader.h"
 #include "protocol/wire/writer.h"
+#include "protocol/wire/codec_support.h"
 
 using namespace ciuickafka::protocol;
 
@@ -81,4 +82,30 @@ TEST_CASE("patch_int32 fills a reserved size prefix") {
   w.patch_int32(0, static_cast<int32_t>(w.size() - 4));
   Reader r(w.buffer());
   CHECK(r.read_int32() == 2);
+}
+
+TEST_CASE("external Records are length-prefixed and leave a splice, not bytes", "[writer][records]") {
+  using namespace ciuickafka::protocol;
+  int source = 0;  // any address names the source
+  for (bool compact : {false, true}) {
+    Writer w;
+    w.write_int16(7);
+    codec::write_records(w, Records::external(&source, 300), compact, /*nullable=*/true);
+    w.write_int16(9);
+    REQUIRE(w.ok());
+    const size_t prefix = compact ? 2 : 4;  // uvarint(301) is 2 bytes
+    REQUIRE(w.size() == 2 + prefix + 2);
+    REQUIRE(w.splices().size() == 1);
+    CHECK(w.splices()[0].at == 2 + prefix);
+    CHECK(w.splices()[0].token == &source);
+    CHECK(w.splices()[0].length == 300);
+    CHECK(w.total_size() == w.size() + 300);
+    CHECK(codec::records_size(Records::external(&source, 300), compact) == prefix + 300);
+    if (!compact) {
+      CHECK(w.buffer()[2] == 0);
+      CHECK(w.buffer()[3] == 0);
+      CHECK(w.buffer()[4] == 1);
+      CHECK(w.buffer()[5] == 44);
+    }
+  }
 }
