@@ -1,0 +1,311 @@
+"""tests/integration/harness.py: runs the real ciuickafka binary for one integration test.
+
+Every integration test is a small script that starts the broker through
+`Broker`, drives it with a real client (or raw sockets, see kafka_wire.py),
+and asserts. The harness:
+
+  * picks free 127.0.0.1 ports for the Kafka listener and the metrics
+    endpoint, makes a data directory under the test's work directory and a
+    server.properties naming them;
+  * starts `ciuickafka --config FILE --override k=v ...` with stderr/stdout
+    captured to a file, and waits until the port accepts and an ApiVersions
+    v0 round trip succeeds;
+  * stops it with SIGTERM (asserting exit status 0) or SIGKILL on demand,
+    and restarts it on the same data directory and ports;
+  * on any failure prints the tail of the broker's log, and keeps the work
+    directory for inspection.
+
+`run_test(fn)` is the entry point of a test script: it parses the common
+arguments (--broker BINARY --work DIR), puts a hard wall-clock bound on the
+whole test (SIGALRM), calls fn(ctx) and turns the outcome into an exit code.
+
+Standard library only; run with /usr/bin/python3 (Debian's, which also has
+the client libraries some tests import).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kafka_wire  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+CLIENTS = os.path.join(REPO, "tests", "clients")
+PYTHON = "/usr/bin/python3"
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise TestFailure(message)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout, what, interval=0.05):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - reported on timeout
+            last = e
+        time.sleep(interval)
+    raise TestFailure("timed out after %.1fs waiting for %s%s" %
+                      (timeout, what, "" if last is None else " (last error: %r)" % last))
+
+
+class Broker:
+    """One broker process on its own ports and data directory."""
+
+    def __init__(self, binary, workdir, overrides=None, name="broker",
+                 start_timeout=30.0, stop_timeout=20.0):
+        self.binary = binary
+        self.name = name
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.data_dir = os.path.join(self.dir, "data")
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.overrides = dict(overrides or {})
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.proc = None
+        self.starts = 0
+        self.log_path = None
+        self.config_path = os.path.join(self.dir, "server.properties")
+        with open(self.config_path, "w") as f:
+            f.write("# written by tests/integration/harness.py\n")
+            f.write("node.id=0\n")
+            f.write("listeners=PLAINTEXT://127.0.0.1:%d\n" % self.port)
+            f.write("log.dirs=%s\n" % self.data_dir)
+            f.write("ciuic.metrics.listener=127.0.0.1:%d\n" % self.metrics_port)
+
+    @property
+    def bootstrap(self):
+        return "127.0.0.1:%d" % self.port
+
+    def command(self):
+        cmd = [self.binary, "--config", self.config_path]
+        for k, v in self.overrides.items():
+            cmd += ["--override", "%s=%s" % (k, v)]
+        return cmd
+
+    def start(self):
+        check(self.proc is None, "broker already running")
+        self.starts += 1
+        self.log_path = os.path.join(self.dir, "broker.%d.log" % self.starts)
+        log = open(self.log_path, "wb")
+        print("[harness] start #%d: %s" % (self.starts, " ".join(self.command())), flush=True)
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.dir)
+        log.close()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.dump_log()
+            self.kill()
+            raise
+        return self
+
+    def _wait_ready(self):
+        end = time.monotonic() + self.start_timeout
+        last = None
+        while time.monotonic() < end:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise TestFailure("broker exited with status %d during start-up" % rc)
+            try:
+                with kafka_wire.Conn(self.port, timeout=2.0) as c:
+                    err, apis = c.api_versions()
+                    if err == 0 and apis:
+                        return
+                    last = "ApiVersions error %d, %d apis" % (err, len(apis))
+            except (OSError, kafka_wire.ConnectionClosed, ValueError, kafka_wire.Truncated) as e:
+                last = repr(e)
+            time.sleep(0.05)
+        raise TestFailure("broker not ready within %.0fs (last: %s)" % (self.start_timeout, last))
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        """SIGTERM; the broker must exit 0 within stop_timeout."""
+        if self.proc is None:
+            return
+        proc = self.proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            self.proc = None
+            self.dump_log()
+            raise TestFailure("broker did not exit within %.0fs of SIGTERM" % self.stop_timeout)
+        self.proc = None
+        if rc != 0:
+            self.dump_log()
+            raise TestFailure("broker exited with status %d after SIGTERM (want 0)" % rc)
+        print("[harness] stopped cleanly (exit 0)", flush=True)
+
+    def kill(self):
+        """SIGKILL, as a crash would."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.proc = None
+        print("[harness] killed -9", flush=True)
+
+    def restart(self, clean=True):
+        if clean:
+            self.stop()
+        else:
+            self.kill()
+        return self.start()
+
+    def log_text(self):
+        if not self.log_path or not os.path.exists(self.log_path):
+            return ""
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def dump_log(self, lines=80):
+        text = self.log_text().splitlines()
+        print("[harness] ---- %s (last %d of %d lines) ----" %
+              (self.log_path, min(lines, len(text)), len(text)), flush=True)
+        for line in text[-lines:]:
+            print("  | " + line)
+        print("[harness] ---- end of broker log ----", flush=True)
+
+    def conn(self, timeout=10.0):
+        return kafka_wire.Conn(self.port, timeout=timeout)
+
+    def create_topic(self, name, partitions=1):
+        """CreateTopics v2 over a raw connection; asserts success."""
+        with self.conn() as c:
+            res = c.create_topics([(name, partitions, 1)])
+        err, msg = res.get(name, (None, None))
+        check(err == 0, "CreateTopics v2 %s (%d partitions): error %s %s" % (name, partitions, err, msg))
+        wait_until(lambda: self.leaders_ready(name, partitions), 10, "leaders of " + name)
+
+    def leaders_ready(self, name, partitions):
+        with self.conn() as c:
+            md = c.metadata([name])
+        t = [t for t in md["topics"] if t["name"] == name]
+        return (t and t[0]["error"] == 0 and len(t[0]["partitions"]) == partitions
+                and all(p["leader"] >= 0 for p in t[0]["partitions"]))
+
+
+class Context:
+    """What a test function gets: the binary, a work dir, and broker factory."""
+
+    def __init__(self, args):
+        self.binary = args.broker
+        self.work = args.work
+        self.args = args.rest
+        self.brokers = []
+
+    def broker(self, overrides=None, name=None, start=True, **kw):
+        b = Broker(self.binary, self.work, overrides,
+                   name=name or "broker%d" % len(self.brokers), **kw)
+        self.brokers.append(b)
+        if start:
+            b.start()
+        return b
+
+    def run(self, cmd, timeout, env=None, cwd=None, check_rc=True, input_bytes=None):
+        """Runs a client program; on failure shows its output. Returns CompletedProcess."""
+        print("[harness] run: %s" % " ".join(cmd), flush=True)
+        e = dict(os.environ)
+        e.update(env or {})
+        try:
+            p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e, cwd=cwd,
+                               input=input_bytes)
+        except subprocess.TimeoutExpired as te:
+            out = (te.stdout or b"")[-4000:].decode("utf-8", "replace")
+            err = (te.stderr or b"")[-4000:].decode("utf-8", "replace")
+            raise TestFailure("%s timed out after %ds\nstdout:\n%s\nstderr:\n%s" % (cmd[0], timeout, out, err))
+        if check_rc and p.returncode != 0:
+            raise TestFailure("%s exited %d\nstdout (tail):\n%s\nstderr (tail):\n%s" % (
+                " ".join(cmd), p.returncode,
+                p.stdout[-6000:].decode("utf-8", "replace"),
+                p.stderr[-6000:].decode("utf-8", "replace")))
+        return p
+
+
+def run_test(fn, total_timeout=120):
+    """Entry point for a test script. Exit 0 = passed, 1 = failed."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--broker", required=True, help="path of the ciuickafka binary")
+    ap.add_argument("--work", required=True, help="scratch directory (kept on failure)")
+    ap.add_argument("--timeout", type=int, default=total_timeout)
+    ap.add_argument("rest", nargs="*")
+    args = ap.parse_args()
+    name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    if args.rest:
+        name += "_" + "_".join(args.rest)
+    args.work = os.path.join(os.path.abspath(args.work), name)
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    if not os.access(args.broker, os.X_OK):
+        print("FAIL: broker binary %s not found or not executable" % args.broker)
+        sys.exit(1)
+
+    def on_alarm(signum, frame):
+        raise TestFailure("test exceeded its %ds wall-clock bound" % args.timeout)
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(args.timeout)
+
+    ctx = Context(args)
+    ok = False
+    t0 = time.monotonic()
+    try:
+        fn(ctx)
+        for b in ctx.brokers:
+            if b.proc is not None:
+                check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))
+                b.stop()
+        ok = True
+    except BaseException as e:  # noqa: BLE001 - every failure is reported the same way
+        signal.alarm(0)
+        print("FAIL: %s" % e, flush=True)
+        traceback.print_exc()
+        for b in ctx.brokers:
+            if b.proc is not None and b.proc.poll() is not None:
+                print("[harness] broker %s had exited with status %d" % (b.name, b.proc.returncode))
+            b.dump_log()
+    finally:
+        signal.alarm(0)
+        for b in ctx.brokers:
+            if b.proc is not None:
+                b.kill()
+    if ok:
+        print("PASS (%.1fs)" % (time.monotonic() - t0), flush=True)
+        shutil.rmtree(args.work, ignore_errors=True)
+        sys.exit(0)
+    print("work directory kept: %s" % args.work, flush=True)
+    sys.exit(1)
