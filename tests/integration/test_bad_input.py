@@ -106,10 +106,10 @@ def garbage(b):
         size = rng.randint(1, 4096)
         if i % 2:
             body = struct.pack(">hhi", rng.randint(-5, 100), rng.randint(-2, 20), i) + \
-                bytes(rng.getrandbits(8) for _ in range(max(0, size - 8)))
+                rng.randbytes(max(0, size - 8))
             body = body[:size]
         else:
-            body = bytes(rng.getrandbits(8) for _ in range(size))
+            body = rng.randbytes(size)
         frame = struct.pack(">i", len(body)) + body
         for _ in range(2):
             if s is None:
