@@ -1,0 +1,212 @@
+// tests/unit/metrics/broker_metrics_test.cc: what the broker pushes in shows
+// up as exact lines of the text exposition; handles are cached and stable;
+// removing a topic or partition removes its series; process_* is present.
+#include "metrics/broker_metrics.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+
+#include "tests/unit/metrics/text_lines.h"
+
+namespace m = ciuickafka::metrics;
+using ck_metrics_test::has_line;
+using ck_metrics_test::has_series;
+using namespace std::chrono_literals;
+
+TEST_CASE("topic counters appear per topic and in the all-topics aggregate") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto t = bm.topic("train");
+  auto u = bm.topic("eval");
+  t.add_bytes_in(1000);
+  t.add_messages_in(10);
+  u.add_bytes_in(24);
+  u.add_messages_in(1);
+  t.add_bytes_out(4000);
+  t.failed_produce();
+  u.failed_fetch();
+  u.failed_fetch();
+  bm.all_topics().add_bytes_out(5);  // no topic: aggregate only
+
+  std::string text = r.text();
+  CHECK(has_line(text, "# TYPE kafka_server_brokertopicmetrics_bytesin_total counter"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total 1024"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"train\"} 1000"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"eval\"} 24"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_messagesin_total 11"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_messagesin_total{topic=\"train\"} 10"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesout_total 4005"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesout_total{topic=\"train\"} 4000"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesout_total{topic=\"eval\"} 0"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_failedproducerequests_total 1"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_failedproducerequests_total{topic=\"train\"} 1"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_failedfetchrequests_total 2"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_failedfetchrequests_total{topic=\"eval\"} 2"));
+}
+
+TEST_CASE("topic handles are cached: the same name gives the same counters") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto a = bm.topic("t");
+  auto b = bm.topic(std::string("t"));
+  REQUIRE(a.counters() != nullptr);
+  CHECK(a.counters() == b.counters());
+  CHECK(bm.topic("other").counters() != a.counters());
+  a.add_bytes_in(1);
+  b.add_bytes_in(2);
+  CHECK(a.counters()->bytes_in.load() == 3);
+  CHECK(has_line(r.text(), "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"} 3"));
+
+  auto p1 = bm.partition("t", 0);
+  auto p2 = bm.partition("t", 0);
+  CHECK(p1.gauges() == p2.gauges());
+  CHECK(bm.partition("t", 1).gauges() != p1.gauges());
+
+  auto r1 = bm.request("Produce", 9);
+  auto r2 = bm.request("Produce", 9);
+  CHECK(r1.requests == r2.requests);
+  CHECK(r1.total_time == r2.total_time);
+  auto r3 = bm.request("Produce", 8);
+  CHECK(r3.requests != r1.requests);
+  CHECK(r3.total_time == r1.total_time);  // latency is per API, not per version
+  CHECK(&bm.request_error("Fetch", "NONE") == &bm.request_error("Fetch", "NONE"));
+}
+
+TEST_CASE("partition gauges and their removal with the topic") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto t = bm.topic("t");
+  auto p0 = bm.partition("t", 0);
+  auto p1 = bm.partition("t", 1);
+  auto q0 = bm.partition("keep", 0);
+  p0.set_size(4096);
+  p0.set_log_end_offset(42);
+  p1.set_size(10);
+  q0.set_log_end_offset(7);
+  t.add_bytes_in(5);
+
+  std::string text = r.text();
+  CHECK(has_line(text, "# TYPE kafka_log_log_size gauge"));
+  CHECK(has_line(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"} 4096"));
+  CHECK(has_line(text, "kafka_log_log_size{partition=\"1\",topic=\"t\"} 10"));
+  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"t\"} 42"));
+  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"keep\"} 7"));
+  // A topic with only partition handles has no brokertopicmetrics series yet.
+  CHECK_FALSE(has_series(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"keep\"}"));
+
+  bm.remove_partition("t", 1);
+  text = r.text();
+  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"1\",topic=\"t\"}"));
+  CHECK(has_line(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"} 4096"));
+
+  bm.remove_topic("t");
+  text = r.text();
+  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"}"));
+  CHECK_FALSE(has_series(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"t\"}"));
+  CHECK_FALSE(has_series(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"}"));
+  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"keep\"} 7"));
+  // The aggregate keeps what the deleted topic contributed, as Kafka's does.
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total 5"));
+
+  // Old handles stay usable and invisible; a recreated topic starts at zero.
+  t.add_bytes_in(100);
+  p0.set_size(1);
+  auto t2 = bm.topic("t");
+  CHECK(t2.counters() != t.counters());
+  text = r.text();
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"} 0"));
+  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"}"));
+
+  bm.remove_topic("never-existed");  // harmless
+  bm.remove_partition("never-existed", 3);
+}
+
+TEST_CASE("request counters, errors and latency histograms per API") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto produce9 = bm.request("Produce", 9);
+  produce9.record(300us);
+  produce9.record(3ms);
+  bm.request("Produce", 3).record(20s);
+  bm.request("Fetch", 12).record(500ms);
+  bm.request_error("Produce", "NOT_LEADER_OR_FOLLOWER").Increment();
+  bm.request_error("Produce", "NOT_LEADER_OR_FOLLOWER").Increment();
+
+  std::string text = r.text();
+  CHECK(has_line(text, "# TYPE kafka_network_requestmetrics_requests_total counter"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"Produce\",version=\"9\"} 2"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"Produce\",version=\"3\"} 1"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"Fetch\",version=\"12\"} 1"));
+  CHECK(has_line(text,
+                 "kafka_network_requestmetrics_errors_total{error=\"NOT_LEADER_OR_FOLLOWER\",request=\"Produce\"} 2"));
+
+  CHECK(has_line(text, "# TYPE kafka_network_requestmetrics_totaltimems histogram"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Produce\"} 3"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_sum{request=\"Produce\"} 20003.3"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Produce\",le=\"0.1\"} 0"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Produce\",le=\"0.5\"} 1"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Produce\",le=\"5\"} 2"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Produce\",le=\"10000\"} 2"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Produce\",le=\"+Inf\"} 3"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Fetch\",le=\"250\"} 0"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_bucket{request=\"Fetch\",le=\"500\"} 1"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Fetch\"} 1"));
+}
+
+TEST_CASE("connection, partition count and purgatory gauges") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  bm.connection_opened();
+  bm.connection_opened();
+  bm.connection_opened();
+  bm.connection_closed();
+  bm.partition_count().Set(12);
+  bm.produce_purgatory().Increment();
+  bm.fetch_purgatory().Set(5);
+  CHECK(&bm.purgatory_size("Fetch") == &bm.fetch_purgatory());
+  bm.purgatory_size("DeleteRecords").Set(1);
+
+  std::string text = r.text();
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_count 2"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_creation_total 3"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_close_total 1"));
+  CHECK(has_line(text, "kafka_server_replicamanager_partitioncount 12"));
+  CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Produce\"} 1"));
+  CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Fetch\"} 5"));
+  CHECK(has_line(text,
+                 "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"DeleteRecords\"} 1"));
+}
+
+TEST_CASE("process series are present and plausible") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  bool saw_start = false, saw_rss = false;
+  for (const auto& fam : r.collect()) {
+    if (fam.name == "process_start_time_seconds") {
+      saw_start = true;
+      double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      CHECK(fam.metric.at(0).gauge.value <= now + 1);
+      CHECK(fam.metric.at(0).gauge.value > now - 86400 * 365);
+    }
+    if (fam.name == "process_resident_memory_bytes") {
+      saw_rss = true;
+      CHECK(fam.metric.at(0).gauge.value > 1024 * 1024);
+    }
+  }
+  CHECK(saw_start);
+  CHECK(saw_rss);
+  CHECK(has_series(r.text(), "process_cpu_seconds_total "));
+  CHECK(has_series(r.text(), "process_open_fds "));
+}
+
+TEST_CASE("a destroyed BrokerMetrics leaves its Registry empty and reusable") {
+  m::Registry r;
+  {
+    m::BrokerMetrics bm(r);
+    bm.topic("t").add_bytes_in(1);
+    bm.request("Metadata", 12).record(1ms);
+  }
+  CHECK(r.text().empty());
+  m::BrokerMetrics again(r);
+  CHECK(has_line(r.text(), "kafka_server_brokertopicmetrics_bytesin_total 0"));
+}
