@@ -45,10 +45,10 @@ Log::~Log() {
 }
 
 Result<std::unique_ptr<Log>> Log::open(io::FileSystem& fs, const std::string& dir, const LogConfig& config,
-                                       int64_t now_ms) {
+                                       int64_t now_ms, const LogOpenOptions& options) {
   CK_RETURN_IF_ERROR(fs.create_dir(dir));
   std::unique_ptr<Log> log(new Log(fs, dir, config));
-  Status s = log->load(now_ms);
+  Status s = log->load(now_ms, options);
   if (!s.is_ok()) {
     log->closed_ = true;  // nothing to flush: the segments opened so far just close
     return s;
@@ -56,17 +56,23 @@ Result<std::unique_ptr<Log>> Log::open(io::FileSystem& fs, const std::string& di
   return log;
 }
 
-Status Log::load(int64_t now_ms) {
+Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
   auto names = fs_.list_dir(dir_);
   if (!names) return names.status();
   std::vector<int64_t> bases;
+  bool removed = false;
   for (const auto& n : *names) {
     auto f = parse_segment_file_name(n);
-    // .deleted/.cleaned/.swap files and stray indexes: retention and
-    // compaction recovery (later) deal with them.
-    if (f && f->kind == SegmentFileKind::kLog && f->suffix == FileSuffix::kNone)
+    if (!f) continue;
+    if (f->suffix == FileSuffix::kDeleted) {  // a deletion the crash interrupted: finish it
+      CK_RETURN_IF_ERROR(fs_.remove_file(dir_ + "/" + n));
+      removed = true;
+    } else if (f->kind == SegmentFileKind::kLog && f->suffix == FileSuffix::kNone) {
+      // .cleaned/.swap files and stray indexes: compaction recovery (later).
       bases.push_back(f->base_offset);
+    }
   }
+  if (removed) CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   std::sort(bases.begin(), bases.end());
   auto list = std::make_shared<SegmentList>();
   if (bases.empty()) {
@@ -75,24 +81,63 @@ Status Log::load(int64_t now_ms) {
     CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
     list->push_back(std::move(s).value());
   }
+  const int64_t recovery_from = options.recovery_point.value_or(0);
   for (size_t i = 0; i < bases.size(); ++i) {
     auto s = Segment::open(fs_, dir_, bases[i], config_.segment, false);
     if (!s) return s.status();
-    if (i + 1 == bases.size()) {
-      auto cut = (*s)->recover();
+    Segment& seg = **s;
+    const bool last = i + 1 == bases.size();
+    // The segment may hold offsets at or above the recovery point.
+    const bool unflushed = last || bases[i + 1] > recovery_from;
+    if (options.clean_shutdown) {
+      if (last) {
+        Status tail = seg.load_tail();
+        if (!tail.is_ok()) {
+          auto cut = seg.recover();
+          if (!cut) return cut.status();
+          truncated_bytes_ += *cut;
+        }
+      } else {
+        CK_RETURN_IF_ERROR(seg.check_indexes());
+      }
+    } else if (unflushed) {
+      auto cut = seg.recover();
       if (!cut) return cut.status();
-      truncated_bytes_ = *cut;
+      truncated_bytes_ += *cut;
+      if (*cut > 0 && !last) {
+        // A torn segment that is not the last: what follows it cannot be
+        // trusted to continue its offsets. Drop it all.
+        for (size_t j = i + 1; j < bases.size(); ++j) CK_RETURN_IF_ERROR(remove_segment_files(bases[j]));
+        CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+        recovered_segments_ += seg.recover_count();
+        list->push_back(std::move(s).value());
+        break;
+      }
     } else {
-      CK_RETURN_IF_ERROR((*s)->check_indexes());
+      CK_RETURN_IF_ERROR(seg.check_indexes());
     }
+    recovered_segments_ += seg.recover_count();
     list->push_back(std::move(s).value());
   }
   Segment& active = *list->back();
   next_offset_ = active.next_offset().value_or(active.base_offset());
   active.start_roll_clock(now_ms);
-  log_start_offset_.store(list->front()->base_offset(), std::memory_order_release);
+  last_flush_ms_ = now_ms;
+  const int64_t start = std::min(std::max(list->front()->base_offset(), options.log_start_offset.value_or(0)),
+                                 next_offset_);
+  log_start_offset_.store(start, std::memory_order_release);
+  recovery_point_.store(options.clean_shutdown ? next_offset_ : std::min(recovery_from, next_offset_),
+                        std::memory_order_release);
   publish_segments(std::move(list));
   log_end_offset_.store(next_offset_, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Log::remove_segment_files(int64_t base_offset) {
+  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
+    Status s = fs_.remove_file(dir_ + "/" + segment_file_name(base_offset, kind));
+    if (!s.is_ok() && s.code() != StatusCode::kNotFound) return s;
+  }
   return Status::ok();
 }
 
@@ -112,6 +157,8 @@ Status Log::roll(int64_t new_base_offset) {
   auto s = Segment::open(fs_, dir_, new_base_offset, config_.segment, true);
   if (!s) return s.status();
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  // Everything below the new base is now durable (on_become_inactive flushed it).
+  if (recovery_point() < new_base_offset) recovery_point_.store(new_base_offset, std::memory_order_release);
   auto next = std::make_shared<SegmentList>(*current);
   next->push_back(std::move(s).value());
   publish_segments(std::move(next));
@@ -157,6 +204,8 @@ Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoc
   r.position = *pos;
   next_offset_ = next;
   log_end_offset_.store(next, std::memory_order_release);  // readers may now see the batches
+  if (config_.flush_messages != kNever && next - recovery_point() >= config_.flush_messages)
+    CK_RETURN_IF_ERROR(flush_locked());
   return r;
 }
 
@@ -197,7 +246,46 @@ Result<ReadResult> Log::read(int64_t offset, uint64_t max_bytes, int64_t upper_b
 Status Log::flush() {
   std::lock_guard lock(append_mu_);
   if (closed_) return Status::invalid_argument(dir_ + ": flush of a closed log");
-  return segments()->back()->flush();
+  return flush_locked();
+}
+
+Status Log::flush_locked() {
+  CK_RETURN_IF_ERROR(segments()->back()->flush());
+  if (recovery_point() < next_offset_) recovery_point_.store(next_offset_, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Log::maybe_flush(int64_t now_ms) {
+  std::lock_guard lock(append_mu_);
+  if (closed_ || config_.flush_ms == kNever || now_ms - last_flush_ms_ < config_.flush_ms) return Status::ok();
+  last_flush_ms_ = now_ms;
+  if (recovery_point() >= next_offset_) return Status::ok();
+  return flush_locked();
+}
+
+Result<int64_t> Log::sync_data() {
+  std::lock_guard sync_lock(sync_mu_);
+  if (!sync_error_.is_ok()) return sync_error_;
+  int64_t target;
+  std::shared_ptr<Segment> active;
+  {
+    std::lock_guard lock(append_mu_);
+    if (closed_) return Status::invalid_argument(dir_ + ": sync of a closed log");
+    target = next_offset_;
+    active = segments()->back();
+  }
+  if (recovery_point() >= target) return target;
+  // Bytes of earlier segments were flushed when they rolled; bytes written
+  // to this one after target are synced too, harmlessly.
+  Status s = active->sync_log();
+  if (!s.is_ok()) {
+    sync_error_ = s;
+    return s;
+  }
+  int64_t rp = recovery_point();
+  while (rp < target && !recovery_point_.compare_exchange_weak(rp, target, std::memory_order_acq_rel)) {
+  }
+  return target;
 }
 
 Status Log::close() {
@@ -208,7 +296,153 @@ Status Log::close() {
   // (a reader's slice included) goes: closing them here could let a reader
   // sendfile from a descriptor number the kernel has already reused.
   auto list = segments();
-  return list->empty() ? Status::ok() : list->back()->flush();
+  return list->empty() ? Status::ok() : flush_locked();
+}
+
+Result<TimestampOffset> Log::offset_for_timestamp(int64_t target_ms) const {
+  const int64_t start = log_start_offset();
+  const int64_t end = log_end_offset();
+  auto list = segments();
+  for (const auto& seg : *list) {
+    if (seg->base_offset() >= end) break;
+    // Segments wholly below the log start, and those whose largest
+    // timestamp is below the target, cannot hold the answer.
+    if (seg->max_timestamp_so_far().timestamp < target_ms) continue;
+    auto found = seg->find_offset_for_timestamp(target_ms, start, seg->published_size());
+    if (!found) return found.status();
+    if (*found && (*found)->offset < end) return **found;
+  }
+  return TimestampOffset{kNoTimestamp, -1};
+}
+
+TimestampOffset Log::max_timestamp() const {
+  auto list = segments();
+  std::shared_ptr<Segment> best;
+  TimestampOffset max{kNoTimestamp, -1};
+  for (const auto& seg : *list) {
+    const TimestampOffset t = seg->max_timestamp_so_far();
+    if (t.timestamp > max.timestamp) {
+      max = t;
+      best = seg;
+    }
+  }
+  if (!best) return TimestampOffset{kNoTimestamp, -1};
+  // The segment knows the batch; the record inside it is exact.
+  auto exact = best->find_record_with_timestamp(max.offset, max.timestamp, best->published_size());
+  if (exact) max.offset = *exact;
+  return max;
+}
+
+Status Log::delete_oldest_segments(size_t n) {
+  auto current = segments();
+  n = std::min(n, current->size() - 1);  // never the active segment
+  if (n == 0) return Status::ok();
+  auto rest = std::make_shared<SegmentList>(current->begin() + static_cast<std::ptrdiff_t>(n), current->end());
+  const int64_t new_start = rest->front()->base_offset();
+  if (log_start_offset() < new_start) log_start_offset_.store(new_start, std::memory_order_release);
+  publish_segments(std::move(rest));
+  Deleted d;
+  Status result;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t base = (*current)[i]->base_offset();
+    for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
+      const std::string from = dir_ + "/" + segment_file_name(base, kind);
+      const std::string to = dir_ + "/" + segment_file_name(base, kind, FileSuffix::kDeleted);
+      Status s = fs_.rename(from, to);
+      if (s.is_ok()) {
+        d.paths.push_back(to);
+      } else if (s.code() != StatusCode::kNotFound && result.is_ok()) {
+        result = s;
+      }
+    }
+  }
+  Status synced = fs_.sync_dir(dir_);
+  {
+    std::lock_guard lock(deleted_mu_);
+    deleted_.push_back(std::move(d));
+  }
+  return result.is_ok() ? synced : result;
+}
+
+Status Log::advance_log_start_offset(int64_t offset) {
+  std::lock_guard lock(append_mu_);
+  if (closed_) return Status::invalid_argument(dir_ + ": DeleteRecords on a closed log");
+  if (offset > next_offset_)
+    return Status::offset_out_of_range(dir_ + ": log start offset " + std::to_string(offset) +
+                                       " would pass the log end offset " + std::to_string(next_offset_));
+  if (offset <= log_start_offset()) return Status::ok();
+  log_start_offset_.store(offset, std::memory_order_release);
+  // Whole segments below the new start: those whose successor starts at or below it.
+  auto list = segments();
+  size_t n = 0;
+  while (n + 1 < list->size() && (*list)[n + 1]->base_offset() <= offset) ++n;
+  return delete_oldest_segments(n);
+}
+
+Result<size_t> Log::apply_retention(int64_t now_ms) {
+  std::lock_guard lock(append_mu_);
+  if (closed_) return size_t{0};
+  auto list = segments();
+  size_t n = 0;
+  if (config_.retention_ms >= 0) {
+    while (n + 1 < list->size()) {
+      const int64_t ts = (*list)[n]->max_timestamp_so_far().timestamp;
+      // A segment without timestamps is kept (Kafka falls back to the file's mtime).
+      if (ts == kNoTimestamp || now_ms - ts <= config_.retention_ms) break;
+      ++n;
+    }
+  }
+  if (config_.retention_bytes >= 0) {
+    uint64_t total = 0;
+    for (const auto& seg : *list) total += seg->published_size();
+    for (size_t i = 0; i < n; ++i) total -= (*list)[i]->published_size();
+    int64_t excess = static_cast<int64_t>(total) - config_.retention_bytes;
+    while (n + 1 < list->size()) {
+      const auto size = static_cast<int64_t>((*list)[n]->published_size());
+      if (excess - size < 0) break;
+      excess -= size;
+      ++n;
+    }
+  }
+  CK_RETURN_IF_ERROR(delete_oldest_segments(n));
+  return n;
+}
+
+size_t Log::remove_deleted_files(int64_t now_ms) {
+  int64_t delay;
+  {
+    std::lock_guard lock(append_mu_);
+    delay = config_.file_delete_delay_ms;
+  }
+  std::lock_guard lock(deleted_mu_);
+  size_t removed = 0;
+  for (auto it = deleted_.begin(); it != deleted_.end();) {
+    if (!it->seen_ms) it->seen_ms = now_ms;
+    if (now_ms - *it->seen_ms < delay) {
+      ++it;
+      continue;
+    }
+    for (const auto& p : it->paths)
+      if (fs_.remove_file(p).is_ok()) ++removed;
+    it = deleted_.erase(it);
+  }
+  return removed;
+}
+
+uint64_t Log::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& seg : *segments()) total += seg->published_size();
+  return total;
+}
+
+LogConfig Log::config() const {
+  std::lock_guard lock(append_mu_);
+  return config_;
+}
+
+void Log::update_config(const LogConfig& config) {
+  std::lock_guard lock(append_mu_);
+  config_ = config;
 }
 
 Result<std::vector<uint8_t>> read_slices(const ReadResult& r) {

@@ -10,23 +10,36 @@
 // thread's Ring with eventfd completions, and group commit, come later, at
 // which point the assigned-but-not-written offsets run ahead of the LEO.
 //
-// Recovery in this slice: open() validates every batch of the last segment
-// (length, magic, CRC, increasing offsets), truncates it at the first invalid
-// byte and rebuilds its indexes; older segments only get an index sanity
-// check (rebuilt when it fails). Recovery from the recovery-point checkpoint,
-// the clean-shutdown marker and the log-start-offset checkpoint come later:
-// today the log start offset is the first segment's base offset.
+// Recovery (open): with the clean-shutdown hint every segment is trusted
+// (index sanity checks only; the last segment's end is found by a header
+// scan from its last index entry). Otherwise every segment that may hold an
+// offset at or above the recovery point (the checkpointed one, 0 when none)
+// is scanned batch by batch (length, magic, CRC, increasing offsets), cut at
+// the first invalid byte, and its indexes rebuilt; when a segment that is
+// not the last is cut, the segments after it are deleted (their offsets
+// would leave a gap). Older segments only get an index sanity check.
+// Leftover `.deleted` files are removed.
 //
-// Thread-safety: appends and flushes are serialised by a mutex whose
-// critical section is the validation, offset assignment and write of one
-// append. read() and the offset accessors never take it: they load the
-// published LEO (an atomic) and a snapshot of the segment list (a
-// shared_ptr copied under a separate, tiny mutex), and each segment bounds
-// reads by its own published size. Slices keep their segment alive.
+// Durability: the recovery point is the offset below which every record is
+// fdatasync'd. flush() (whole active segment, indexes too) and sync_data()
+// (the .log only, outside the append lock: what group commit uses, see
+// storage/group_commit.h) advance it. flush.messages is honoured inside
+// append(); flush.ms by maybe_flush(), which the LogManager's tick calls.
+//
+// Deletion: advance_log_start_offset (DeleteRecords) and apply_retention
+// (retention.ms / retention.bytes) drop whole segments, never the active
+// one: the segment leaves the published list first, its files are renamed
+// to `.deleted`, and remove_deleted_files() unlinks them once
+// file.delete.delay.ms has passed since the first call that saw them.
+// Readers holding slices of a deleted segment keep reading it (the file
+// stays open until the last slice goes).
+//
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -40,8 +53,29 @@
 
 namespace ciuickafka::storage {
 
+// Kafka's "never" for flush.messages / flush.ms (Long.MAX_VALUE).
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// A topic's log settings (Kafka's topic-level names). Segment-level settings
+// (segment.bytes, segment.ms, index.interval.bytes, segment.index.bytes,
+// preallocate) apply to segments created after a config change.
 struct LogConfig {
   SegmentConfig segment;
+  int64_t flush_messages = kNever;               // flush.messages
+  int64_t flush_ms = kNever;                     // flush.ms
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000; // retention.ms; -1: unlimited
+  int64_t retention_bytes = -1;                  // retention.bytes; -1: unlimited
+  int64_t file_delete_delay_ms = 60'000;         // file.delete.delay.ms
+};
+
+// What the LogManager knows when it opens a log.
+struct LogOpenOptions {
+  // The directory's clean-shutdown marker was present: skip the scan.
+  bool clean_shutdown = false;
+  // From recovery-point-offset-checkpoint; none: scan every segment.
+  std::optional<int64_t> recovery_point;
+  // From log-start-offset-checkpoint; none: the first segment's base.
+  std::optional<int64_t> log_start_offset;
 };
 
 struct AppendResult {
@@ -70,7 +104,8 @@ class Log {
   // Opens the log in dir (created, with one empty segment at offset 0, when
   // it holds no segment). now_ms starts the active segment's segment.ms clock.
   static Result<std::unique_ptr<Log>> open(io::FileSystem& fs, const std::string& dir,
-                                           const LogConfig& config, int64_t now_ms);
+                                           const LogConfig& config, int64_t now_ms,
+                                           const LogOpenOptions& options = {});
   ~Log();
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
@@ -91,9 +126,42 @@ class Log {
   Result<ReadResult> read(int64_t offset, uint64_t max_bytes,
                           int64_t upper_bound_offset = std::numeric_limits<int64_t>::max()) const;
 
+  // ListOffsets by timestamp: the offset and timestamp of the first record
+  // at or above the log start whose timestamp is >= target_ms, exact to the
+  // record (compressed batches are decompressed to look inside). {-1, -1}
+  // when there is none (Kafka's answer).
+  Result<TimestampOffset> offset_for_timestamp(int64_t target_ms) const;
+  // ListOffsets MAX_TIMESTAMP: the largest timestamp in the log and the
+  // offset of the first record carrying it; {-1, -1} for a log without
+  // timestamps.
+  TimestampOffset max_timestamp() const;
+
+  // DeleteRecords: records below offset become unreadable (reads there are
+  // kOffsetOutOfRange) and whole segments below it are deleted. offset must
+  // not pass the LEO (the caller bounds it by the high watermark); an offset
+  // at or below the current start is a no-op.
+  Status advance_log_start_offset(int64_t offset);
+  // Deletes the oldest segments (never the active one) whose largest
+  // timestamp is older than now_ms - retention.ms, then, while the log is
+  // larger than retention.bytes, the oldest ones whose removal keeps it at
+  // or above that size (Kafka's rules). Returns how many were deleted.
+  Result<size_t> apply_retention(int64_t now_ms);
+  // Unlinks `.deleted` files whose file.delete.delay.ms has passed since the
+  // first call that saw them; returns how many files went.
+  size_t remove_deleted_files(int64_t now_ms);
+  // flush.ms: flushes when unflushed data exists and the last flush is at
+  // least flush.ms old.
+  Status maybe_flush(int64_t now_ms);
+
   // fdatasync of the active segment (and its indexes). Rolled segments
-  // were flushed when they rolled.
+  // were flushed when they rolled. Advances the recovery point to the LEO.
   Status flush();
+  // fdatasync of the active segment's .log only, without holding the append
+  // lock (appends continue meanwhile). Returns the offset below which every
+  // record is now durable (the LEO when it started). A failed sync is sticky:
+  // every later call returns the same error (after a failed fdatasync the
+  // kernel may have dropped the dirty pages; nothing can be promised).
+  Result<int64_t> sync_data();
   // Flushes the active segment; appends and flushes fail afterwards. The
   // segments' files close when their last reference goes (the log's, and
   // any reader's slices), never under a reader.
@@ -102,28 +170,55 @@ class Log {
   const std::string& dir() const { return dir_; }
   int64_t log_start_offset() const { return log_start_offset_.load(std::memory_order_acquire); }
   int64_t log_end_offset() const { return log_end_offset_.load(std::memory_order_acquire); }
-  // Bytes cut off the last segment by open()'s recovery.
+  // Offsets below this are durable (flushed).
+  int64_t recovery_point() const { return recovery_point_.load(std::memory_order_acquire); }
+  // Bytes cut off by open()'s recovery, and how many segments it scanned.
   uint64_t recovered_truncated_bytes() const { return truncated_bytes_; }
+  uint64_t recovered_segments() const { return recovered_segments_; }
+  // Total bytes of the published segments, and their number.
+  uint64_t size_bytes() const;
+  size_t segment_count() const { return segments()->size(); }
+  LogConfig config() const;
+  // New settings: retention and flush at once, segment settings from the next roll.
+  void update_config(const LogConfig& config);
   // A snapshot of the segments in base-offset order (tests, tools, retention).
   std::shared_ptr<const SegmentList> segments() const;
 
  private:
+  struct Deleted {
+    std::vector<std::string> paths;
+    std::optional<int64_t> seen_ms;  // first remove_deleted_files() that saw it
+  };
+
   Log(io::FileSystem& fs, std::string dir, LogConfig config);
-  Status load(int64_t now_ms);
+  Status load(int64_t now_ms, const LogOpenOptions& options);
   Status roll(int64_t new_base_offset);
+  Status flush_locked();
+  // Drops the first n segments (append_mu_ held; never the active one).
+  Status delete_oldest_segments(size_t n);
+  Status remove_segment_files(int64_t base_offset);
   void publish_segments(std::shared_ptr<const SegmentList> list);
 
   io::FileSystem& fs_;
   const std::string dir_;
-  const LogConfig config_;
 
-  std::mutex append_mu_;     // serialises append, flush, roll, close
-  int64_t next_offset_ = 0;  // under append_mu_: the next offset to assign
-  bool closed_ = false;      // under append_mu_
+  mutable std::mutex append_mu_;  // serialises append, flush, roll, close, deletion
+  LogConfig config_;              // under append_mu_
+  int64_t next_offset_ = 0;       // under append_mu_: the next offset to assign
+  bool closed_ = false;           // under append_mu_
+  int64_t last_flush_ms_ = 0;     // under append_mu_
   uint64_t truncated_bytes_ = 0;
+  uint64_t recovered_segments_ = 0;
+
+  std::mutex sync_mu_;  // one sync_data at a time; guards sync_error_
+  Status sync_error_;
+
+  std::mutex deleted_mu_;
+  std::vector<Deleted> deleted_;  // under deleted_mu_
 
   std::atomic<int64_t> log_end_offset_{0};
   std::atomic<int64_t> log_start_offset_{0};
+  std::atomic<int64_t> recovery_point_{0};
   mutable std::mutex segments_mu_;  // guards the pointer only
   std::shared_ptr<const SegmentList> segments_;
 };

@@ -64,6 +64,7 @@ Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::st
   if (create) {  // index files left by an older segment at this base are stale
     oi->clear();
     ti->clear();
+    if (config.preallocate) CK_RETURN_IF_ERROR((*log)->preallocate(config.segment_bytes));
   }
   return std::unique_ptr<Segment>(new Segment(base_offset, config, std::move(log).value(),
                                               std::move(oi).value(), std::move(ti).value(), *size));
@@ -79,6 +80,7 @@ bool Segment::should_roll(uint64_t batch_bytes, int64_t last_offset, int64_t now
 
 void Segment::index_batch(uint64_t position, uint64_t size, int64_t last_offset, int64_t max_timestamp) {
   if (max_timestamp > max_timestamp_) {
+    std::lock_guard lock(index_mu_);
     max_timestamp_ = max_timestamp;
     offset_of_max_timestamp_ = last_offset;
   }
@@ -206,14 +208,15 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
 Result<uint64_t> Segment::recover() {
   auto file_size = log_->size();
   if (!file_size) return file_size.status();
+  ++recover_count_;
   {
     std::lock_guard lock(index_mu_);
     offset_index_.clear();
     time_index_.clear();
+    max_timestamp_ = kNoTimestamp;
+    offset_of_max_timestamp_ = base_offset_;
   }
   bytes_since_index_entry_ = 0;
-  max_timestamp_ = kNoTimestamp;
-  offset_of_max_timestamp_ = base_offset_;
   next_offset_ = base_offset_;
   std::vector<uint8_t> buf;
   uint64_t pos = 0;
@@ -259,6 +262,109 @@ Status Segment::check_indexes() {
   if (offset_index_.sanity_check().is_ok() && time_index_.sanity_check().is_ok()) return Status::ok();
   auto r = recover();
   return r ? Status::ok() : r.status();
+}
+
+Status Segment::load_tail() {
+  OffsetPosition start;
+  {
+    std::lock_guard lock(index_mu_);
+    start = offset_index_.entries() > 0 ? offset_index_.entry(offset_index_.entries() - 1)
+                                        : OffsetPosition{base_offset_, 0};
+  }
+  next_offset_ = base_offset_;
+  for (uint64_t pos = start.position; pos < size_;) {
+    auto loc = read_header(pos, size_);
+    if (!loc) return loc.status();
+    if (loc->base_offset < *next_offset_ || !offset_index_.can_hold(loc->last_offset))
+      return Status::corruption(at(path(), pos) + ": offsets go backwards");
+    uint8_t ts[8];
+    auto n = log_->read_at(pos + v2::kMaxTimestampOffset, ts);
+    if (!n) return n.status();
+    const int64_t max_ts = load_offset(ts);
+    if (max_ts > max_timestamp_) {
+      std::lock_guard lock(index_mu_);
+      max_timestamp_ = max_ts;
+      offset_of_max_timestamp_ = loc->last_offset;
+    }
+    next_offset_ = loc->last_offset + 1;
+    pos += loc->size;
+  }
+  bytes_since_index_entry_ = size_ - std::min<uint64_t>(size_, start.position);
+  if (size_ > 0 && *next_offset_ == base_offset_)
+    return Status::corruption(path() + ": no batch found after the last index entry");
+  return Status::ok();
+}
+
+TimestampOffset Segment::max_timestamp_so_far() const {
+  std::lock_guard lock(index_mu_);
+  return TimestampOffset{max_timestamp_, offset_of_max_timestamp_};
+}
+
+namespace {
+
+// Upper bound on a batch's decompressed records when looking inside it.
+constexpr size_t kMaxDecompressedBatch = 256u << 20;
+
+}  // namespace
+
+Result<std::optional<TimestampOffset>> Segment::find_offset_for_timestamp(int64_t target, int64_t min_offset,
+                                                                          uint64_t max_position) const {
+  using Out = std::optional<TimestampOffset>;
+  max_position = std::min(max_position, published_size());
+  int64_t from_offset;
+  {
+    std::lock_guard lock(index_mu_);
+    from_offset = std::max(time_index_.lookup(target).offset, min_offset);
+  }
+  auto first = find_offset_position(from_offset, max_position);
+  if (!first) return first.status();
+  if (!*first) return Out();
+  std::vector<uint8_t> buf;
+  for (uint64_t pos = (*first)->position; pos < max_position;) {
+    auto loc = read_header(pos, max_position);
+    if (!loc) return loc.status();
+    pos += loc->size;
+    uint8_t ts[8];
+    auto n = log_->read_at(loc->position + v2::kMaxTimestampOffset, ts);
+    if (!n) return n.status();
+    if (loc->last_offset < min_offset || load_offset(ts) < target) continue;
+    buf.resize(loc->size);
+    n = log_->read_at(loc->position, buf);
+    if (!n) return n.status();
+    if (*n != buf.size()) return Status::corruption(at(path(), loc->position) + ": short read of a batch");
+    auto view = protocol::RecordBatchView::parse(buf);
+    if (!view) return Status::corruption(at(path(), loc->position) + ": unreadable batch");
+    auto records = protocol::decode_records(*view, kMaxDecompressedBatch);
+    if (!records) return Status::corruption(at(path(), loc->position) + ": records cannot be decoded");
+    auto reader = records->reader();
+    protocol::RecordView r;
+    while (reader.next(&r)) {
+      if (r.offset >= min_offset && r.timestamp >= target) return Out(TimestampOffset{r.timestamp, r.offset});
+    }
+    // A batch whose maxTimestamp promised a record it does not hold (a
+    // producer-set maxTimestamp can lie): keep looking.
+  }
+  return Out();
+}
+
+Result<int64_t> Segment::find_record_with_timestamp(int64_t offset, int64_t timestamp,
+                                                    uint64_t max_position) const {
+  max_position = std::min(max_position, published_size());
+  auto loc = find_offset_position(offset, max_position);
+  if (!loc) return loc.status();
+  if (!*loc) return offset;
+  std::vector<uint8_t> buf((*loc)->size);
+  auto n = log_->read_at((*loc)->position, buf);
+  if (!n) return n.status();
+  auto view = protocol::RecordBatchView::parse(buf);
+  if (!view) return (*loc)->last_offset;
+  auto records = protocol::decode_records(*view, kMaxDecompressedBatch);
+  if (!records) return (*loc)->last_offset;
+  auto reader = records->reader();
+  protocol::RecordView r;
+  while (reader.next(&r))
+    if (r.timestamp == timestamp) return r.offset;
+  return (*loc)->last_offset;
 }
 
 Status Segment::flush() {

@@ -13,9 +13,13 @@
 //
 // Thread-safety: one writer (append, flush, recover, on_become_inactive;
 // the log serialises them) and any number of concurrent readers (read,
-// find_offset_position, published_size). Readers only look at bytes below
-// published_size(), which the writer advances (release) after the bytes and
-// index entries are in place; index lookups take a short per-segment mutex.
+// find_offset_position, find_offset_for_timestamp, max_timestamp_so_far,
+// published_size). Readers only look at bytes below published_size(), which
+// the writer advances (release) after the bytes and index entries are in
+// place; index lookups and the max-timestamp pair take a short per-segment
+// mutex. sync_log() may run on any thread concurrently with the writer (it
+// is one fdatasync of the .log: group commit calls it outside the log's
+// append lock).
 // Concurrent read_at with write_at of other ranges is safe for all three File
 // implementations (pread, a per-thread ring, a locked in-memory image).
 #pragma once
@@ -45,6 +49,9 @@ struct SegmentConfig {
   uint32_t max_index_bytes = 10 * 1024 * 1024;
   // segment.ms: roll when the active segment's first append is this old.
   int64_t segment_ms = 7LL * 24 * 3600 * 1000;
+  // log.preallocate / preallocate: reserve segment_bytes of disk when a
+  // segment is created (fallocate KEEP_SIZE; the file size is unchanged).
+  bool preallocate = false;
 };
 
 // A byte range of a segment file that holds whole batches.
@@ -78,9 +85,11 @@ class Segment {
   uint64_t published_size() const { return published_size_.load(std::memory_order_acquire); }
   uint64_t size() const { return size_; }  // writer's view (same value between appends)
   // Largest batch maxTimestamp so far and that batch's last offset
-  // (kNoTimestamp and the base offset when none).
+  // (kNoTimestamp and the base offset when none). Writer thread only.
   int64_t max_timestamp() const { return max_timestamp_; }
   int64_t offset_of_max_timestamp() const { return offset_of_max_timestamp_; }
+  // The same pair, for any thread.
+  TimestampOffset max_timestamp_so_far() const;
   // The offset after the last batch, as found by recover() or append();
   // nullopt for a segment opened without recovery and not appended to.
   std::optional<int64_t> next_offset() const { return next_offset_; }
@@ -115,6 +124,19 @@ class Segment {
   Result<std::optional<FileSlice>> read(int64_t start_offset, uint64_t max_bytes, uint64_t max_position,
                                         int64_t upper_bound_offset, bool min_one_batch) const;
 
+  // The first record at or above min_offset, below max_position, whose
+  // timestamp is >= target (Kafka's LogSegment.findOffsetByTimestamp): the
+  // time index gives where to start, batch headers whose maxTimestamp is
+  // below the target are skipped, and the first batch that may hold one is
+  // read into memory (decompressed when needed) and its records checked one
+  // by one. nullopt when this segment holds none.
+  Result<std::optional<TimestampOffset>> find_offset_for_timestamp(int64_t target, int64_t min_offset,
+                                                                   uint64_t max_position) const;
+  // The offset of the first record of the batch holding `offset` whose
+  // timestamp is `timestamp` (the exact record behind max_timestamp_so_far);
+  // the batch's last offset when none matches.
+  Result<int64_t> find_record_with_timestamp(int64_t offset, int64_t timestamp, uint64_t max_position) const;
+
   // Scans the whole file, validating every batch (length, magic, CRC,
   // offsets increasing from the base), truncates the file at the first
   // invalid byte and rebuilds both indexes. Returns the bytes truncated.
@@ -122,10 +144,21 @@ class Segment {
   // Checks both indexes (sanity_check); rebuilds them by recover() when
   // either fails. For segments that are not the active one.
   Status check_indexes();
+  // For the last segment of a log that shut down cleanly: trusts the file
+  // and the indexes, and finds the next offset (and the max timestamp of the
+  // batches after the last index entry) by a scan of batch headers from the
+  // last offset index entry. kCorruption when a header breaks the format
+  // (the caller then runs recover()).
+  Status load_tail();
+  // How many times recover() ran (open-time statistics).
+  uint64_t recover_count() const { return recover_count_; }
 
   // fdatasync of the .log, then both indexes flushed (written, trimmed,
   // fdatasynced).
   Status flush();
+  // fdatasync of the .log only: what group commit needs (indexes of
+  // segments past the recovery point are rebuilt by recovery). Any thread.
+  Status sync_log() { return log_->sync(); }
   // The segment stops being the active one: the time index gets its final
   // entry (max timestamp so far) and everything is flushed.
   Status on_become_inactive();
@@ -154,10 +187,11 @@ class Segment {
   uint64_t size_ = 0;
   std::atomic<uint64_t> published_size_{0};
   uint64_t bytes_since_index_entry_ = 0;
-  int64_t max_timestamp_ = kNoTimestamp;
-  int64_t offset_of_max_timestamp_;
+  int64_t max_timestamp_ = kNoTimestamp;  // written under index_mu_
+  int64_t offset_of_max_timestamp_;       // written under index_mu_
   std::optional<int64_t> next_offset_;
   std::optional<int64_t> first_append_ms_;
+  uint64_t recover_count_ = 0;
 };
 
 }  // namespace ciuickafka::storage

@@ -158,7 +158,23 @@ Status MemFileSystem::remove_dir(const std::string& dir) {
 
 Status MemFileSystem::rename(const std::string& from, const std::string& to) {
   std::lock_guard lock(mu_);
-  if (dirs_.count(from)) return Status::from_errno(EINVAL, "rename of a directory in the memory fs: " + from);
+  if (dirs_.count(from)) {
+    if (dirs_.count(to) || files_.count(to) || !dir_exists(parent_dir(to)))
+      return Status::from_errno(EEXIST, "rename " + from + " -> " + to);
+    if (to.compare(0, from.size() + 1, from + "/") == 0)
+      return Status::from_errno(EINVAL, "rename " + from + " into itself");
+    const std::string prefix = from + "/";
+    auto moved = [&](const std::string& p) { return to + p.substr(from.size()); };
+    std::set<std::string> dirs;
+    for (const auto& d : dirs_) dirs.insert(d == from || d.compare(0, prefix.size(), prefix) == 0 ? moved(d) : d);
+    dirs_ = std::move(dirs);
+    for (auto* m : {&files_, &durable_files_}) {
+      std::map<std::string, std::shared_ptr<Node>> next;
+      for (auto& [p, n] : *m) next[p.compare(0, prefix.size(), prefix) == 0 ? moved(p) : p] = n;
+      *m = std::move(next);
+    }
+    return Status::ok();
+  }
   auto it = files_.find(from);
   if (it == files_.end()) return Status::from_errno(ENOENT, "rename " + from + " -> " + to);
   if (dirs_.count(to) || !dir_exists(parent_dir(to))) return Status::from_errno(ENOENT, "rename " + from + " -> " + to);

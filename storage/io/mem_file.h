@@ -47,7 +47,9 @@ class MemFileSystem : public FileSystem {
   Status create_dir(const std::string& dir) override;
   Status remove_file(const std::string& path) override;
   Status remove_dir(const std::string& dir) override;
-  // Files only; renaming a directory fails with EINVAL.
+  // Files, and directories (to must not exist; a directory rename is
+  // durable at once, like a directory's creation). Open handles keep
+  // working across a rename.
   Status rename(const std::string& from, const std::string& to) override;
   Status sync_dir(const std::string& dir) override;
   Result<FileType> file_type(const std::string& path) override;

@@ -1,0 +1,335 @@
+// storage/log_manager.cc: opening, creating, removing and checkpointing the
+// logs of every log dir.
+#include "storage/log_manager.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "storage/checkpoint.h"
+
+namespace ciuickafka::storage {
+
+namespace {
+
+constexpr std::string_view kDeleteSuffix = "-delete";
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+std::string join(const std::string& dir, std::string_view name) { return dir + "/" + std::string(name); }
+
+// An offset checkpoint as a map; missing or corrupt: empty (full recovery
+// and the segments' own start are the safe answers).
+std::map<TopicPartition, int64_t> read_checkpoint_map(io::FileSystem& fs, const std::string& path) {
+  std::map<TopicPartition, int64_t> out;
+  auto entries = read_offset_checkpoint(fs, path);
+  if (!entries) return out;
+  for (const auto& e : *entries) out[e.tp] = e.offset;
+  return out;
+}
+
+std::string unique_id() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%08x%08x%016llx", rd(), rd(),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return buf;
+}
+
+}  // namespace
+
+LogManager::LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config)
+    : fs_(fs), dirs_(std::move(dirs)), config_(std::move(config)) {}
+
+LogManager::~LogManager() {
+  // Not a clean shutdown unless shutdown() ran: no marker is written here.
+  committer_.stop();
+  std::lock_guard lock(mu_);
+  for (auto& [tp, e] : logs_) (void)e.log->close();
+}
+
+Result<std::unique_ptr<LogManager>> LogManager::open(io::FileSystem& fs, std::vector<std::string> log_dirs,
+                                                     LogManagerConfig config, int64_t now_ms) {
+  if (log_dirs.empty()) return Status::invalid_argument("log.dirs is empty");
+  std::unique_ptr<LogManager> m(new LogManager(fs, std::move(log_dirs), std::move(config)));
+  CK_RETURN_IF_ERROR(m->load(now_ms));
+  return m;
+}
+
+Status LogManager::load(int64_t now_ms) {
+  struct Job {
+    TopicPartition tp;
+    size_t dir;
+    LogOpenOptions options;
+    std::unique_ptr<Log> log;
+    Status status;
+  };
+  std::vector<Job> jobs;
+  std::vector<bool> clean(dirs_.size(), false);
+  for (size_t d = 0; d < dirs_.size(); ++d) {
+    const std::string& dir = dirs_[d];
+    CK_RETURN_IF_ERROR(fs_.create_dir(dir));
+    auto marker = fs_.file_type(join(dir, kCleanShutdownFile));
+    if (!marker) return marker.status();
+    clean[d] = *marker == io::FileType::kFile;
+    if (clean[d]) ++stats_.dirs_clean;
+    const auto recovery = read_checkpoint_map(fs_, join(dir, kRecoveryPointCheckpointFile));
+    const auto starts = read_checkpoint_map(fs_, join(dir, kLogStartOffsetCheckpointFile));
+    auto names = fs_.list_dir(dir);
+    if (!names) return names.status();
+    for (const auto& name : *names) {
+      const std::string path = join(dir, name);
+      auto type = fs_.file_type(path);
+      if (!type) return type.status();
+      if (*type != io::FileType::kDirectory) continue;
+      if (ends_with(name, kDeleteSuffix)) {  // a deletion a restart interrupted
+        CK_RETURN_IF_ERROR(io::remove_tree(fs_, path));
+        ++stats_.delete_dirs_removed;
+        continue;
+      }
+      auto tp = parse_partition_dir_name(name);
+      if (!tp) continue;  // not a partition directory (e.g. "-future", stray dirs)
+      Job job{*tp, d, {}, nullptr, Status::ok()};
+      job.options.clean_shutdown = clean[d];
+      if (auto it = recovery.find(*tp); it != recovery.end()) job.options.recovery_point = it->second;
+      if (auto it = starts.find(*tp); it != starts.end()) job.options.log_start_offset = it->second;
+      jobs.push_back(std::move(job));
+    }
+  }
+  // Duplicates across dirs are a broken installation: refuse.
+  for (size_t i = 0; i < jobs.size(); ++i)
+    for (size_t j = i + 1; j < jobs.size(); ++j)
+      if (jobs[i].tp == jobs[j].tp)
+        return Status::corruption(partition_dir_name(jobs[i].tp) + " exists in both " + dirs_[jobs[i].dir] +
+                                  " and " + dirs_[jobs[j].dir]);
+
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      Job& job = jobs[i];
+      const LogConfig cfg = config_.config_for ? config_.config_for(job.tp) : config_.default_config;
+      auto log = Log::open(fs_, join(dirs_[job.dir], partition_dir_name(job.tp)), cfg, now_ms, job.options);
+      if (log) {
+        job.log = std::move(log).value();
+      } else {
+        job.status = log.status();
+      }
+    }
+  };
+  unsigned threads = config_.recovery_threads != 0 ? config_.recovery_threads
+                                                    : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, jobs.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  for (auto& job : jobs) {
+    if (!job.status.is_ok()) return job.status;
+    const std::string dir = join(dirs_[job.dir], partition_dir_name(job.tp));
+    Entry e{std::shared_ptr<Log>(std::move(job.log)), job.dir, {}};
+    auto id = read_partition_metadata(fs_, join(dir, kPartitionMetadataFile));
+    if (id) {
+      e.topic_id = *id;
+    } else if (id.status().code() != StatusCode::kNotFound) {
+      return id.status();
+    }
+    ++stats_.logs_opened;
+    stats_.segments_recovered += e.log->recovered_segments();
+    stats_.bytes_truncated += e.log->recovered_truncated_bytes();
+    logs_.emplace(job.tp, std::move(e));
+  }
+  // From here on a crash is a crash.
+  for (size_t d = 0; d < dirs_.size(); ++d) {
+    if (!clean[d]) continue;
+    CK_RETURN_IF_ERROR(fs_.remove_file(join(dirs_[d], kCleanShutdownFile)));
+    CK_RETURN_IF_ERROR(fs_.sync_dir(dirs_[d]));
+  }
+  last_retention_ms_ = now_ms;
+  last_checkpoint_ms_ = now_ms;
+  return Status::ok();
+}
+
+std::shared_ptr<Log> LogManager::get(const TopicPartition& tp) const {
+  std::lock_guard lock(mu_);
+  auto it = logs_.find(tp);
+  return it == logs_.end() ? nullptr : it->second.log;
+}
+
+std::optional<protocol::Uuid> LogManager::topic_id(const TopicPartition& tp) const {
+  std::lock_guard lock(mu_);
+  auto it = logs_.find(tp);
+  if (it == logs_.end()) return std::nullopt;
+  return it->second.topic_id;
+}
+
+Result<std::shared_ptr<Log>> LogManager::create(const TopicPartition& tp, const protocol::Uuid& topic_id,
+                                                const LogConfig& config, int64_t now_ms) {
+  if (!is_valid_topic_name(tp.topic) || tp.partition < 0)
+    return Status::invalid_argument("create: bad topic partition " + tp.topic + "-" +
+                                    std::to_string(tp.partition));
+  std::lock_guard lock(mu_);
+  if (shut_down_) return Status::invalid_argument("create after shutdown");
+  if (auto it = logs_.find(tp); it != logs_.end()) {
+    if (it->second.topic_id != topic_id)
+      return Status::invalid_argument(partition_dir_name(tp) + " exists with another topic id " +
+                                      uuid_to_string(it->second.topic_id));
+    return it->second.log;
+  }
+  std::vector<size_t> counts(dirs_.size(), 0);
+  for (const auto& [k, e] : logs_) ++counts[e.dir];
+  const size_t d = static_cast<size_t>(std::min_element(counts.begin(), counts.end()) - counts.begin());
+  const std::string dir = join(dirs_[d], partition_dir_name(tp));
+  CK_RETURN_IF_ERROR(fs_.create_dir(dir));
+  CK_RETURN_IF_ERROR(fs_.sync_dir(dirs_[d]));
+  CK_RETURN_IF_ERROR(write_partition_metadata(fs_, join(dir, kPartitionMetadataFile), topic_id));
+  auto log = Log::open(fs_, dir, config, now_ms);
+  if (!log) return log.status();
+  Entry e{std::shared_ptr<Log>(std::move(log).value()), d, topic_id};
+  auto out = e.log;
+  logs_.emplace(tp, std::move(e));
+  return out;
+}
+
+Status LogManager::remove(const TopicPartition& tp) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = logs_.find(tp);
+    if (it == logs_.end()) return Status::not_found("remove: no log for " + partition_dir_name(tp));
+    Entry e = std::move(it->second);
+    logs_.erase(it);
+    (void)e.log->close();  // appends fail from now on; readers keep their slices
+    const std::string from = join(dirs_[e.dir], partition_dir_name(tp));
+    const std::string to = from + "." + unique_id() + std::string(kDeleteSuffix);
+    CK_RETURN_IF_ERROR(fs_.rename(from, to));
+    CK_RETURN_IF_ERROR(fs_.sync_dir(dirs_[e.dir]));
+    pending_dirs_.push_back(PendingDelete{to, std::nullopt});
+  }
+  return checkpoint();  // the removed partition leaves the checkpoints
+}
+
+std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>> LogManager::all() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>> out;
+  out.reserve(logs_.size());
+  for (const auto& [tp, e] : logs_) out.emplace_back(tp, e.log);
+  return out;
+}
+
+Status LogManager::update_config(const TopicPartition& tp, const LogConfig& config) {
+  auto log = get(tp);
+  if (!log) return Status::not_found("update_config: no log for " + partition_dir_name(tp));
+  log->update_config(config);
+  return Status::ok();
+}
+
+void LogManager::sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done) {
+  committer_.sync_to(std::move(log), offset, std::move(done));
+}
+
+Status LogManager::checkpoint_dir(size_t dir,
+                                  const std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>& logs) {
+  std::vector<PartitionOffset> recovery, starts;
+  for (const auto& [tp, log] : logs) {
+    recovery.push_back({tp, log->recovery_point()});
+    starts.push_back({tp, log->log_start_offset()});
+  }
+  CK_RETURN_IF_ERROR(write_offset_checkpoint(fs_, join(dirs_[dir], kRecoveryPointCheckpointFile), recovery));
+  return write_offset_checkpoint(fs_, join(dirs_[dir], kLogStartOffsetCheckpointFile), starts);
+}
+
+Status LogManager::checkpoint() {
+  std::vector<std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>> per_dir(dirs_.size());
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [tp, e] : logs_) per_dir[e.dir].emplace_back(tp, e.log);
+  }
+  std::lock_guard lock(checkpoint_mu_);
+  Status first;
+  for (size_t d = 0; d < dirs_.size(); ++d) {
+    Status s = checkpoint_dir(d, per_dir[d]);
+    if (first.is_ok() && !s.is_ok()) first = s;
+  }
+  return first;
+}
+
+Status LogManager::tick(int64_t now_ms) {
+  bool retention = false, checkpoints = false;
+  std::vector<std::string> expired;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return Status::ok();
+    if (now_ms - last_retention_ms_ >= config_.retention_check_interval_ms) {
+      retention = true;
+      last_retention_ms_ = now_ms;
+    }
+    if (now_ms - last_checkpoint_ms_ >= config_.checkpoint_interval_ms) {
+      checkpoints = true;
+      last_checkpoint_ms_ = now_ms;
+    }
+    for (auto it = pending_dirs_.begin(); it != pending_dirs_.end();) {
+      if (!it->seen_ms) it->seen_ms = now_ms;
+      if (now_ms - *it->seen_ms >= config_.file_delete_delay_ms) {
+        expired.push_back(it->path);
+        it = pending_dirs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  Status first;
+  auto note = [&](Status s) {
+    if (first.is_ok() && !s.is_ok()) first = std::move(s);
+  };
+  for (const auto& path : expired) note(io::remove_tree(fs_, path));
+  for (const auto& [tp, log] : all()) {
+    note(log->maybe_flush(now_ms));
+    if (retention) {
+      auto n = log->apply_retention(now_ms);
+      if (!n) note(n.status());
+    }
+    log->remove_deleted_files(now_ms);
+  }
+  if (checkpoints) note(checkpoint());
+  return first;
+}
+
+Status LogManager::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return Status::ok();
+    shut_down_ = true;
+  }
+  committer_.stop();
+  std::vector<bool> clean(dirs_.size(), true);
+  Status first;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [tp, e] : logs_) {
+      Status s = e.log->close();
+      if (!s.is_ok()) {
+        clean[e.dir] = false;
+        if (first.is_ok()) first = s;
+      }
+    }
+  }
+  Status c = checkpoint();
+  if (!c.is_ok()) return first.is_ok() ? c : first;
+  for (size_t d = 0; d < dirs_.size(); ++d) {
+    if (!clean[d]) continue;
+    const std::string marker = join(dirs_[d], kCleanShutdownFile);
+    auto f = fs_.open(marker, io::OpenMode::kCreateTruncate);
+    if (!f) return f.status();
+    CK_RETURN_IF_ERROR((*f)->sync());
+    CK_RETURN_IF_ERROR((*f)->close());
+    CK_RETURN_IF_ERROR(fs_.sync_dir(dirs_[d]));
+  }
+  return first;
+}
+
+}  // namespace ciuickafka::storage

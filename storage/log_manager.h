@@ -1,0 +1,145 @@
+// storage/log_manager.h: every partition's log under the `log.dirs` list.
+//
+// Layout (Kafka's): each log dir holds `<topic>-<partition>/` directories
+// (each with partition.metadata naming the topic id), the offset checkpoints
+// `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, and,
+// after a clean shutdown, the empty marker `.kafka_cleanshutdown`.
+//
+// open() scans every dir: `*-delete` directories (a topic deletion that a
+// restart interrupted) are removed, names that are not partition
+// directories are ignored, and every log is opened in parallel on a small
+// pool (min(partitions, hardware threads)): with the clean-shutdown marker
+// the logs skip recovery, otherwise only segments past each log's recovery
+// point are scanned (Log's recovery). The marker is removed (durably) before
+// open() returns, so a crash from then on is seen as one.
+//
+// Periodic work is driven by the caller: tick(now_ms) (the broker calls it
+// from a timer every few seconds) applies flush.ms, retention (every
+// retention_check_interval_ms), unlinks `.deleted` files and `-delete`
+// directories whose file.delete.delay.ms has passed, and writes the
+// checkpoints every checkpoint_interval_ms. The only thread the manager owns
+// is group commit's flusher (sync_to).
+//
+// Thread-safety: every method may be called from any thread. The partition
+// map is guarded by one mutex held only for map operations and file-system
+// metadata work of create/remove (never for appends or reads: callers hold
+// the shared_ptr<Log> and use it directly).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "protocol/wire/types.h"
+#include "storage/file_names.h"
+#include "storage/group_commit.h"
+#include "storage/io/file.h"
+#include "storage/log.h"
+#include "storage/status.h"
+
+namespace ciuickafka::storage {
+
+inline constexpr std::string_view kCleanShutdownFile = ".kafka_cleanshutdown";
+
+struct LogManagerConfig {
+  LogConfig default_config;
+  // The config of a log found on disk at open (topic overrides); the
+  // default config when unset.
+  std::function<LogConfig(const TopicPartition&)> config_for;
+  // Threads that open logs; 0: min(partitions, hardware threads).
+  unsigned recovery_threads = 0;
+  int64_t retention_check_interval_ms = 300'000;  // log.retention.check.interval.ms
+  int64_t checkpoint_interval_ms = 60'000;        // log.flush.offset.checkpoint.interval.ms
+  int64_t file_delete_delay_ms = 60'000;          // for removed partitions (log.segment.delete.delay.ms)
+};
+
+struct LogManagerStats {
+  size_t logs_opened = 0;
+  size_t dirs_clean = 0;           // log dirs that had the clean-shutdown marker
+  uint64_t segments_recovered = 0; // segments scanned batch by batch at open
+  uint64_t bytes_truncated = 0;    // torn tails cut at open
+  size_t delete_dirs_removed = 0;  // `-delete` directories removed at open
+};
+
+class LogManager {
+ public:
+  static Result<std::unique_ptr<LogManager>> open(io::FileSystem& fs, std::vector<std::string> log_dirs,
+                                                  LogManagerConfig config, int64_t now_ms);
+  ~LogManager();  // shutdown() if not yet done
+  LogManager(const LogManager&) = delete;
+  LogManager& operator=(const LogManager&) = delete;
+
+  // The log of tp; nullptr when there is none.
+  std::shared_ptr<Log> get(const TopicPartition& tp) const;
+  // Creates the log of tp in the log dir holding fewest partitions and
+  // writes its partition.metadata. Returns the existing log when tp has one
+  // with the same topic id; kInvalidArgument when its topic id differs.
+  Result<std::shared_ptr<Log>> create(const TopicPartition& tp, const protocol::Uuid& topic_id,
+                                      const LogConfig& config, int64_t now_ms = 0);
+  // Kafka-style deletion: the log leaves the map, its directory is renamed
+  // to `<topic>-<partition>.<unique id>-delete` and removed by tick() once
+  // file.delete.delay.ms has passed. Readers holding slices keep reading.
+  // kNotFound when tp has no log.
+  Status remove(const TopicPartition& tp);
+  std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>> all() const;
+  // The topic id read from or written to partition.metadata.
+  std::optional<protocol::Uuid> topic_id(const TopicPartition& tp) const;
+  Status update_config(const TopicPartition& tp, const LogConfig& config);
+
+  // Group commit (storage/group_commit.h): done(ok) once every record of
+  // log below offset is fdatasync'd; concurrent requests share syncs.
+  void sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done);
+  GroupCommitter::Stats group_commit_stats() const { return committer_.stats(); }
+
+  // Writes recovery-point and log-start-offset checkpoints of every log dir
+  // (each atomically: temp file, fdatasync, rename, fsync of the dir).
+  Status checkpoint();
+  // Periodic work (see the file comment). Returns the first error met; the
+  // rest of the work is still done.
+  Status tick(int64_t now_ms);
+  // Stops group commit (answering what is queued), flushes and closes every
+  // log, writes the checkpoints and then the clean-shutdown marker of every
+  // dir whose logs all flushed. Later calls are no-ops.
+  Status shutdown();
+
+  const std::vector<std::string>& log_dirs() const { return dirs_; }
+  const LogManagerStats& open_stats() const { return stats_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<Log> log;
+    size_t dir = 0;  // index into dirs_
+    protocol::Uuid topic_id{};
+  };
+  struct PendingDelete {
+    std::string path;
+    std::optional<int64_t> seen_ms;
+  };
+
+  LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config);
+  Status load(int64_t now_ms);
+  Status checkpoint_dir(size_t dir, const std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>& logs);
+
+  io::FileSystem& fs_;
+  const std::vector<std::string> dirs_;
+  const LogManagerConfig config_;
+  GroupCommitter committer_;
+  LogManagerStats stats_;
+
+  mutable std::mutex mu_;
+  std::map<TopicPartition, Entry> logs_;       // under mu_
+  std::vector<PendingDelete> pending_dirs_;    // under mu_
+  int64_t last_retention_ms_ = 0;              // under mu_
+  int64_t last_checkpoint_ms_ = 0;             // under mu_
+  uint64_t delete_seq_ = 0;                    // under mu_
+  bool shut_down_ = false;                     // under mu_
+  std::mutex checkpoint_mu_;                   // one checkpoint writer at a time
+};
+
+}  // namespace ciuickafka::storage
