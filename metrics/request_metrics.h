@@ -32,6 +32,8 @@ namespace ciuickafka::metrics {
 class Registry;
 
 // One API at one version: its request counter and the API's latency histogram.
+// Only handles from RequestTable::request() (or BrokerMetrics::request()) may
+// be used; a default-constructed one has null pointers.
 struct RequestMetrics {
   prometheus::Counter* requests = nullptr;
   LatencyHistogram* total_time = nullptr;

@@ -4,7 +4,11 @@
 #include "metrics/broker_metrics.h"
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/unit/metrics/text_lines.h"
 
@@ -209,4 +213,42 @@ TEST_CASE("a destroyed BrokerMetrics leaves its Registry empty and reusable") {
   CHECK(r.text().empty());
   m::BrokerMetrics again(r);
   CHECK(has_line(r.text(), "kafka_server_brokertopicmetrics_bytesin_total 0"));
+}
+
+TEST_CASE("concurrent updates, lookups, removals and scrapes lose no count") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto hot = bm.topic("hot");
+  auto produce = bm.request("Produce", 9);
+  std::atomic<bool> stop{false};
+  std::thread scraper([&] {
+    while (!stop.load()) (void)r.text();
+  });
+  std::thread churn([&] {
+    for (int i = 0; i < 200; ++i) {
+      std::string name = "tmp" + std::to_string(i % 5);
+      bm.topic(name).add_bytes_in(1);
+      bm.partition(name, i % 3).set_size(i);
+      bm.remove_topic(name);
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        hot.add_bytes_in(2);
+        produce.record(std::chrono::microseconds(i % 100));
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  churn.join();
+  stop = true;
+  scraper.join();
+  std::string text = r.text();
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"hot\"} 120000"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total 120200"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"Produce\",version=\"9\"} 60000"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Produce\"} 60000"));
+  CHECK_FALSE(has_series(text, "kafka_log_log_size{"));
 }
