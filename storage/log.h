@@ -34,6 +34,16 @@
 // Readers holding slices of a deleted segment keep reading it (the file
 // stays open until the last slice goes).
 //
+// Thread-safety: appends, flushes and deletions are serialised by a mutex
+// whose critical section is the validation, offset assignment and write of
+// one append (or one flush / one deletion). read(), offset_for_timestamp,
+// max_timestamp, size_bytes and the offset accessors never take it: they
+// load the published LEO (an atomic) and a snapshot of the segment list (a
+// shared_ptr copied under a separate, tiny mutex), and each segment bounds
+// reads by its own published size. Slices keep their segment alive.
+// sync_data runs outside the append lock (appends go on while it syncs).
+// Every method may be called from any thread; the broker appends from its
+// network threads.
 #pragma once
 
 #include <atomic>
