@@ -7,8 +7,8 @@
 // readable end: readers see offsets below it and never a partly written
 // batch. In this slice writes are blocking File calls (io_uring Files submit
 // through the calling thread's private ring); submitting through the network
-// thread's Ring with eventfd completions, and group commit, come later, at
-// which point the assigned-but-not-written offsets run ahead of the LEO.
+// thread's Ring with eventfd completions comes later, at which point the
+// assigned-but-not-written offsets run ahead of the LEO.
 //
 // Recovery (open): with the clean-shutdown hint every segment is trusted
 // (index sanity checks only; the last segment's end is found by a header

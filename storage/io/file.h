@@ -20,8 +20,10 @@
 // are independent. One exception, which the log's readers rely on: read_at
 // may run on other threads concurrently with any call but close() (pread, a
 // per-thread ring, and a locked in-memory image make this safe in all three
-// implementations). FileSystem implementations are safe to share between
-// threads.
+// implementations). Likewise sync() may run concurrently with write_at
+// (group commit's fdatasync outside the log's append lock): fdatasync, a
+// per-thread ring, and the in-memory lock make that safe too. FileSystem
+// implementations are safe to share between threads.
 #pragma once
 
 #include <cstddef>
