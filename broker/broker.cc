@@ -1,0 +1,166 @@
+// broker/broker.cc: opening the broker's state and shutting it down.
+#include "broker/broker.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "storage/checkpoint.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+constexpr char kMetaProperties[] = "meta.properties";
+constexpr auto kTickInterval = std::chrono::seconds(1);
+
+// Reads `key=value` lines of a Kafka meta.properties; empty when absent.
+std::string read_meta(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
+  }
+  return {};
+}
+
+// A random cluster id in Kafka's form: a UUID, base64url without padding.
+std::string random_cluster_id() {
+  std::random_device rd;
+  protocol::Uuid id;
+  for (auto& b : id.bytes) b = static_cast<uint8_t>(rd());
+  return storage::uuid_to_string(id);
+}
+
+}  // namespace
+
+Broker::Broker(config::BrokerConfig config) : config_(std::move(config)) {}
+
+std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* error) {
+  std::unique_ptr<Broker> b(new Broker(std::move(config)));
+  const config::BrokerConfig& c = b->config_;
+
+  auto listeners = config::resolve_listeners(c);
+  if (!listeners.is_ok()) {
+    *error = listeners.error().message;
+    return nullptr;
+  }
+  b->listeners_ = listeners.value();
+  b->node_id_ = c.node_id() >= 0 ? c.node_id() : 1;
+
+  const auto dirs = c.log_dirs();
+  if (dirs.empty()) {
+    *error = "log.dirs: no log directory configured";
+    return nullptr;
+  }
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    if (ec) {
+      *error = "log.dirs: cannot create \"" + d + "\": " + ec.message();
+      return nullptr;
+    }
+  }
+
+  // Cluster id: meta.properties of any dir, else cluster.id, else new.
+  for (const std::string& d : dirs) {
+    b->cluster_id_ = read_meta(d + "/" + kMetaProperties, "cluster.id");
+    if (!b->cluster_id_.empty()) break;
+  }
+  if (b->cluster_id_.empty() && !c.is_null("cluster.id")) b->cluster_id_ = c.get_string("cluster.id");
+  if (b->cluster_id_.empty()) b->cluster_id_ = random_cluster_id();
+
+  storage::Status fs_status;
+  b->fs_ = storage::io::make_file_system(&fs_status);
+
+  for (const std::string& d : dirs) {
+    std::string meta = "#Written by CiuicKafka\nversion=0\nbroker.id=" + std::to_string(b->node_id_) +
+                       "\ncluster.id=" + b->cluster_id_ + "\n";
+    auto s = storage::io::write_file_atomically(
+        *b->fs_, d + "/" + kMetaProperties,
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(meta.data()), meta.size()));
+    if (!s.is_ok()) {
+      *error = "log.dirs: " + s.to_string();
+      return nullptr;
+    }
+  }
+
+  // Storage: recover the logs, then the topics on top of them.
+  storage::LogManagerConfig lmc;
+  lmc.recovery_threads = static_cast<unsigned>(std::max(1, c.get_int("num.recovery.threads.per.data.dir"))) *
+                         static_cast<unsigned>(dirs.size());
+  lmc.retention_check_interval_ms = c.get_long("log.retention.check.interval.ms");
+  lmc.checkpoint_interval_ms = c.get_long("log.flush.offset.checkpoint.interval.ms");
+  lmc.file_delete_delay_ms = c.get_long("log.segment.delete.delay.ms");
+  // Topic overrides are applied by TopicTable::load once the registry is read.
+  b->topics_ = nullptr;
+  {
+    // log_config of no overrides = the broker defaults; needs a TopicTable
+    // only for its conversion, which does not touch the log manager.
+    lmc.default_config = storage::LogConfig{};
+  }
+  const int64_t now = now_ms();
+  auto logs = storage::LogManager::open(*b->fs_, dirs, lmc, now);
+  if (!logs.is_ok()) {
+    *error = "cannot open the log dirs: " + logs.status().to_string();
+    return nullptr;
+  }
+  b->logs_ = std::move(logs.value());
+  b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
+  if (auto s = b->topics_->load(now); !s.is_ok()) {
+    *error = "cannot load topics: " + s.to_string();
+    return nullptr;
+  }
+
+  b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
+  b->metrics_->partition_count().Set(static_cast<double>(b->topics_->partition_count()));
+
+  b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);
+  b->schedule_tick();
+  b->background_thread_ = std::thread([raw = b.get()] {
+    auto guard = asio::make_work_guard(raw->background_);
+    raw->background_.run();
+  });
+  return b;
+}
+
+void Broker::schedule_tick() {
+  tick_timer_->expires_after(kTickInterval);
+  tick_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec || shut_down_.load()) return;
+    if (auto s = logs_->tick(now_ms()); !s.is_ok())
+      std::fprintf(stderr, "[ciuickafka] WARN log maintenance: %s\n", s.to_string().c_str());
+    schedule_tick();
+  });
+}
+
+bool Broker::shutdown() {
+  if (shut_down_.exchange(true)) return true;
+  // Services first (they may hold waiting requests), newest first.
+  std::vector<Service> services;
+  {
+    std::lock_guard<std::mutex> lock(services_mu_);
+    services = services_;
+  }
+  for (auto it = services.rbegin(); it != services.rend(); ++it)
+    if (it->stop) it->stop();
+  background_.stop();
+  if (background_thread_.joinable()) background_thread_.join();
+  bool ok = true;
+  if (logs_) {
+    if (auto s = logs_->shutdown(); !s.is_ok()) {
+      std::fprintf(stderr, "[ciuickafka] ERROR log shutdown: %s\n", s.to_string().c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+Broker::~Broker() {
+  shutdown();
+  std::lock_guard<std::mutex> lock(services_mu_);
+  while (!services_.empty()) services_.pop_back();
+}
+
+}  // namespace ciuickafka::broker

@@ -1,0 +1,124 @@
+// broker/broker.h: the broker's shared state, one per process.
+//
+// Broker ties the pieces together: the resolved config, the log manager
+// (storage), the topic table, the metrics registry, the append listeners
+// (the fetch waiting room hangs off these) and a background thread for
+// timers (log manager ticks, waiting-room deadlines). Handlers reach
+// everything through ctx.broker.
+//
+// Subsystems that belong to one area (the fetch session cache, producer
+// state, the group coordinator) are services: `broker.service<T>()` makes
+// one T(Broker&) on first use and keeps it until shutdown, so each area adds
+// its own state without this class knowing it. A service may define
+// `void stop()`, called at shutdown in reverse creation order.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <typeindex>
+#include <vector>
+
+#include "broker/cluster/partition.h"
+#include "broker/cluster/topic_table.h"
+#include "broker/config/broker_config.h"
+#include "broker/config/listeners.h"
+#include "broker/net/asio.h"
+#include "metrics/broker_metrics.h"
+#include "metrics/registry.h"
+#include "storage/io/file.h"
+#include "storage/log_manager.h"
+
+namespace ciuickafka::broker {
+
+struct BrokerStartError {
+  std::string message;
+};
+
+class Broker {
+ public:
+  // Opens the log dirs (recovery), loads topics and starts the background
+  // thread. The network is started separately (server/server.h).
+  static std::unique_ptr<Broker> open(config::BrokerConfig config, std::string* error);
+  ~Broker();
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  const config::BrokerConfig& config() const { return config_; }
+  const config::Listeners& listeners() const { return listeners_; }
+  int32_t node_id() const { return node_id_; }
+  const std::string& cluster_id() const { return cluster_id_; }
+
+  TopicTable& topics() { return *topics_; }
+  storage::LogManager& logs() { return *logs_; }
+  storage::io::FileSystem& fs() { return *fs_; }
+  AppendListeners& append_listeners() { return append_listeners_; }
+  metrics::Registry& metrics_registry() { return metrics_registry_; }
+  metrics::BrokerMetrics& metrics() { return *metrics_; }
+
+  // A thread for timers and deferred work; never blocks on I/O for long.
+  asio::any_io_executor background() { return background_.get_executor(); }
+
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  template <class T>
+  T& service() {
+    std::lock_guard<std::mutex> lock(services_mu_);
+    for (auto& s : services_)
+      if (s.type == std::type_index(typeid(T))) return *static_cast<T*>(s.ptr.get());
+    auto owned = std::make_shared<T>(*this);
+    T* raw = owned.get();
+    Service s{std::type_index(typeid(T)), owned, nullptr};
+    if constexpr (requires(T & t) { t.stop(); }) s.stop = [raw] { raw->stop(); };
+    services_.push_back(std::move(s));
+    return *raw;
+  }
+
+  // Stops services, flushes and closes the logs, writes checkpoints and the
+  // clean-shutdown marker. Idempotent. Returns false when the storage
+  // shutdown reported an error (the marker is then not written).
+  bool shutdown();
+
+ private:
+  explicit Broker(config::BrokerConfig config);
+  void schedule_tick();
+
+  struct Service {
+    std::type_index type;
+    std::shared_ptr<void> ptr;
+    std::function<void()> stop;
+  };
+
+  config::BrokerConfig config_;
+  config::Listeners listeners_;
+  int32_t node_id_ = 1;
+  std::string cluster_id_;
+
+  std::unique_ptr<storage::io::FileSystem> fs_;
+  std::unique_ptr<storage::LogManager> logs_;
+  AppendListeners append_listeners_;
+  std::unique_ptr<TopicTable> topics_;
+  metrics::Registry metrics_registry_;
+  std::unique_ptr<metrics::BrokerMetrics> metrics_;
+
+  asio::io_context background_;
+  std::unique_ptr<asio::steady_timer> tick_timer_;
+  std::thread background_thread_;
+
+  std::mutex services_mu_;
+  std::vector<Service> services_;
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace ciuickafka::broker

@@ -1,0 +1,350 @@
+// broker/cluster/topic_table.cc: topic lifecycle and the registry file.
+#include "broker/cluster/topic_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <random>
+
+#include "broker/cluster/topics.pb.h"
+#include "broker/config/topic_config.h"
+#include "storage/checkpoint.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using protocol::ErrorCode;
+
+constexpr char kRegistryFile[] = "__ciuickafka_topics.pb";
+constexpr size_t kMaxTopicNameLength = 249;
+
+protocol::Uuid random_topic_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  protocol::Uuid id;
+  for (;;) {
+    for (size_t i = 0; i < 16; i += 8) {
+      uint64_t v = rng();
+      for (size_t b = 0; b < 8; ++b) id.bytes[i + b] = static_cast<uint8_t>(v >> (8 * b));
+    }
+    // Version 4, IETF variant, as java.util.UUID.randomUUID makes them.
+    id.bytes[6] = static_cast<uint8_t>((id.bytes[6] & 0x0f) | 0x40);
+    id.bytes[8] = static_cast<uint8_t>((id.bytes[8] & 0x3f) | 0x80);
+    if (!id.is_zero()) return id;
+  }
+}
+
+int64_t to_long(const std::optional<std::string>& v, int64_t fallback) {
+  if (!v) return fallback;
+  int64_t out = fallback;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || p != v->data() + v->size()) return fallback;
+  return out;
+}
+
+}  // namespace
+
+TopicTable::TopicTable(const config::BrokerConfig& config, storage::io::FileSystem& fs,
+                       storage::LogManager& logs, const AppendListeners* listeners)
+    : config_(config),
+      fs_(fs),
+      logs_(logs),
+      listeners_(listeners),
+      registry_path_(logs.log_dirs().front() + "/" + kRegistryFile) {}
+
+std::optional<std::string> TopicTable::invalid_name_reason(std::string_view name) {
+  if (name.empty()) return "Topic name is illegal, it can't be empty";
+  if (name == "." || name == "..") return "Topic name cannot be \".\" or \"..\"";
+  if (name.size() > kMaxTopicNameLength)
+    return "Topic name is illegal, it can't be longer than 249 characters";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok)
+      return "Topic name \"" + std::string(name) +
+             "\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'";
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<const Topic> TopicTable::find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const Topic> TopicTable::find(const protocol::Uuid& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Partition> TopicTable::partition(std::string_view topic, int32_t index) const {
+  auto t = find(topic);
+  return t ? t->partition(index) : nullptr;
+}
+
+std::vector<std::shared_ptr<const Topic>> TopicTable::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<const Topic>> out;
+  out.reserve(by_name_.size());
+  for (const auto& [name, t] : by_name_) out.push_back(t);
+  return out;
+}
+
+size_t TopicTable::partition_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [name, t] : by_name_) n += t->partitions.size();
+  return n;
+}
+
+std::optional<std::string> TopicTable::config_value(const Topic& topic, std::string_view key) const {
+  auto it = topic.configs.find(std::string(key));
+  if (it != topic.configs.end()) return it->second;
+  return config::topic_default(config_, key);
+}
+
+TopicError TopicTable::validate_configs(const ConfigMap& configs) const {
+  for (const auto& [key, value] : configs) {
+    auto parsed = config::parse_topic_value(key, value);
+    if (!parsed.is_ok()) return {ErrorCode::INVALID_CONFIG, parsed.error().message};
+  }
+  return {};
+}
+
+storage::LogConfig TopicTable::log_config(const ConfigMap& overrides) const {
+  Topic probe;
+  probe.configs = overrides;
+  auto num = [&](std::string_view key, int64_t fallback) { return to_long(config_value(probe, key), fallback); };
+  storage::LogConfig c;
+  c.segment.segment_bytes = static_cast<uint64_t>(num("segment.bytes", static_cast<int64_t>(c.segment.segment_bytes)));
+  c.segment.segment_ms = num("segment.ms", c.segment.segment_ms);
+  c.segment.index_interval_bytes =
+      static_cast<uint32_t>(num("index.interval.bytes", c.segment.index_interval_bytes));
+  c.segment.max_index_bytes = static_cast<uint32_t>(num("segment.index.bytes", c.segment.max_index_bytes));
+  c.segment.preallocate = config_value(probe, "preallocate").value_or("false") == "true";
+  c.flush_messages = num("flush.messages", c.flush_messages);
+  c.flush_ms = num("flush.ms", c.flush_ms);
+  c.retention_ms = num("retention.ms", c.retention_ms);
+  c.retention_bytes = num("retention.bytes", c.retention_bytes);
+  c.file_delete_delay_ms = num("file.delete.delay.ms", c.file_delete_delay_ms);
+  return c;
+}
+
+std::shared_ptr<Partition> TopicTable::make_partition(const Topic& t, int32_t index,
+                                                      std::shared_ptr<storage::Log> log) const {
+  return std::make_shared<Partition>(storage::TopicPartition{t.name, index}, t.id, std::move(log),
+                                     /*leader_epoch=*/0, listeners_);
+}
+
+void TopicTable::publish_locked(std::shared_ptr<const Topic> topic) {
+  std::lock_guard<std::mutex> lock(mu_);
+  by_id_[topic->id] = topic;
+  by_name_[topic->name] = std::move(topic);
+}
+
+void TopicTable::unpublish_locked(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return;
+  by_id_.erase(it->second->id);
+  by_name_.erase(it);
+}
+
+storage::Status TopicTable::persist_locked() {
+  pb::TopicRegistry reg;
+  reg.set_version(1);
+  for (const auto& t : list()) {
+    pb::Topic* p = reg.add_topics();
+    p->set_name(t->name);
+    p->set_topic_id(std::string(reinterpret_cast<const char*>(t->id.bytes.data()), t->id.bytes.size()));
+    p->set_partitions(static_cast<int32_t>(t->partitions.size()));
+    p->set_replication_factor(t->replication_factor);
+    for (const auto& [k, v] : t->configs) (*p->mutable_configs())[k] = v;
+  }
+  std::string bytes;
+  if (!reg.SerializeToString(&bytes))
+    return storage::Status::corruption("cannot serialise the topic registry");
+  return storage::io::write_file_atomically(
+      fs_, registry_path_,
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+storage::Status TopicTable::load(int64_t now_ms) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  // Registry file (absent on a fresh data dir).
+  std::map<std::string, pb::Topic> recorded;
+  if (auto type = fs_.file_type(registry_path_); type.is_ok()) {
+    auto data = storage::io::read_file(fs_, registry_path_);
+    if (!data.is_ok()) return data.status();
+    pb::TopicRegistry reg;
+    if (!reg.ParseFromArray(data.value().data(), static_cast<int>(data.value().size())))
+      return storage::Status::corruption(registry_path_ + ": not a valid topic registry");
+    for (const pb::Topic& t : reg.topics()) recorded[t.name()] = t;
+  }
+  // Logs found on disk, grouped by topic.
+  std::map<std::string, std::map<int32_t, std::shared_ptr<storage::Log>>> on_disk;
+  for (auto& [tp, log] : logs_.all()) on_disk[tp.topic][tp.partition] = log;
+
+  std::map<std::string, int> names;
+  for (const auto& [n, t] : recorded) names[n] = 1;
+  for (const auto& [n, l] : on_disk) names[n] = 1;
+
+  for (const auto& [name, unused] : names) {
+    auto topic = std::make_shared<Topic>();
+    topic->name = name;
+    int32_t count = 0;
+    auto rec = recorded.find(name);
+    if (rec != recorded.end()) {
+      const pb::Topic& p = rec->second;
+      if (p.topic_id().size() == 16) std::copy(p.topic_id().begin(), p.topic_id().end(), topic->id.bytes.begin());
+      count = p.partitions();
+      topic->replication_factor = static_cast<int16_t>(p.replication_factor());
+      for (const auto& [k, v] : p.configs()) topic->configs[k] = v;
+    }
+    auto& disk = on_disk[name];
+    if (!disk.empty()) {
+      count = std::max(count, disk.rbegin()->first + 1);
+      if (topic->id.is_zero()) {
+        if (auto id = logs_.topic_id(storage::TopicPartition{name, disk.begin()->first})) topic->id = *id;
+      }
+    }
+    if (topic->id.is_zero()) topic->id = random_topic_id();
+    const storage::LogConfig lc = log_config(topic->configs);
+    for (int32_t i = 0; i < count; ++i) {
+      std::shared_ptr<storage::Log> log;
+      auto it = disk.find(i);
+      if (it != disk.end()) {
+        log = it->second;
+        (void)logs_.update_config(storage::TopicPartition{name, i}, lc);
+      } else {
+        auto created = logs_.create(storage::TopicPartition{name, i}, topic->id, lc, now_ms);
+        if (!created.is_ok()) return created.status();
+        log = created.value();
+      }
+      topic->partitions.push_back(make_partition(*topic, i, std::move(log)));
+    }
+    publish_locked(std::move(topic));
+  }
+  return persist_locked();
+}
+
+TopicTable::Created TopicTable::create(std::string_view name, int32_t partitions, int16_t replication_factor,
+                                       const ConfigMap& configs, bool validate_only, int64_t now_ms) {
+  Created out;
+  if (auto reason = invalid_name_reason(name)) {
+    out.error = {ErrorCode::INVALID_TOPIC_EXCEPTION, *reason};
+    return out;
+  }
+  if (partitions == -1) partitions = config_.get_int("num.partitions");
+  if (replication_factor == -1) replication_factor = static_cast<int16_t>(config_.get_int("default.replication.factor"));
+  if (partitions <= 0) {
+    out.error = {ErrorCode::INVALID_PARTITIONS, "Number of partitions must be larger than 0."};
+    return out;
+  }
+  if (partitions > 100000) {
+    out.error = {ErrorCode::INVALID_PARTITIONS, "Number of partitions is too large (at most 100000)."};
+    return out;
+  }
+  if (replication_factor <= 0) {
+    out.error = {ErrorCode::INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."};
+    return out;
+  }
+  if (replication_factor > 1) {
+    out.error = {ErrorCode::INVALID_REPLICATION_FACTOR,
+                 "Replication factor: " + std::to_string(replication_factor) +
+                     " larger than available brokers: 1."};
+    return out;
+  }
+  if (TopicError e = validate_configs(configs); !e.ok()) {
+    out.error = e;
+    return out;
+  }
+
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  if (find(name)) {
+    out.error = {ErrorCode::TOPIC_ALREADY_EXISTS, "Topic '" + std::string(name) + "' already exists."};
+    return out;
+  }
+  auto topic = std::make_shared<Topic>();
+  topic->name = std::string(name);
+  topic->id = random_topic_id();
+  topic->replication_factor = replication_factor;
+  topic->configs = configs;
+  if (validate_only) {
+    out.topic = topic;
+    return out;
+  }
+  const storage::LogConfig lc = log_config(configs);
+  for (int32_t i = 0; i < partitions; ++i) {
+    auto log = logs_.create(storage::TopicPartition{topic->name, i}, topic->id, lc, now_ms);
+    if (!log.is_ok()) {
+      for (int32_t j = 0; j < i; ++j) (void)logs_.remove(storage::TopicPartition{topic->name, j});
+      out.error = {ErrorCode::KAFKA_STORAGE_ERROR, log.status().to_string()};
+      return out;
+    }
+    topic->partitions.push_back(make_partition(*topic, i, log.value()));
+  }
+  publish_locked(topic);
+  if (storage::Status s = persist_locked(); !s.is_ok()) {
+    out.error = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+    return out;
+  }
+  out.topic = std::move(topic);
+  return out;
+}
+
+TopicError TopicTable::remove(std::string_view name) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto topic = find(name);
+  if (!topic) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."};
+  unpublish_locked(topic->name);
+  TopicError err;
+  for (const auto& p : topic->partitions) {
+    storage::Status s = logs_.remove(p->tp());
+    if (!s.is_ok() && err.ok()) err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  }
+  if (storage::Status s = persist_locked(); !s.is_ok() && err.ok())
+    err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  return err;
+}
+
+TopicError TopicTable::add_partitions(std::string_view name, int32_t new_total, bool validate_only,
+                                      int64_t now_ms) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto topic = find(name);
+  if (!topic) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."};
+  const auto current = static_cast<int32_t>(topic->partitions.size());
+  if (new_total <= current)
+    return {ErrorCode::INVALID_PARTITIONS, "Topic currently has " + std::to_string(current) +
+                                               " partitions, " + std::to_string(new_total) +
+                                               " would not be an increase."};
+  if (new_total > 100000) return {ErrorCode::INVALID_PARTITIONS, "Number of partitions is too large."};
+  if (validate_only) return {};
+  auto next = std::make_shared<Topic>(*topic);
+  const storage::LogConfig lc = log_config(next->configs);
+  for (int32_t i = current; i < new_total; ++i) {
+    auto log = logs_.create(storage::TopicPartition{next->name, i}, next->id, lc, now_ms);
+    if (!log.is_ok()) return {ErrorCode::KAFKA_STORAGE_ERROR, log.status().to_string()};
+    next->partitions.push_back(make_partition(*next, i, log.value()));
+  }
+  publish_locked(next);
+  if (storage::Status s = persist_locked(); !s.is_ok()) return {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  return {};
+}
+
+TopicError TopicTable::set_configs(std::string_view name, const ConfigMap& configs, bool validate_only) {
+  if (TopicError e = validate_configs(configs); !e.ok()) return e;
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto topic = find(name);
+  if (!topic) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic."};
+  if (validate_only) return {};
+  auto next = std::make_shared<Topic>(*topic);
+  next->configs = configs;
+  const storage::LogConfig lc = log_config(configs);
+  for (const auto& p : next->partitions) (void)logs_.update_config(p->tp(), lc);
+  publish_locked(next);
+  if (storage::Status s = persist_locked(); !s.is_ok()) return {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  return {};
+}
+
+}  // namespace ciuickafka::broker

@@ -1,0 +1,51 @@
+// broker/server/request_context.h: everything a handler gets for one request.
+//
+// The connection reads a frame, decodes its header and hands the handler a
+// RequestContext by value. A handler answers by calling respond() exactly
+// once, either before it returns (most APIs) or later from any thread
+// (Produce waiting for its fsync, Fetch waiting for data): the connection
+// then sends responses strictly in request order, whatever order they were
+// completed in.
+//
+// The frame is shared and owned here, so decoded views into it (record data
+// of a produce) stay valid for as long as the handler keeps the context.
+//
+// Thread-safety: a context belongs to one handler invocation; respond() may
+// be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "broker/net/asio.h"
+#include "broker/server/response.h"
+#include "protocol/generated/headers.h"
+
+namespace ciuickafka::broker {
+
+class Broker;
+
+struct RequestContext {
+  Broker* broker = nullptr;
+  protocol::RequestHeader header;    // api key, version, correlation id, client id
+  int16_t header_version = 1;
+  std::shared_ptr<const std::vector<uint8_t>> frame;  // the request, size prefix excluded
+  std::span<const uint8_t> body;                      // the body inside *frame
+  asio::any_io_executor executor;    // the connection's thread: timers, posting back
+  std::string listener;              // the listener name it arrived on ("PLAINTEXT")
+  std::string peer;                  // "127.0.0.1:53210"
+  uint64_t connection_id = 0;
+  std::chrono::steady_clock::time_point received;
+  std::function<void(Response)> respond;  // call exactly once
+
+  int16_t api_key() const { return header.request_api_key; }
+  int16_t api_version() const { return header.request_api_version; }
+  int32_t correlation_id() const { return header.correlation_id; }
+};
+
+}  // namespace ciuickafka::broker
