@@ -91,7 +91,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.recovery_threads = static_cast<unsigned>(std::max(1, c.get_int("num.recovery.threads.per.data.dir"))) *
                          static_cast<unsigned>(dirs.size());
   lmc.retention_check_interval_ms = c.get_long("log.retention.check.interval.ms");
-  lmc.checkpoint_interval_ms = c.get_long("log.flush.offset.checkpoint.interval.ms");
+  lmc.checkpoint_interval_ms = c.get_int("log.flush.offset.checkpoint.interval.ms");
   lmc.file_delete_delay_ms = c.get_long("log.segment.delete.delay.ms");
   // Topic overrides are applied by TopicTable::load once the registry is read.
   b->topics_ = nullptr;

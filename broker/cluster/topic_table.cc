@@ -173,7 +173,7 @@ storage::Status TopicTable::load(int64_t now_ms) {
   std::lock_guard<std::mutex> wlock(write_mu_);
   // Registry file (absent on a fresh data dir).
   std::map<std::string, pb::Topic> recorded;
-  if (auto type = fs_.file_type(registry_path_); type.is_ok()) {
+  if (auto type = fs_.file_type(registry_path_); type.is_ok() && type.value() == storage::io::FileType::kFile) {
     auto data = storage::io::read_file(fs_, registry_path_);
     if (!data.is_ok()) return data.status();
     pb::TopicRegistry reg;
