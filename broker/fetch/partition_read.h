@@ -1,0 +1,122 @@
+// broker/fetch/partition_read.h: reading the partitions of one fetch with
+// Kafka's size rules, into results a response can splice from.
+//
+// Size rules (KIP-74): partitions are read in order, each up to
+// min(partition max_bytes, what is left of the request's max_bytes). Reads
+// return whole batches only (a fetch at an offset inside a batch gets that
+// whole batch). The first batch of the first partition that returns data
+// is sent even when it is larger than both limits, so a consumer always
+// progresses; any later partition whose first batch does not fit what is
+// left returns nothing. Fetch v0-v2 have no request limit.
+//
+// Per partition: unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION
+// (UNKNOWN_TOPIC_ID for an unknown id, v13+); current_leader_epoch fenced;
+// a fetch offset below the log start or above the log end offset ->
+// OFFSET_OUT_OF_RANGE; consumers read up to the high watermark (the last
+// stable offset for read_committed, the same thing until transactions).
+// Replica fetches (replica_id >= 0) get NOT_LEADER_OR_FOLLOWER: a single
+// node has no followers; replication will serve them up to the LEO.
+// An error partition reports HW / LSO / log start -1, as Kafka does.
+//
+// Header-only: broker/CMakeLists.txt compiles handlers/*.cc only.
+// Thread-safety: reads shared, thread-safe state (topics, logs).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "broker/broker.h"
+#include "broker/fetch/epoch_check.h"
+#include "broker/fetch/session_cache.h"
+#include "protocol/error_code.h"
+
+namespace ciuickafka::broker::fetch {
+
+struct PartitionOutcome {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  int64_t high_watermark = -1;
+  int64_t last_stable_offset = -1;
+  int64_t log_start_offset = -1;
+  storage::ReadResult read;           // zero-copy record slices
+  std::vector<uint8_t> converted;     // Fetch v0-v3: the down-converted bytes
+  std::string topic;                  // resolved name (for metrics, v13+ responses)
+};
+
+struct ReadOptions {
+  bool by_topic_id = false;      // v13+
+  bool from_replica = false;
+  bool read_committed = false;
+  bool response_limit = true;    // v3+: max_bytes applies
+  int64_t max_bytes = std::numeric_limits<int32_t>::max();
+};
+
+struct ReadTotals {
+  uint64_t bytes = 0;
+  bool any_error = false;
+};
+
+inline std::shared_ptr<Partition> resolve(Broker& broker, const FetchPartitionState& s, bool by_id,
+                                          protocol::ErrorCode* error, std::string* name) {
+  std::shared_ptr<const Topic> topic = by_id ? broker.topics().find(s.topic_id) : broker.topics().find(s.topic);
+  if (!topic) {
+    *error = by_id ? protocol::ErrorCode::UNKNOWN_TOPIC_ID : protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    return nullptr;
+  }
+  *name = topic->name;
+  auto p = topic->partition(s.partition);
+  if (!p) *error = protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+  return p;
+}
+
+inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartitionState>& plan,
+                                  const ReadOptions& opts, std::vector<PartitionOutcome>* out) {
+  out->clear();
+  out->resize(plan.size());
+  ReadTotals totals;
+  int64_t left = opts.response_limit ? std::max<int64_t>(opts.max_bytes, 0) : std::numeric_limits<int64_t>::max();
+  bool first_data = true;  // the next batch read may exceed the limits
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const FetchPartitionState& s = plan[i];
+    PartitionOutcome& o = (*out)[i];
+    o.topic = s.topic;
+    protocol::ErrorCode err = protocol::ErrorCode::NONE;
+    std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic);
+    if (p && opts.from_replica) err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    if (p && err == protocol::ErrorCode::NONE) err = check_current_leader_epoch(s.current_leader_epoch, p->leader_epoch());
+    if (p && err == protocol::ErrorCode::NONE) {
+      const int64_t hw = opts.read_committed ? p->last_stable_offset() : p->high_watermark();
+      if (s.fetch_offset < p->log_start_offset() || s.fetch_offset > p->log_end_offset()) {
+        err = protocol::ErrorCode::OFFSET_OUT_OF_RANGE;
+      } else {
+        const int64_t limit = std::min<int64_t>(std::max(s.max_bytes, 0), left);
+        auto r = p->log().read(s.fetch_offset, static_cast<uint64_t>(limit), hw);
+        if (!r.is_ok()) {
+          err = r.status().code() == storage::StatusCode::kOffsetOutOfRange ? protocol::ErrorCode::OFFSET_OUT_OF_RANGE
+                                                                           : protocol::ErrorCode::KAFKA_STORAGE_ERROR;
+        } else {
+          o.read = std::move(r.value());
+          if (o.read.bytes > static_cast<uint64_t>(limit) && !first_data) o.read = storage::ReadResult{};
+          if (o.read.bytes > 0) {
+            first_data = !opts.response_limit && first_data;  // v0-v2: every partition may exceed
+            left = std::max<int64_t>(0, left - static_cast<int64_t>(o.read.bytes));
+          }
+          o.high_watermark = p->high_watermark();
+          o.last_stable_offset = p->last_stable_offset();
+          o.log_start_offset = p->log_start_offset();
+        }
+      }
+    }
+    o.error = err;
+    if (err != protocol::ErrorCode::NONE) {
+      totals.any_error = true;
+      o.read = storage::ReadResult{};
+    }
+    totals.bytes += o.read.bytes;
+  }
+  return totals;
+}
+
+}  // namespace ciuickafka::broker::fetch

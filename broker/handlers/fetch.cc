@@ -1,0 +1,262 @@
+// broker/handlers/fetch.cc: Fetch (key 1), versions 0-17.
+//
+// One fetch: work out which partitions to read (the request's, or for an
+// incremental fetch session the session's: broker/fetch/session_cache.h),
+// read them with Kafka's size rules (broker/fetch/partition_read.h), and
+// either answer or, when fewer than min_bytes are there and max_wait_ms > 0,
+// wait in the fetch waiting room (broker/fetch/waiting_room.h) until an
+// append brings enough or the time is up.
+//
+// The answer carries the record bytes zero-copy: each partition's records
+// field is external, naming the storage::ReadResult whose file slices the
+// connection sends with sendfile. Fetch v0-v3 are the exception: their
+// clients read message format v0/v1, so the bytes are converted in memory
+// (broker/fetch/down_convert.h). records is never null (empty when there is
+// nothing). aborted_transactions is null for read_uncommitted and empty for
+// read_committed (no transactions yet), as Kafka sends them.
+//
+// Topics are named (v0-12) or by id (v13+). Metrics: bytes out per topic
+// (and all topics), failed fetches per topic for partition errors.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/broker.h"
+#include "broker/fetch/down_convert.h"
+#include "broker/fetch/partition_read.h"
+#include "broker/fetch/session_cache.h"
+#include "broker/fetch/waiting_room.h"
+#include "broker/handlers/codec.h"
+#include "broker/handlers/registry.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/fetch.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using fetch::FetchPartitionState;
+using fetch::PartitionOutcome;
+using protocol::ErrorCode;
+using protocol::FetchRequest;
+using protocol::FetchResponse;
+
+// Cached per-topic metric handles (a lookup in the registry locks).
+class FetchMetrics {
+ public:
+  explicit FetchMetrics(Broker& b) : broker_(b) {}
+  metrics::TopicMetrics topic(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(name);
+    if (it != cache_.end()) return it->second;
+    if (cache_.size() > 10'000) cache_.clear();
+    return cache_.emplace(name, broker_.metrics().topic(name)).first->second;
+  }
+
+ private:
+  Broker& broker_;
+  std::mutex mu_;
+  std::map<std::string, metrics::TopicMetrics, std::less<>> cache_;
+};
+
+enum class SessionMode { kSessionless, kNewSession, kIncremental };
+
+struct PendingFetch {
+  RequestContext ctx;
+  int16_t version = 0;
+  int32_t min_bytes = 0;
+  fetch::ReadOptions opts;
+  SessionMode mode = SessionMode::kSessionless;
+  int32_t session_id = 0;
+  std::vector<FetchPartitionState> plan;
+  std::vector<PartitionOutcome> outcomes;
+};
+
+fetch::ReadTotals read_all(PendingFetch& pf) {
+  return fetch::read_partitions(*pf.ctx.broker, pf.plan, pf.opts, &pf.outcomes);
+}
+
+FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchPartitionState& s,
+                                            const PartitionOutcome& o) {
+  FetchResponse::PartitionData d;
+  d.partition_index = s.partition;
+  d.error_code = protocol::to_wire(o.error);
+  d.high_watermark = o.high_watermark;
+  d.last_stable_offset = o.last_stable_offset;
+  d.log_start_offset = o.log_start_offset;
+  if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) d.aborted_transactions.reset();
+  d.preferred_read_replica = -1;
+  if (!o.converted.empty()) {
+    d.records = protocol::Records(std::span<const uint8_t>(o.converted));
+  } else if (o.read.bytes > 0) {
+    d.records = protocol::Records::external(&o.read, o.read.bytes);
+  }
+  return d;
+}
+
+void respond(PendingFetch& pf) {
+  Broker& broker = *pf.ctx.broker;
+  FetchMetrics& metrics = broker.service<FetchMetrics>();
+  const int8_t magic = fetch::legacy_magic_for_fetch(pf.version);
+  if (magic >= 0) {
+    for (PartitionOutcome& o : pf.outcomes) {
+      if (o.read.bytes == 0) continue;
+      ErrorCode e = fetch::down_convert(o.read, magic, &o.converted);
+      if (e != ErrorCode::NONE) {
+        o = PartitionOutcome{e, -1, -1, -1, {}, {}, o.topic};
+      }
+    }
+  }
+
+  std::vector<fetch::PartitionSummary> summaries;
+  summaries.reserve(pf.outcomes.size());
+  for (const PartitionOutcome& o : pf.outcomes)
+    summaries.push_back({o.read.bytes > 0, o.error != ErrorCode::NONE, o.high_watermark, o.log_start_offset});
+
+  std::vector<bool> include(pf.plan.size(), true);
+  FetchResponse resp;
+  auto& sessions = broker.service<fetch::FetchSessionCache>();
+  if (pf.mode == SessionMode::kIncremental) {
+    include = sessions.finish_incremental(pf.session_id, pf.plan, summaries);
+    resp.session_id = pf.session_id;
+  } else if (pf.mode == SessionMode::kNewSession) {
+    std::vector<FetchPartitionState> parts = pf.plan;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      parts[i].sent_high_watermark = summaries[i].error ? -1 : summaries[i].high_watermark;
+      parts[i].sent_log_start_offset = summaries[i].log_start_offset;
+    }
+    resp.session_id = sessions.create(pf.opts.by_topic_id, std::move(parts));
+  }
+
+  int16_t first_error = 0;
+  for (size_t i = 0; i < pf.plan.size(); ++i) {
+    const FetchPartitionState& s = pf.plan[i];
+    const PartitionOutcome& o = pf.outcomes[i];
+    if (!o.topic.empty()) {
+      metrics::TopicMetrics m = metrics.topic(o.topic);
+      if (o.error != ErrorCode::NONE) m.failed_fetch();
+      const uint64_t n = o.converted.empty() ? o.read.bytes : o.converted.size();
+      if (n > 0) m.add_bytes_out(n);
+    }
+    if (o.error != ErrorCode::NONE && first_error == 0) first_error = protocol::to_wire(o.error);
+    if (!include[i]) continue;
+    const bool same_topic = !resp.responses.empty() && (pf.opts.by_topic_id ? resp.responses.back().topic_id == s.topic_id
+                                                                           : resp.responses.back().topic == s.topic);
+    if (!same_topic) {
+      FetchResponse::FetchableTopicResponse t;
+      if (pf.opts.by_topic_id) {
+        t.topic_id = s.topic_id;
+      } else {
+        t.topic = s.topic;
+      }
+      resp.responses.push_back(std::move(t));
+    }
+    resp.responses.back().partitions.push_back(partition_data(pf, s, o));
+  }
+  // make_response copies the slice handles out of pf.outcomes' ReadResults,
+  // which live until this function returns.
+  pf.ctx.respond(make_response(pf.ctx, resp, first_error));
+}
+
+void respond_session_error(RequestContext& ctx, ErrorCode e) {
+  FetchResponse resp;
+  resp.error_code = protocol::to_wire(e);
+  resp.session_id = 0;
+  ctx.respond(make_response(ctx, resp, resp.error_code));
+}
+
+FetchPartitionState requested_state(const FetchRequest::FetchTopic& t, const FetchRequest::FetchPartition& p) {
+  FetchPartitionState s;
+  s.topic = t.topic;
+  s.topic_id = t.topic_id;
+  s.partition = p.partition;
+  s.fetch_offset = p.fetch_offset;
+  s.max_bytes = p.partition_max_bytes;
+  s.current_leader_epoch = p.current_leader_epoch;
+  s.client_log_start_offset = p.log_start_offset;
+  return s;
+}
+
+void handle_fetch(RequestContext&& ctx) {
+  FetchRequest req;
+  if (!decode_request(ctx, req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  auto pf = std::make_shared<PendingFetch>();
+  pf->version = ctx.api_version();
+  pf->min_bytes = req.min_bytes;
+  pf->opts.by_topic_id = pf->version >= 13;
+  pf->opts.from_replica = (pf->version >= 15 ? req.replica_state.replica_id : req.replica_id) >= 0;
+  pf->opts.read_committed = pf->version >= 4 && req.isolation_level == 1;
+  pf->opts.response_limit = pf->version >= 3;
+  pf->opts.max_bytes = req.max_bytes;
+  Broker& broker = *ctx.broker;
+
+  std::vector<FetchPartitionState> requested;
+  for (const auto& t : req.topics)
+    for (const auto& p : t.partitions) requested.push_back(requested_state(t, p));
+  if (pf->opts.by_topic_id) {  // names for waiting-room keys and metrics
+    for (auto& s : requested)
+      if (auto topic = broker.topics().find(s.topic_id)) s.topic = topic->name;
+  }
+
+  auto& sessions = broker.service<fetch::FetchSessionCache>();
+  const bool full = pf->version < 7 || req.session_epoch == -1 || req.session_epoch == 0;
+  if (full) {
+    if (pf->version >= 7 && req.session_id != 0) sessions.remove(req.session_id);
+    pf->mode = pf->version >= 7 && req.session_epoch == 0 ? SessionMode::kNewSession : SessionMode::kSessionless;
+    pf->plan = std::move(requested);
+  } else {
+    std::vector<FetchPartitionState> forgotten;
+    for (const auto& f : req.forgotten_topics_data) {
+      for (int32_t p : f.partitions) {
+        FetchPartitionState s;
+        s.topic = f.topic;
+        s.topic_id = f.topic_id;
+        s.partition = p;
+        forgotten.push_back(std::move(s));
+      }
+    }
+    ErrorCode e = sessions.begin_incremental(req.session_id, req.session_epoch, pf->opts.by_topic_id, requested,
+                                             forgotten, &pf->plan);
+    if (e != ErrorCode::NONE) {
+      respond_session_error(ctx, e);
+      return;
+    }
+    pf->mode = SessionMode::kIncremental;
+    pf->session_id = req.session_id;
+  }
+  pf->ctx = std::move(ctx);
+
+  fetch::ReadTotals totals = read_all(*pf);
+  if (req.max_wait_ms <= 0 || pf->plan.empty() || totals.bytes >= static_cast<uint64_t>(std::max(req.min_bytes, 0)) ||
+      totals.any_error) {
+    respond(*pf);
+    return;
+  }
+
+  auto w = std::make_shared<fetch::FetchWaitingRoom::Waiter>();
+  w->executor = pf->ctx.executor;
+  w->attempt = [pf](bool force) {
+    fetch::ReadTotals t = read_all(*pf);
+    if (!force && t.bytes < static_cast<uint64_t>(std::max(pf->min_bytes, 0)) && !t.any_error) return false;
+    respond(*pf);
+    return true;
+  };
+  std::vector<std::pair<std::string, int32_t>> keys;
+  for (const FetchPartitionState& s : pf->plan) keys.emplace_back(s.topic, s.partition);
+  if (!broker.service<fetch::FetchWaitingRoom>().park(w, std::move(keys), std::chrono::milliseconds(req.max_wait_ms))) {
+    respond(*pf);
+  }
+}
+
+}  // namespace
+
+CK_REGISTER_HANDLER(protocol::FetchRequest, 0, 17, handle_fetch);
+
+}  // namespace ciuickafka::broker

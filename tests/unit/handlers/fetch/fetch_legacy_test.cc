@@ -1,0 +1,56 @@
+// tests/unit/handlers/fetch/fetch_legacy_test.cc: Fetch v0-v3 answer in
+// message format v0 (Fetch v0-v1) or v1 (v2-v3), converted from the stored
+// v2 batches, compressed ones included.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "protocol/generated/fetch.h"
+#include "protocol/records/legacy.h"
+#include "tests/unit/handlers/fetch/fetch_helpers.h"
+
+using namespace ciuickafka;
+using namespace ciuickafka::broker;
+using namespace ciuickafka::broker::test;
+using protocol::FetchResponse;
+
+TEST_CASE("Fetch v0-v3 down-converts to message sets v0/v1", "[handlers][fetch][legacy]") {
+  FetchFixture f;
+  auto topic = create_topic(f, "old");
+  auto& p = *topic->partitions[0];
+  append(p, make_batch(3, 20, 5'000));
+  append(p, make_batch(2, 20, 6'000, protocol::Codec::kGzip));
+
+  for (int16_t v = 0; v <= 3; ++v) {
+    auto resp = f.call<FetchResponse>(fetch_request("old", {{0, 1}}), v);
+    const auto& d = resp.responses[0].partitions[0];
+    REQUIRE(d.error_code == 0);
+    CHECK(d.high_watermark == 5);
+    auto decoded = protocol::decode_message_set(d.records.bytes);
+    REQUIRE(decoded.ok());
+    const auto& msgs = decoded.value().messages;
+    REQUIRE(msgs.size() == 5);  // the whole first batch, then the compressed one
+    const int8_t magic = v <= 1 ? 0 : 1;
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      CHECK(msgs[i].offset == static_cast<int64_t>(i));
+      CHECK(msgs[i].magic == magic);
+      REQUIRE(msgs[i].value.has_value());
+      CHECK(msgs[i].value->size() == 20);
+    }
+    CHECK(msgs[3].wrapper_codec == protocol::Codec::kGzip);
+    if (magic == 1) CHECK(msgs[0].timestamp == 5'000);
+    CHECK(std::string(msgs[4].value->begin(), msgs[4].value->end()) == std::string(20, 'b'));
+  }
+}
+
+TEST_CASE("Fetch v3 cannot carry zstd: UNSUPPORTED_COMPRESSION_TYPE", "[handlers][fetch][legacy]") {
+  FetchFixture f;
+  auto topic = create_topic(f, "z");
+  append(*topic->partitions[0], make_batch(2, 20, 1'000, protocol::Codec::kZstd));
+  auto resp = f.call<FetchResponse>(fetch_request("z", {{0, 0}}), 3);
+  CHECK(resp.responses[0].partitions[0].error_code ==
+        protocol::to_wire(protocol::ErrorCode::UNSUPPORTED_COMPRESSION_TYPE));
+  resp = f.call<FetchResponse>(fetch_request("z", {{0, 0}}), 10);
+  CHECK(resp.responses[0].partitions[0].error_code == 0);
+  CHECK(resp.responses[0].partitions[0].records.size() > 0);
+}
