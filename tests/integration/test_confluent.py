@@ -153,6 +153,7 @@ def consume_all(b, topic, partitions, expect_per_part, deadline=60):
         for m in c.consume(1000, timeout=1.0):
             if not m.error():
                 got[m.partition()].append((m.offset(), m.key(), m.value(), m.timestamp()))
+        print("[confluent] consumed %r" % {p: len(v) for p, v in got.items()}, flush=True)
         wm = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT) for p in got}
     finally:
         c.close()
@@ -189,12 +190,14 @@ def test_idempotent(ctx):
                 p.poll(0.05)
         p.poll(0)
     left = p.flush(60)
+    print("[confluent] produced %d, %d delivery reports, %d errors, %d left" % (n, len(reports), len(errors), left), flush=True)
     check(left == 0, "%d messages still queued after flush(60)" % left)
     check(not errors, "%d delivery errors, first: %r" % (len(errors), errors[:3]))
     check(len(reports) == n, "%d delivery reports, want %d" % (len(reports), n))
 
     per_part = {q: [x for x in sent if x[0] == q] for q in range(parts)}
     got, wm = consume_all(b, topic, parts, {q: len(per_part[q]) for q in range(parts)})
+    print("[confluent] read back %r, watermarks %r" % ({q: len(v) for q, v in got.items()}, wm), flush=True)
     for q in range(parts):
         want = per_part[q]
         have = got[q]
