@@ -1,0 +1,144 @@
+// broker/groups/admin_ops.cc: ListGroups, DescribeGroups and DeleteGroups on
+// the coordinator, the metrics snapshot, and the coordinator's entry points
+// into the classic protocol (membership.h).
+#include <algorithm>
+#include <cctype>
+#include <climits>
+
+#include "broker/broker.h"
+#include "broker/groups/coordinator.h"
+#include "broker/groups/membership.h"
+
+namespace ciuickafka::broker::groups {
+
+using protocol::ErrorCode;
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// READ, DELETE and DESCRIBE: what a group supports (AclOperation codes 3, 6, 8).
+constexpr int32_t kGroupOperations = (1 << 3) | (1 << 6) | (1 << 8);
+
+}  // namespace
+
+void GroupCoordinator::join(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
+                            JoinCallback done) {
+  Membership::join(*this, req, version, client, std::move(done));
+}
+
+void GroupCoordinator::sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done) {
+  Membership::sync(*this, req, version, std::move(done));
+}
+
+ErrorCode GroupCoordinator::heartbeat(const protocol::HeartbeatRequest& req) {
+  return Membership::heartbeat(*this, req);
+}
+
+protocol::LeaveGroupResponse GroupCoordinator::leave(const protocol::LeaveGroupRequest& req, int16_t version) {
+  return Membership::leave(*this, req, version);
+}
+
+protocol::ListGroupsResponse GroupCoordinator::list_groups(const protocol::ListGroupsRequest& req, int16_t version) {
+  protocol::ListGroupsResponse resp;
+  if (!loaded()) {
+    resp.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+    return resp;
+  }
+  const bool by_state = version >= 4 && !req.states_filter.empty();
+  const bool by_type = version >= 5 && !req.types_filter.empty();
+  if (by_type && std::none_of(req.types_filter.begin(), req.types_filter.end(),
+                              [](const std::string& t) { return iequals(t, "classic"); }))
+    return resp;  // every group here is a classic group
+  for (auto& g : all_groups()) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    if (g->state == GroupState::kDead) continue;
+    const std::string_view state = state_name(g->state);
+    if (by_state && std::none_of(req.states_filter.begin(), req.states_filter.end(),
+                                 [&](const std::string& s) { return iequals(s, state); }))
+      continue;
+    protocol::ListGroupsResponse::ListedGroup lg;
+    lg.group_id = g->id;
+    lg.protocol_type = g->protocol_type;
+    lg.group_state = std::string(state);
+    lg.group_type = "classic";
+    resp.groups.push_back(std::move(lg));
+  }
+  return resp;
+}
+
+protocol::DescribeGroupsResponse::DescribedGroup GroupCoordinator::describe_group(const std::string& group_id,
+                                                                                  bool include_operations) {
+  protocol::DescribeGroupsResponse::DescribedGroup d;
+  d.group_id = group_id;
+  d.authorized_operations = include_operations ? kGroupOperations : INT32_MIN;
+  if (!loaded()) {
+    d.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+    return d;
+  }
+  auto g = find(group_id);
+  if (!g) {
+    d.group_state = "Dead";
+    return d;
+  }
+  std::lock_guard<std::mutex> lock(g->mu);
+  d.group_state = std::string(state_name(g->state));
+  d.protocol_type = g->protocol_type;
+  const bool stable = g->state == GroupState::kStable;
+  if (stable) d.protocol_data = g->protocol.value_or("");
+  for (const Member* m : g->ordered()) {
+    protocol::DescribeGroupsResponse::DescribedGroupMember dm;
+    dm.member_id = m->member_id;
+    dm.group_instance_id = m->instance_id;
+    dm.client_id = m->client_id;
+    dm.client_host = m->client_host;
+    if (stable && g->protocol) {
+      if (const protocol::Bytes* meta = m->metadata_for(*g->protocol)) dm.member_metadata = *meta;
+      dm.member_assignment = m->assignment;
+    }
+    d.members.push_back(std::move(dm));
+  }
+  return d;
+}
+
+ErrorCode GroupCoordinator::delete_group(const std::string& group_id) {
+  if (!loaded()) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  auto gp = find(group_id);
+  if (!gp) return ErrorCode::GROUP_ID_NOT_FOUND;
+  Appended appended;
+  {
+    std::lock_guard<std::mutex> lock(gp->mu);
+    Group& g = *gp;
+    if (g.state == GroupState::kDead) return ErrorCode::GROUP_ID_NOT_FOUND;
+    if (g.state != GroupState::kEmpty || !g.members.empty()) return ErrorCode::NON_EMPTY_GROUP;
+    std::vector<OffsetsRecord> tombstones;
+    for (const auto& [k, c] : g.offsets) tombstones.push_back(offset_commit_record(g.id, k.first, k.second, std::nullopt));
+    tombstones.push_back(group_metadata_record(g.id, std::nullopt));
+    appended = append(g.id, tombstones);
+    if (appended.error != ErrorCode::NONE) return appended.error;
+    g.offsets.clear();
+    g.state = GroupState::kDead;
+    forget(gp);
+  }
+  return ErrorCode::NONE;
+}
+
+std::vector<GroupCoordinator::GroupView> GroupCoordinator::snapshot() {
+  std::vector<GroupView> out;
+  for (auto& g : all_groups()) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    GroupView v;
+    v.group_id = g->id;
+    v.state = g->state;
+    v.members = g->members.size();
+    for (const auto& [k, c] : g->offsets) v.offsets[k] = c.offset;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace ciuickafka::broker::groups

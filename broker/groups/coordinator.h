@@ -1,0 +1,167 @@
+// broker/groups/coordinator.h: the group coordinator, a broker service
+// (`broker.service<groups::GroupCoordinator>()`): classic consumer groups
+// and committed offsets, persisted in the compacted internal topic
+// __consumer_offsets in Kafka's record format (offsets_records.h).
+//
+// Life cycle. On first use it creates nothing; it loads every partition of
+// __consumer_offsets (when the topic exists) on the background thread,
+// last value per key winning and tombstones deleting. Until that is done
+// every group request is answered COORDINATOR_LOAD_IN_PROGRESS. The topic
+// itself is created on demand (FindCoordinator, first write) with
+// offsets.topic.num.partitions partitions, replication factor 1 (a single
+// node), segment.bytes = offsets.topic.segment.bytes, cleanup.policy=compact.
+//
+// Writes. Each group maps to one partition (partition_for.h). An
+// OffsetCommit is appended and, when ciuic.acks.all.fsync is true, answered
+// only after the group-commit fsync covers it, so an acknowledged commit
+// survives kill -9. GroupMetadata is written when a generation becomes
+// stable (and when a group empties); DeleteGroups/OffsetDelete write
+// tombstones.
+//
+// The classic protocol (membership.cc) runs Kafka's state machine; held
+// JoinGroup/SyncGroup answers are callbacks kept in the group, completed by
+// later requests or by the timer (a 50 ms tick on broker.background() that
+// expires sessions, pending MEMBER_ID_REQUIRED members and join phases).
+//
+// Thread-safety: every method may be called from any thread. One mutex per
+// group (Group::mu) plus one for the group map; callbacks (client answers)
+// always run after the group's lock is released.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/groups/group.h"
+#include "broker/net/asio.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/delete_groups.h"
+#include "protocol/generated/describe_groups.h"
+#include "protocol/generated/heartbeat.h"
+#include "protocol/generated/leave_group.h"
+#include "protocol/generated/list_groups.h"
+#include "protocol/generated/offset_commit.h"
+#include "protocol/generated/offset_delete.h"
+#include "protocol/generated/offset_fetch.h"
+
+namespace ciuickafka::broker {
+class Broker;
+class Partition;
+}  // namespace ciuickafka::broker
+namespace ciuickafka::storage {
+class Log;
+}  // namespace ciuickafka::storage
+
+namespace ciuickafka::broker::groups {
+
+inline constexpr const char* kOffsetsTopic = "__consumer_offsets";
+
+// Who sent a request (for member records and DescribeGroups).
+struct ClientInfo {
+  std::string client_id;
+  std::string client_host;
+};
+
+// The result of an append to __consumer_offsets.
+struct Appended {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  std::shared_ptr<storage::Log> log;  // set on success
+  int64_t end_offset = 0;             // one past the last record written
+};
+
+class GroupCoordinator {
+ public:
+  explicit GroupCoordinator(Broker& broker);
+  ~GroupCoordinator();
+  GroupCoordinator(const GroupCoordinator&) = delete;
+  GroupCoordinator& operator=(const GroupCoordinator&) = delete;
+  void stop();
+
+  bool loaded() const { return loaded_.load(std::memory_order_acquire); }
+  // Blocks until loading finished (tests); false on timeout.
+  bool wait_loaded(int64_t timeout_ms);
+
+  // Creates __consumer_offsets when missing; false when it cannot.
+  bool ensure_offsets_topic();
+  int32_t partition_of(const std::string& group_id);
+
+  // --- offsets (offsets.cc)
+  using CommitDone = std::function<void(protocol::OffsetCommitResponse)>;
+  void commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done);
+  protocol::OffsetFetchResponse::OffsetFetchResponseGroup fetch_offsets(
+      const std::string& group_id, const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics);
+  using OffsetDeleteDone = std::function<void(protocol::OffsetDeleteResponse)>;
+  void delete_offsets(const protocol::OffsetDeleteRequest& req, OffsetDeleteDone done);
+
+  // --- the classic protocol (membership.cc)
+  void join(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client, JoinCallback done);
+  void sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done);
+  protocol::ErrorCode heartbeat(const protocol::HeartbeatRequest& req);
+  protocol::LeaveGroupResponse leave(const protocol::LeaveGroupRequest& req, int16_t version);
+
+  // --- admin (admin_ops.cc)
+  protocol::ListGroupsResponse list_groups(const protocol::ListGroupsRequest& req, int16_t version);
+  protocol::DescribeGroupsResponse::DescribedGroup describe_group(const std::string& group_id,
+                                                                  bool include_operations);
+  protocol::ErrorCode delete_group(const std::string& group_id);
+
+  // Snapshot for metrics: group -> committed offsets, members, state.
+  struct GroupView {
+    std::string group_id;
+    GroupState state = GroupState::kEmpty;
+    size_t members = 0;
+    std::map<TopicPartitionKey, int64_t> offsets;
+  };
+  std::vector<GroupView> snapshot();
+
+  Broker& broker() { return broker_; }
+
+ private:
+  friend struct Membership;
+
+  std::shared_ptr<Group> find(const std::string& group_id);
+  std::shared_ptr<Group> get_or_create(const std::string& group_id);
+  void forget(const std::shared_ptr<Group>& g);  // removes a Dead group from the map
+
+  std::vector<std::shared_ptr<Group>> all_groups();
+
+  // Appends records to group_id's partition. Called with the group lock
+  // held, so that log order follows state order; when_durable() is called
+  // after releasing it and runs done (inline, or on the flusher thread once
+  // the fsync covers the records when ciuic.acks.all.fsync is true).
+  Appended append(const std::string& group_id, const std::vector<OffsetsRecord>& records);
+  void when_durable(Appended a, std::function<void(protocol::ErrorCode)> done);
+  std::shared_ptr<Partition> offsets_partition(const std::string& group_id);
+
+  void load();
+  void load_partition(Partition& p, std::map<std::string, std::shared_ptr<Group>>& into,
+                      std::map<std::string, bool>& has_metadata);
+  void arm_timer();
+  void tick();
+
+  Broker& broker_;
+  std::atomic<bool> loaded_{false};
+  std::atomic<bool> stopped_{false};
+  std::mutex load_mu_;
+  std::condition_variable load_cv_;
+
+  std::mutex mu_;  // guards groups_
+  std::map<std::string, std::shared_ptr<Group>> groups_;
+
+  uint64_t metrics_id_ = 0;  // the lag collector (lag_metrics.h)
+  std::mutex timer_mu_;
+  std::unique_ptr<asio::steady_timer> timer_;
+  std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+};
+
+// Steady-clock milliseconds (deadlines).
+int64_t steady_ms();
+
+}  // namespace ciuickafka::broker::groups

@@ -1,0 +1,100 @@
+// broker/handlers/find_coordinator.cc: FindCoordinator (key 10), versions 0-6.
+//
+// A single node coordinates every group: GROUP keys get this node's
+// advertised endpoint for the listener the request came in on (the first
+// call also creates __consumer_offsets and starts loading it, as Kafka
+// does). TRANSACTION keys get COORDINATOR_NOT_AVAILABLE: there is no
+// transaction coordinator yet, and that error makes clients retry rather
+// than fail. An unknown key type is INVALID_REQUEST. v4+ batch the keys
+// (coordinator_keys) and answer one Coordinator per key.
+#include "broker/admin/cluster_info.h"
+#include "broker/broker.h"
+#include "broker/groups/coordinator.h"
+#include "broker/handlers/codec.h"
+#include "broker/handlers/registry.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/find_coordinator.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::FindCoordinatorRequest;
+using protocol::FindCoordinatorResponse;
+
+struct Answer {
+  ErrorCode error = ErrorCode::NONE;
+  int32_t node_id = -1;
+  std::string host;
+  int32_t port = -1;
+};
+
+Answer locate(RequestContext& ctx, int8_t key_type) {
+  Answer a;
+  if (key_type == 1) {
+    a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    return a;
+  }
+  if (key_type != 0) {
+    a.error = ErrorCode::INVALID_REQUEST;
+    return a;
+  }
+  auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
+  if (!coordinator.ensure_offsets_topic()) {
+    a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    return a;
+  }
+  auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
+  a.node_id = ctx.broker->node_id();
+  a.host = ep.host;
+  a.port = ep.port;
+  return a;
+}
+
+void handle_find_coordinator(RequestContext&& ctx) {
+  FindCoordinatorRequest req;
+  if (!decode_request(ctx, req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  FindCoordinatorResponse resp;
+  if (ctx.api_version() >= 4) {
+    for (const std::string& key : req.coordinator_keys) {
+      Answer a = locate(ctx, req.key_type);
+      FindCoordinatorResponse::Coordinator c;
+      c.key = key;
+      c.node_id = a.node_id;
+      c.host = a.host;
+      c.port = a.port;
+      c.error_code = protocol::to_wire(a.error);
+      c.error_message = a.error == ErrorCode::NONE ? std::nullopt : std::optional<std::string>(std::string(protocol::error_description(a.error)));
+      resp.coordinators.push_back(std::move(c));
+    }
+    ctx.respond(make_response(ctx, resp));
+    return;
+  }
+  Answer a = locate(ctx, req.key_type);
+  resp.error_code = protocol::to_wire(a.error);
+  resp.error_message = a.error == ErrorCode::NONE ? std::nullopt : std::optional<std::string>(std::string(protocol::error_description(a.error)));
+  resp.node_id = a.node_id;
+  resp.host = a.host;
+  resp.port = a.port;
+  ctx.respond(make_response(ctx, resp, resp.error_code));
+}
+
+}  // namespace
+
+CK_REGISTER_HANDLER(protocol::FindCoordinatorRequest, 0, 6, handle_find_coordinator);
+
+}  // namespace ciuickafka::broker
+
+// Until broker/CMakeLists.txt compiles broker/groups/*.cc into the broker
+// library, the group coordinator is built here, once.
+#include "broker/groups/admin_ops.cc"         // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/coordinator.cc"       // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/group.cc"             // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/lag_metrics.cc"       // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/membership.cc"        // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/membership_sync.cc"   // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/offsets.cc"           // NOLINT(bugprone-suspicious-include)
+#include "broker/groups/offsets_records.cc"   // NOLINT(bugprone-suspicious-include)

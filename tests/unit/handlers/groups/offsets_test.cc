@@ -1,0 +1,232 @@
+// tests/unit/handlers/groups/offsets_test.cc: FindCoordinator, OffsetCommit
+// and OffsetFetch for simple (assign()) users, at several versions; the
+// group -> partition hash; persistence in __consumer_offsets across
+// restarts.
+#include <catch2/catch.hpp>
+
+#include "broker/groups/offsets_records.h"
+#include "broker/groups/partition_for.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/find_coordinator.h"
+#include "protocol/records/record_batch.h"
+#include "storage/log.h"
+#include "tests/unit/handlers/groups/groups_test_util.h"
+
+using namespace ciuickafka;
+using namespace ciuickafka::broker;
+using namespace ciuickafka::broker::test;
+using protocol::ErrorCode;
+using protocol::to_wire;
+
+namespace {
+
+std::vector<std::string> base_overrides() {
+  return {"offsets.topic.num.partitions=5", "group.initial.rebalance.delay.ms=0"};
+}
+
+void make_topic(BrokerFixture& f, const std::string& name, int32_t partitions) {
+  auto c = f.broker().topics().create(name, partitions, 1, {}, false, Broker::now_ms());
+  REQUIRE(c.error.ok());
+}
+
+}  // namespace
+
+TEST_CASE("group partition follows Java's String.hashCode and Utils.abs", "[groups]") {
+  using groups::java_string_hash;
+  CHECK(java_string_hash("") == 0);
+  CHECK(java_string_hash("hello") == 99162322);
+  CHECK(java_string_hash("polygenelubricants") == INT32_MIN);  // Math.abs would stay negative
+  CHECK(groups::partition_for("polygenelubricants", 50) == 0);
+  CHECK(java_string_hash("\xC3\xA9") == 0xE9);                    // U+00E9, one UTF-16 unit
+  CHECK(java_string_hash("\xF0\x9F\x98\x80") == 0xD83D * 31 + 0xDE00);  // surrogate pair
+  CHECK(groups::partition_for("my-group", 50) == (java_string_hash("my-group") & 0x7fffffff) % 50);
+}
+
+TEST_CASE("FindCoordinator answers this node for groups, not yet for transactions", "[groups]") {
+  BrokerFixture f(base_overrides());
+  protocol::FindCoordinatorRequest req;
+  req.key = "g1";
+  auto v0 = f.call<protocol::FindCoordinatorResponse>(req, 0);
+  CHECK(v0.error_code == 0);
+  CHECK(v0.node_id == f.broker().node_id());
+  CHECK(v0.host == "127.0.0.1");
+  auto topic = f.broker().topics().find("__consumer_offsets");
+  REQUIRE(topic);
+  CHECK(topic->partitions.size() == 5);
+  CHECK(f.broker().topics().config_value(*topic, "cleanup.policy") == std::optional<std::string>("compact"));
+
+  req.key_type = 1;
+  auto txn = f.call<protocol::FindCoordinatorResponse>(req, 3);
+  CHECK(txn.error_code == to_wire(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  req.key_type = 7;
+  CHECK(f.call<protocol::FindCoordinatorResponse>(req, 3).error_code == to_wire(ErrorCode::INVALID_REQUEST));
+
+  protocol::FindCoordinatorRequest batched;
+  batched.key_type = 0;
+  batched.coordinator_keys = {"a", "b"};
+  auto v4 = f.call<protocol::FindCoordinatorResponse>(batched, 4);
+  REQUIRE(v4.coordinators.size() == 2);
+  CHECK(v4.coordinators[1].key == "b");
+  CHECK(v4.coordinators[1].error_code == 0);
+  CHECK(v4.coordinators[1].node_id == f.broker().node_id());
+  batched.key_type = 1;
+  auto v6 = f.call<protocol::FindCoordinatorResponse>(batched, 6);
+  REQUIRE(v6.coordinators.size() == 2);
+  CHECK(v6.coordinators[0].error_code == to_wire(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+}
+
+TEST_CASE("simple commits round-trip at several versions", "[groups]") {
+  BrokerFixture f(base_overrides());
+  make_topic(f, "t", 3);
+  coordinator(f);
+  for (int16_t v : {0, 1, 2, 5, 7, 8, 9}) {
+    INFO("OffsetCommit v" << v);
+    const std::string group = "g-v" + std::to_string(v);
+    auto c = f.call<protocol::OffsetCommitResponse>(commit_request(group, "t", 1, 100 + v, "meta-" + std::to_string(v)), v);
+    REQUIRE(c.topics.size() == 1);
+    CHECK(c.topics[0].partitions[0].error_code == 0);
+    for (int16_t fv : {1, 3, 6, 7}) {
+      auto r = f.call<protocol::OffsetFetchResponse>(fetch_request(group, "t", {0, 1}), fv);
+      REQUIRE(r.topics.size() == 1);
+      REQUIRE(r.topics[0].partitions.size() == 2);
+      CHECK(r.topics[0].partitions[0].committed_offset == -1);
+      CHECK(r.topics[0].partitions[1].committed_offset == 100 + v);
+      CHECK(r.topics[0].partitions[1].metadata == "meta-" + std::to_string(v));
+    }
+  }
+  // v8+: several groups at once; topics null = everything committed.
+  protocol::OffsetFetchRequest multi;
+  protocol::OffsetFetchRequest::OffsetFetchRequestGroup g1;
+  g1.group_id = "g-v5";
+  g1.topics = std::nullopt;
+  protocol::OffsetFetchRequest::OffsetFetchRequestGroup g2;
+  g2.group_id = "nobody";
+  protocol::OffsetFetchRequest::OffsetFetchRequestTopics t;
+  t.name = "t";
+  t.partition_indexes = {2};
+  g2.topics = std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>{t};
+  multi.groups = {g1, g2};
+  multi.require_stable = true;
+  auto r = f.call<protocol::OffsetFetchResponse>(multi, 9);
+  REQUIRE(r.groups.size() == 2);
+  REQUIRE(r.groups[0].topics.size() == 1);
+  CHECK(r.groups[0].topics[0].partitions[0].committed_offset == 105);
+  REQUIRE(r.groups[1].topics.size() == 1);
+  CHECK(r.groups[1].topics[0].partitions[0].committed_offset == -1);
+  CHECK(r.groups[1].topics[0].partitions[0].metadata == "");
+
+  // v2+ with topics null: every committed partition of the group.
+  protocol::OffsetFetchRequest all;
+  all.group_id = "g-v2";
+  all.topics = std::nullopt;
+  auto a = f.call<protocol::OffsetFetchResponse>(all, 5);
+  REQUIRE(a.topics.size() == 1);
+  REQUIRE(a.topics[0].partitions.size() == 1);
+  CHECK(a.topics[0].partitions[0].partition_index == 1);
+  CHECK(a.topics[0].partitions[0].committed_offset == 102);
+}
+
+TEST_CASE("OffsetCommit error paths", "[groups]") {
+  BrokerFixture f({"offsets.topic.num.partitions=5", "offset.metadata.max.bytes=10"});
+  make_topic(f, "t", 2);
+  coordinator(f);
+  auto unknown_topic = f.call<protocol::OffsetCommitResponse>(commit_request("g", "nope", 0, 1), 8);
+  CHECK(unknown_topic.topics[0].partitions[0].error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  auto bad_partition = f.call<protocol::OffsetCommitResponse>(commit_request("g", "t", 9, 1), 8);
+  CHECK(bad_partition.topics[0].partitions[0].error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  auto too_large = f.call<protocol::OffsetCommitResponse>(commit_request("g", "t", 0, 1, std::string(11, 'x')), 8);
+  CHECK(too_large.topics[0].partitions[0].error_code == to_wire(ErrorCode::OFFSET_METADATA_TOO_LARGE));
+  auto fits = f.call<protocol::OffsetCommitResponse>(commit_request("g", "t", 0, 1, std::string(10, 'x')), 8);
+  CHECK(fits.topics[0].partitions[0].error_code == 0);
+
+  // A generation for a group that does not exist: an old generation.
+  auto req = commit_request("ghost", "t", 0, 5);
+  req.generation_id_or_member_epoch = 3;
+  req.member_id = "m-1";
+  auto gen = f.call<protocol::OffsetCommitResponse>(req, 8);
+  CHECK(gen.topics[0].partitions[0].error_code == to_wire(ErrorCode::ILLEGAL_GENERATION));
+  // The group with commits but no members rejects a member's commit.
+  auto member = commit_request("g", "t", 0, 5);
+  member.generation_id_or_member_epoch = 1;
+  member.member_id = "m-1";
+  auto um = f.call<protocol::OffsetCommitResponse>(member, 8);
+  CHECK(um.topics[0].partitions[0].error_code == to_wire(ErrorCode::UNKNOWN_MEMBER_ID));
+  // Nothing of the failed commits was stored.
+  auto r = f.call<protocol::OffsetFetchResponse>(fetch_request("g", "t", {0}), 7);
+  CHECK(r.topics[0].partitions[0].committed_offset == 1);
+}
+
+TEST_CASE("commits survive restarts and are Kafka records in __consumer_offsets", "[groups]") {
+  BrokerFixture f(base_overrides());
+  make_topic(f, "t", 2);
+  coordinator(f);
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("keep", "t", 0, 10, "first"), 8)
+              .topics[0].partitions[0].error_code == 0);
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("keep", "t", 0, 42, "second"), 8)
+              .topics[0].partitions[0].error_code == 0);
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("keep", "t", 1, 7, std::nullopt), 8)
+              .topics[0].partitions[0].error_code == 0);
+
+  // The records sit in the group's partition, in Kafka's format.
+  auto p = f.broker().topics().partition("__consumer_offsets", groups::partition_for("keep", 5));
+  REQUIRE(p);
+  CHECK(p->high_watermark() == 3);
+  auto read = p->log().read(0, 1 << 20);
+  REQUIRE(read.is_ok());
+  auto bytes = storage::read_slices(read.value());
+  REQUIRE(bytes.is_ok());
+  protocol::BatchSplitter sp(std::span<const uint8_t>(bytes.value()));
+  protocol::RecordsEntry e;
+  std::vector<groups::DecodedOffsetsRecord> seen;
+  while (sp.next(&e) == protocol::SplitStatus::kEntry) {
+    auto view = protocol::RecordBatchView::parse(e.bytes);
+    REQUIRE(view.ok());
+    auto recs = protocol::decode_records(view.value(), 1 << 20);
+    REQUIRE(recs.ok());
+    auto rd = recs.value().reader();
+    protocol::RecordView rv;
+    while (rd.next(&rv)) {
+      REQUIRE(rv.key);
+      REQUIRE((*rv.key)[0] == 0);
+      CHECK((*rv.key)[1] == 1);  // OffsetCommitKey version 1
+      REQUIRE(rv.value);
+      CHECK((*rv.value)[1] == 3);  // OffsetCommitValue version 3
+      auto d = groups::decode_offsets_record(*rv.key, rv.value);
+      REQUIRE(d);
+      seen.push_back(*d);
+    }
+  }
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[1].group == "keep");
+  CHECK(seen[1].topic == "t");
+  CHECK(seen[1].offset->offset == 42);
+  CHECK(seen[1].offset->metadata == "second");
+
+  for (int round = 0; round < 2; ++round) {
+    f.restart();
+    coordinator(f);
+    auto r = f.call<protocol::OffsetFetchResponse>(fetch_request("keep", "t", {0, 1}), 6);
+    REQUIRE(r.topics.size() == 1);
+    CHECK(r.topics[0].partitions[0].committed_offset == 42);
+    CHECK(r.topics[0].partitions[0].metadata == "second");
+    CHECK(r.topics[0].partitions[1].committed_offset == 7);
+    CHECK(r.topics[0].partitions[1].metadata == "");
+  }
+}
+
+TEST_CASE("requests before the load finishes are told to retry", "[groups]") {
+  BrokerFixture f(base_overrides());
+  make_topic(f, "t", 1);
+  coordinator(f);
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("g", "t", 0, 3), 8)
+              .topics[0].partitions[0].error_code == 0);
+  f.restart();
+  // Whatever the first answer is, it is either the load error or the data.
+  auto r = f.call<protocol::OffsetFetchResponse>(fetch_request("g", "t", {0}), 6);
+  if (r.error_code != 0) {
+    CHECK(r.error_code == to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS));
+    coordinator(f);
+    r = f.call<protocol::OffsetFetchResponse>(fetch_request("g", "t", {0}), 6);
+  }
+  CHECK(r.topics[0].partitions[0].committed_offset == 3);
+}
