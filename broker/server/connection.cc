@@ -1,0 +1,309 @@
+// broker/server/connection.cc: reading frames, the in-order response queue,
+// writing, idle timeout.
+#include "broker/server/connection.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "broker/broker.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+constexpr size_t kInputBuffer = 16u << 10;  // prefixes and small pipelined frames
+constexpr size_t kFrameChunk = 64u << 10;   // first growth step of a large frame
+
+std::string endpoint_string(const asio::ip::tcp::endpoint& ep) {
+  const std::string a = ep.address().to_string();
+  return (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+Connection::Connection(tcp::socket socket, uint64_t id, ConnectionOptions options)
+    : socket_(std::move(socket)),
+      id_(id),
+      opt_(std::move(options)),
+      idle_timer_(socket_.get_executor()),
+      last_activity_(std::chrono::steady_clock::now()),
+      in_(kInputBuffer) {
+  boost::system::error_code ec;
+  socket_.set_option(tcp::no_delay(true), ec);
+  socket_.non_blocking(true, ec);
+  const tcp::endpoint remote = socket_.remote_endpoint(ec);
+  peer_ = ec ? std::string("unknown") : endpoint_string(remote);
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_opened();
+}
+
+Connection::~Connection() {
+  if (closed_) return;
+  // Destroyed without close() (the server stopped its threads first).
+  if (opt_.budget != nullptr) {
+    for (const Slot& s : slots_) opt_.budget->release(s.budget_bytes);
+    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_));
+  }
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed();
+}
+
+void Connection::start() {
+  last_activity_ = std::chrono::steady_clock::now();
+  arm_idle_timer();
+  process_input();
+}
+
+void Connection::drain() {
+  input_done_ = true;
+  maybe_finish();
+}
+
+void Connection::close(const char* why) {
+  if (closed_) return;
+  closed_ = true;
+  if (why != nullptr)
+    std::fprintf(stderr, "[ciuickafka] closing connection %llu from %s: %s\n",
+                 static_cast<unsigned long long>(id_), peer_.c_str(), why);
+  boost::system::error_code ec;
+  idle_timer_.cancel(ec);
+  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  if (opt_.budget != nullptr) {
+    for (const Slot& s : slots_) opt_.budget->release(s.budget_bytes);
+    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_));
+  }
+  frame_budgeted_ = false;
+  frame_.reset();
+  slots_.clear();
+  writer_.reset();
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed();
+  if (opt_.on_closed) opt_.on_closed(id_);
+}
+
+// --- reading
+
+void Connection::process_input() {
+  while (!closed_ && !input_done_) {
+    if (frame_size_ < 0) {
+      if (slots_.size() >= opt_.max_in_flight) return;  // pump() resumes
+      if (in_end_ - in_begin_ < 4) break;
+      const uint8_t* p = in_.data() + in_begin_;
+      const int32_t size = static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                                                (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+      in_begin_ += 4;
+      if (size < 0 || size > opt_.max_request_bytes) {
+        // Read no more; answer what came before, then close (like kClose).
+        std::fprintf(stderr,
+                     "[ciuickafka] closing connection %llu from %s: frame size %d outside 0..%d "
+                     "(socket.request.max.bytes)\n",
+                     static_cast<unsigned long long>(id_), peer_.c_str(), size, opt_.max_request_bytes);
+        input_done_ = true;
+        maybe_finish();
+        return;
+      }
+      frame_size_ = size;
+      frame_filled_ = 0;
+      frame_ = std::make_shared<std::vector<uint8_t>>();
+    }
+    if (!frame_budgeted_ && opt_.budget != nullptr) {
+      if (waiting_budget_) return;
+      std::weak_ptr<Connection> weak = weak_from_this();
+      auto gate = opt_.gate;
+      auto waiter = [gate, weak] {
+        gate->post([weak] {
+          if (auto c = weak.lock()) c->on_budget();
+        });
+      };
+      if (!opt_.budget->try_acquire(static_cast<uint64_t>(frame_size_), std::move(waiter))) {
+        waiting_budget_ = true;
+        return;
+      }
+    }
+    frame_budgeted_ = true;
+    const size_t want = static_cast<size_t>(frame_size_) - frame_filled_;
+    const size_t take = std::min(want, in_end_ - in_begin_);
+    if (take > 0) {
+      if (frame_->size() < frame_filled_ + take) frame_->resize(frame_filled_ + take);
+      std::memcpy(frame_->data() + frame_filled_, in_.data() + in_begin_, take);
+      frame_filled_ += take;
+      in_begin_ += take;
+    }
+    if (frame_filled_ < static_cast<size_t>(frame_size_)) break;
+    dispatch_frame_now();
+  }
+  start_read();
+}
+
+void Connection::on_budget() {
+  waiting_budget_ = false;
+  process_input();
+}
+
+void Connection::dispatch_frame_now() {
+  frame_->resize(frame_filled_);
+  const uint64_t seq = next_seq_++;
+  Slot slot;
+  slot.seq = seq;
+  slot.budget_bytes = opt_.budget != nullptr ? static_cast<uint64_t>(frame_size_) : 0;
+  slots_.push_back(std::move(slot));
+
+  RequestContext ctx;
+  ctx.broker = opt_.broker;
+  ctx.frame = std::move(frame_);
+  ctx.executor = socket_.get_executor();
+  ctx.listener = opt_.listener;
+  ctx.peer = peer_;
+  ctx.connection_id = id_;
+  ctx.received = std::chrono::steady_clock::now();
+  std::weak_ptr<Connection> weak = weak_from_this();
+  ctx.respond = [gate = opt_.gate, weak, seq](Response r) {
+    gate->post([weak, seq, r = std::move(r)]() mutable {
+      if (auto c = weak.lock()) c->on_response(seq, std::move(r));
+    });
+  };
+  frame_.reset();
+  frame_size_ = -1;
+  frame_filled_ = 0;
+  frame_budgeted_ = false;
+  try {
+    opt_.dispatch(std::move(ctx));
+  } catch (...) {  // a handler bug must not take the thread down
+    on_response(seq, Response::close());
+  }
+}
+
+void Connection::start_read() {
+  if (reading_ || closed_ || input_done_) return;
+  reading_ = true;
+  auto self = shared_from_this();
+  if (frame_size_ >= 0 && frame_budgeted_ && in_begin_ == in_end_) {
+    // A large frame: read straight into it, growing it with what arrives.
+    const size_t remaining = static_cast<size_t>(frame_size_) - frame_filled_;
+    const size_t step = std::min(remaining, std::max(kFrameChunk, frame_filled_));
+    if (frame_->size() < frame_filled_ + step) frame_->resize(frame_filled_ + step);
+    socket_.async_read_some(
+        asio::buffer(frame_->data() + frame_filled_, frame_->size() - frame_filled_),
+        [self](const boost::system::error_code& ec, size_t n) { self->on_read(ec, n, true); });
+    return;
+  }
+  if (in_begin_ == in_end_) {
+    in_begin_ = in_end_ = 0;
+  } else if (in_begin_ > 0) {
+    std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+    in_end_ -= in_begin_;
+    in_begin_ = 0;
+  }
+  socket_.async_read_some(asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+                          [self](const boost::system::error_code& ec, size_t n) { self->on_read(ec, n, false); });
+}
+
+void Connection::on_read(const boost::system::error_code& ec, size_t n, bool into_frame) {
+  reading_ = false;
+  if (closed_ || input_done_) {
+    maybe_finish();
+    return;
+  }
+  if (ec) {
+    if (ec == asio::error::eof) {
+      input_done_ = true;  // answer what was asked, then close
+      maybe_finish();
+    } else if (ec != asio::error::operation_aborted) {
+      close(nullptr);
+    }
+    return;
+  }
+  last_activity_ = std::chrono::steady_clock::now();
+  if (into_frame) {
+    frame_filled_ += n;
+    if (frame_filled_ == static_cast<size_t>(frame_size_)) dispatch_frame_now();
+  } else {
+    in_end_ += n;
+  }
+  process_input();
+}
+
+// --- writing
+
+void Connection::on_response(uint64_t seq, Response r) {
+  if (closed_ || slots_.empty() || seq < slots_.front().seq) return;
+  const uint64_t idx = seq - slots_.front().seq;
+  if (idx >= slots_.size()) return;
+  Slot& s = slots_[idx];
+  if (s.response) return;  // answered twice: the first answer stands
+  s.response = std::move(r);
+  if (opt_.budget != nullptr && s.budget_bytes > 0) opt_.budget->release(s.budget_bytes);
+  s.budget_bytes = 0;
+  pump();
+}
+
+void Connection::pump() {
+  for (;;) {
+    if (closed_) return;
+    if (writer_) {
+      if (waiting_writable_) return;
+      std::error_code ec;
+      const ResponseWriter::Status st = writer_->write_some(ec);
+      if (st == ResponseWriter::Status::kFailed) {
+        close(ec == std::errc::io_error ? "a file slice ended early" : nullptr);
+        return;
+      }
+      if (st == ResponseWriter::Status::kWouldBlock) {
+        waiting_writable_ = true;
+        socket_.async_wait(tcp::socket::wait_write, [self = shared_from_this()](
+                                                        const boost::system::error_code& e) { self->on_writable(e); });
+        return;
+      }
+      writer_.reset();
+      last_activity_ = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (slots_.empty() || !slots_.front().response) break;
+    Response r = std::move(*slots_.front().response);
+    slots_.pop_front();
+    if (r.action == Response::Action::kNoResponse) continue;
+    if (r.action == Response::Action::kClose) {
+      close(nullptr);  // dispatch said why
+      return;
+    }
+    writer_.emplace(socket_.native_handle(), std::move(r));
+  }
+  process_input();  // slots were freed: reading may resume
+  maybe_finish();
+}
+
+void Connection::on_writable(const boost::system::error_code& ec) {
+  waiting_writable_ = false;
+  if (closed_) return;
+  if (ec) {
+    close(nullptr);
+    return;
+  }
+  pump();
+}
+
+void Connection::maybe_finish() {
+  if (!closed_ && input_done_ && slots_.empty() && !writer_) close(nullptr);
+}
+
+// --- idle timeout
+
+void Connection::arm_idle_timer() {
+  if (opt_.idle_timeout.count() <= 0 || closed_) return;
+  const auto now = std::chrono::steady_clock::now();
+  // Busy (a request in flight, a response being written) counts as active.
+  const auto from = (slots_.empty() && !writer_) ? last_activity_ : now;
+  idle_timer_.expires_at(from + opt_.idle_timeout);
+  idle_timer_.async_wait(
+      [self = shared_from_this()](const boost::system::error_code& ec) { self->on_idle_timer(ec); });
+}
+
+void Connection::on_idle_timer(const boost::system::error_code& ec) {
+  if (closed_ || ec == asio::error::operation_aborted) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (slots_.empty() && !writer_ && now - last_activity_ >= opt_.idle_timeout) {
+    close(nullptr);
+    return;
+  }
+  arm_idle_timer();
+}
+
+}  // namespace ciuickafka::broker

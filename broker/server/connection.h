@@ -1,0 +1,134 @@
+// broker/server/connection.h: one client connection: frames in, responses
+// out in request order.
+//
+// Reading: 4-byte big-endian size, then the frame. A size below 0 or above
+// socket.request.max.bytes stops reading; the connection closes once the
+// requests before it are answered. The frame buffer grows with
+// what actually arrives (a 2 GiB size prefix allocates nothing until 2 GiB
+// come). Before the body is read its size is taken from the broker-wide
+// RequestBudget (queued.max.request.bytes); when the budget is spent reading
+// pauses until responses give bytes back.
+//
+// Pipelining: each complete frame is dispatched at once, and gets a slot in
+// a queue in arrival order. respond() (any thread) posts the Response to this
+// connection's thread, which fills the slot; slots at the head are written
+// as soon as they are ready, so responses leave strictly in request order
+// whatever order handlers finish in. kNoResponse slots are skipped; kClose
+// closes once everything before it has been written. With kMaxInFlight
+// slots open, reading pauses (a slow reader therefore holds at most that
+// many responses, and a response holds slice handles, never record data).
+//
+// Closing: on a read or write error, a bad frame, a kClose response, idle
+// for connections.max.idle.ms with nothing in flight, or Server::stop. At
+// end of stream (the client half-closed or went away) reading stops and the
+// connection closes once the responses owed are written. drain() does the
+// same for a graceful shutdown.
+//
+// Thread-safety: all methods run on the connection's io_context thread,
+// except the respond callbacks handed to handlers (any thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/net/asio.h"
+#include "broker/server/post_gate.h"
+#include "broker/server/request_budget.h"
+#include "broker/server/request_context.h"
+#include "broker/server/response_writer.h"
+
+namespace ciuickafka::broker {
+
+class Broker;
+
+struct ConnectionOptions {
+  Broker* broker = nullptr;
+  std::string listener;                     // "PLAINTEXT"
+  int32_t max_request_bytes = 104857600;    // socket.request.max.bytes
+  std::chrono::milliseconds idle_timeout{600000};  // connections.max.idle.ms; <= 0: never
+  size_t max_in_flight = 16;                // requests dispatched but not yet written
+  RequestBudget* budget = nullptr;          // queued.max.request.bytes (shared)
+  std::shared_ptr<PostGate> gate;           // posts to this connection's thread
+  std::function<void(uint64_t id)> on_closed;  // called once, on this thread
+  // Dispatches a complete frame; dispatch_frame() unless a test swaps it.
+  std::function<void(RequestContext)> dispatch;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using tcp = asio::ip::tcp;
+
+  Connection(tcp::socket socket, uint64_t id, ConnectionOptions options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Starts reading; call once, on the connection's thread.
+  void start();
+  // Stops reading; closes once the responses owed are written.
+  void drain();
+  // Closes now: pending responses are dropped.
+  void close(const char* why);
+
+  uint64_t id() const { return id_; }
+  bool closed() const { return closed_; }
+  asio::any_io_executor executor() { return socket_.get_executor(); }
+
+ private:
+  struct Slot {
+    uint64_t seq = 0;
+    uint64_t budget_bytes = 0;  // held in the RequestBudget until answered
+    std::optional<Response> response;
+  };
+
+  // Reading.
+  void process_input();
+  bool start_frame();
+  void dispatch_frame_now();
+  void start_read();
+  void on_read(const boost::system::error_code& ec, size_t n, bool into_frame);
+  void on_budget();
+  // Writing.
+  void on_response(uint64_t seq, Response r);
+  void pump();
+  void on_writable(const boost::system::error_code& ec);
+  void maybe_finish();
+  // Idle timer.
+  void arm_idle_timer();
+  void on_idle_timer(const boost::system::error_code& ec);
+
+  tcp::socket socket_;
+  const uint64_t id_;
+  ConnectionOptions opt_;
+  std::string peer_;
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point last_activity_;
+
+  // Input: bytes read but not yet parsed, [in_begin_, in_end_) of in_.
+  std::vector<uint8_t> in_;
+  size_t in_begin_ = 0, in_end_ = 0;
+  // The frame being read: announced size (-1: still reading the prefix),
+  // its bytes so far, whether its budget is held.
+  int64_t frame_size_ = -1;
+  std::shared_ptr<std::vector<uint8_t>> frame_;
+  size_t frame_filled_ = 0;
+  bool frame_budgeted_ = false;
+
+  bool reading_ = false;         // an async read is outstanding
+  bool waiting_budget_ = false;  // a budget waiter is registered
+  bool input_done_ = false;      // end of stream, or draining: read no more
+  bool closed_ = false;
+
+  std::deque<Slot> slots_;
+  uint64_t next_seq_ = 0;
+  std::optional<ResponseWriter> writer_;  // the response being written
+  bool waiting_writable_ = false;
+};
+
+}  // namespace ciuickafka::broker

@@ -1,0 +1,108 @@
+// broker/server/server.h: the network side of the broker: listeners,
+// network threads, connections.
+//
+// start() binds every listener of broker.listeners().bound and starts
+// num.network.threads threads (<= 0: one per core), each running its own
+// io_context. Accepted connections are spread round-robin over the threads;
+// a connection lives on its thread for good, so its requests are read,
+// dispatched and answered there (see connection.h). The broker-wide
+// queued.max.request.bytes budget is shared by all connections.
+//
+// stop(grace) stops accepting, stops reading, lets the requests in flight
+// be answered and written for up to `grace`, then closes what is left and
+// joins the threads. Responses that arrive later are dropped. The
+// io_contexts themselves live until the Server is destroyed, so a handler
+// holding a connection's executor never posts into freed memory; Broker
+// must outlive the Server.
+//
+// start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
+// closed would otherwise kill the broker.
+//
+// Thread-safety: start/stop/bound_ports from one controlling thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/net/asio.h"
+#include "broker/server/connection.h"
+#include "broker/server/post_gate.h"
+#include "broker/server/request_budget.h"
+
+namespace ciuickafka::broker {
+
+class Broker;
+
+class Server {
+ public:
+  using DispatchFn = std::function<void(RequestContext)>;
+
+  // dispatch: how complete frames are handled; dispatch_frame() when empty
+  // (tests pass their own).
+  explicit Server(Broker& broker, DispatchFn dispatch = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  bool start(std::string* error);
+  // The ports actually bound, in listener order (port 0 resolved).
+  std::vector<uint16_t> bound_ports() const { return ports_; }
+  void stop(std::chrono::milliseconds grace);
+
+  size_t connection_count() const;
+  size_t thread_count() const { return threads_.size(); }
+  const RequestBudget& budget() const { return budget_; }
+
+ private:
+  struct IoThread {
+    asio::io_context ioc{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
+    std::shared_ptr<PostGate> gate = std::make_shared<PostGate>(ioc.get_executor());
+    std::thread thread;
+  };
+  struct Listener {
+    std::string name;
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    std::unique_ptr<asio::steady_timer> retry;  // after accept errors (EMFILE)
+  };
+  struct Live {
+    std::weak_ptr<Connection> connection;
+    IoThread* thread = nullptr;
+  };
+
+  void accept(Listener& l);
+  void on_accept(Listener& l, IoThread& t, const boost::system::error_code& ec, asio::ip::tcp::socket socket);
+  void on_connection_closed(uint64_t id);
+  // Runs f(connection) on each live connection's thread and waits (bounded).
+  void for_each_connection(const std::function<void(Connection&)>& f);
+  static void run_thread(IoThread& t);
+
+  Broker& broker_;
+  DispatchFn dispatch_;
+  RequestBudget budget_;
+  std::vector<uint16_t> ports_;
+  std::atomic<bool> stopping_{false};
+  bool started_ = false;
+  bool stopped_ = false;
+
+  mutable std::mutex conns_mu_;
+  std::condition_variable conns_cv_;
+  std::unordered_map<uint64_t, Live> conns_;
+  uint64_t next_id_ = 0;     // under conns_mu_
+  size_t next_thread_ = 0;   // acceptor threads only, under conns_mu_
+
+  // Declared last: destroyed first, listeners before the io_contexts they use.
+  std::vector<std::unique_ptr<IoThread>> threads_;
+  std::vector<Listener> listeners_;
+};
+
+}  // namespace ciuickafka::broker
