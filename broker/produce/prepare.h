@@ -1,0 +1,80 @@
+// broker/produce/prepare.h: from one partition's produced records to the v2
+// batches the log stores, or the Kafka error that rejects them.
+//
+// prepare_records() copies the request's records into a buffer the log may
+// rewrite in place (offsets, leader epoch) and, on the way:
+//   - framing and CRC: a truncated entry, bad length or CRC mismatch ->
+//     CORRUPT_MESSAGE; Produce v3+ must carry exactly one magic-2 batch
+//     (Kafka: INVALID_RECORD otherwise); zstd before v7 ->
+//     UNSUPPORTED_COMPRESSION_TYPE;
+//   - v0/v1 message sets (Produce v0-v2) are converted to one v2 batch;
+//   - a batch larger than max.message.bytes (as sent, and as stored after
+//     conversion or recompression) -> MESSAGE_TOO_LARGE; the partition's
+//     records larger than segment.bytes -> RECORD_LIST_TOO_LARGE;
+//   - batch checks as Kafka's LogValidator: record count vs offset range,
+//     no control batches from clients, a producer id needs a sequence ->
+//     INVALID_RECORD with error_message;
+//   - transactional batches -> INVALID_TXN_STATE: no transaction can have
+//     been started (AddPartitionsToTxn is not implemented yet), which is
+//     what Kafka 3.9's verification answers for a partition not in a
+//     transaction;
+//   - record checks (offset deltas 0..n-1, CreateTime bounds from
+//     message.timestamp.before/after.max.ms, keys on compacted topics) ->
+//     INVALID_RECORD or INVALID_TIMESTAMP with per-record record_errors;
+//   - compression.type: `producer` keeps batches as sent. A compressed batch
+//     is then NOT decompressed (throughput: the broker never touches the
+//     payload; the CRC covers it): only its header is checked, timestamps
+//     by baseTimestamp/maxTimestamp. Kafka decompresses to check every
+//     record; we do so only when the topic is compacted (keys required) or
+//     when recompressing. Uncompressed batches are always checked record by
+//     record (no decompression needed), and a wrong maxTimestamp is fixed
+//     (sarama sends -1), as Kafka does. A specific codec rebuilds each
+//     batch whose codec differs with that codec and its level;
+//   - LogAppendTime topics: maxTimestamp and the timestamp-type bit become
+//     the broker's time, CRC recomputed.
+//
+// Thread-safety: a pure function of its arguments.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "broker/produce/topic_settings.h"
+#include "protocol/error_code.h"
+
+namespace ciuickafka::broker::produce {
+
+struct PreparedBatch {
+  size_t position = 0;  // in PreparedRecords::buffer
+  size_t size = 0;
+  int64_t producer_id = -1;
+  int16_t producer_epoch = -1;
+  int32_t base_sequence = -1;
+  int32_t last_offset_delta = 0;
+  int32_t record_count = 0;
+  int64_t max_timestamp = -1;
+};
+
+struct RecordErrorEntry {
+  int32_t batch_index = 0;  // the record's index in its batch
+  std::string message;
+};
+
+struct PreparedRecords {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  std::string message;                      // error_message (v8+)
+  std::vector<RecordErrorEntry> record_errors;
+  std::vector<uint8_t> buffer;              // v2 batches ready for Partition::append
+  std::vector<PreparedBatch> batches;
+  uint64_t record_count = 0;
+  int64_t log_append_time = -1;             // set under LogAppendTime
+
+  bool ok() const { return error == protocol::ErrorCode::NONE; }
+};
+
+PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_version,
+                                const TopicSettings& settings, int64_t now_ms);
+
+}  // namespace ciuickafka::broker::produce

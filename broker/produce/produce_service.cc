@@ -1,0 +1,193 @@
+// broker/produce/produce_service.cc: producer state loading and snapshots,
+// and the producer id allocator (design in the header).
+#include "broker/produce/produce_service.h"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "broker/broker.h"
+#include "protocol/records/record_batch.h"
+
+namespace ciuickafka::broker::produce {
+namespace {
+
+constexpr uint64_t kScanChunkBytes = 1u << 20;
+
+IncomingBatch incoming_of(const protocol::RecordBatchView& b) {
+  IncomingBatch in;
+  in.producer_id = b.producer_id();
+  in.epoch = b.producer_epoch();
+  in.base_seq = b.base_sequence();
+  in.last_offset_delta = b.last_offset_delta();
+  in.max_timestamp = b.max_timestamp();
+  return in;
+}
+
+// Replays the idempotent batches of log from offset to its end.
+void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
+  offset = std::max(offset, log.log_start_offset());
+  while (offset < log.log_end_offset()) {
+    auto read = log.read(offset, kScanChunkBytes);
+    if (!read.is_ok()) {
+      if (read.status().code() != storage::StatusCode::kOffsetOutOfRange) return;
+      offset = log.log_start_offset();  // retention moved the start meanwhile
+      continue;
+    }
+    if (read.value().slices.empty()) return;
+    auto bytes = storage::read_slices(read.value());
+    if (!bytes.is_ok()) return;
+    protocol::BatchSplitter splitter{std::span<const uint8_t>(bytes.value())};
+    protocol::RecordsEntry e;
+    const int64_t before = offset;
+    while (splitter.next(&e) == protocol::SplitStatus::kEntry) {
+      auto view = protocol::RecordBatchView::parse(e.bytes);
+      if (!view.ok()) break;
+      const auto& b = view.value();
+      if (b.last_offset() < offset) continue;
+      if (b.producer_id() >= 0 && !b.is_control()) table.replay(incoming_of(b), b.base_offset(), b.last_offset());
+      offset = b.next_offset();
+    }
+    if (offset == before) return;  // no progress: stop rather than spin
+  }
+}
+
+}  // namespace
+
+ProduceService::ProduceService(Broker& broker) : broker_(broker) { remove_stale_snapshots(); }
+
+ProduceService::~ProduceService() = default;
+
+std::string ProduceService::snapshot_path(const storage::Log& log) const {
+  return log.dir() + "/" + std::string(kSnapshotFile);
+}
+
+void ProduceService::remove_stale_snapshots() {
+  for (const auto& [tp, log] : broker_.logs().all()) {
+    const std::string path = snapshot_path(*log);
+    auto type = broker_.fs().file_type(path);
+    if (!type.is_ok() || type.value() != storage::io::FileType::kFile) continue;
+    auto bytes = storage::io::read_file(broker_.fs(), path);
+    std::optional<ProducerStateTable::Parsed> parsed;
+    if (bytes.is_ok()) parsed = ProducerStateTable::parse(bytes.value());
+    if (!parsed || parsed->snapshot_offset > log->log_end_offset()) (void)broker_.fs().remove_file(path);
+  }
+}
+
+std::shared_ptr<PartitionState> ProduceService::partition_state(const Partition& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const storage::Log* key = p.log_ptr().get();
+  auto it = states_.find(key);
+  if (it != states_.end() && it->second->log.lock() == p.log_ptr()) return it->second;
+  // New, or a stale entry whose log was freed and whose address was reused.
+  for (auto i = states_.begin(); i != states_.end();) i = i->second->log.expired() ? states_.erase(i) : std::next(i);
+  auto st = std::make_shared<PartitionState>();
+  st->log = p.log_ptr();
+  st->topic_metrics = broker_.metrics().topic(p.topic());
+  st->partition_metrics = broker_.metrics().partition(p.topic(), p.index());
+  states_[key] = st;
+  return st;
+}
+
+void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
+  if (st.loaded) return;
+  st.loaded = true;
+  int64_t from = log.log_start_offset();
+  auto bytes = storage::io::read_file(broker_.fs(), snapshot_path(log));
+  if (bytes.is_ok()) {
+    auto parsed = ProducerStateTable::parse(bytes.value());
+    if (parsed && parsed->snapshot_offset <= log.log_end_offset()) {
+      st.table = std::move(parsed->table);
+      from = parsed->snapshot_offset;
+    }
+  }
+  scan_log(log, from, st.table);
+}
+
+void ProduceService::after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms) {
+  st->dirty = true;
+  if (st->snapshot_queued) return;
+  if (st->last_snapshot_ms == 0) st->last_snapshot_ms = now_ms;  // first append: start the clock
+  if (now_ms - st->last_snapshot_ms < kSnapshotIntervalMs) return;
+  st->snapshot_queued = true;
+  std::weak_ptr<PartitionState> weak = st;
+  asio::post(broker_.background(), [this, weak, alive = alive_] {
+    std::lock_guard<std::mutex> guard(alive->mu);
+    if (!alive->alive) return;
+    auto s = weak.lock();
+    if (!s) return;
+    auto log = s->log.lock();
+    if (log) (void)write_snapshot(*s, log, Broker::now_ms());
+  });
+}
+
+storage::Status ProduceService::write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log,
+                                               int64_t now_ms) {
+  std::vector<uint8_t> data;
+  int64_t offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.snapshot_queued = false;
+    if (!st.loaded || !st.dirty) return {};
+    st.table.expire(now_ms, kProducerExpirationMs);
+    offset = log->log_end_offset();
+    data = st.table.serialize(offset);
+    st.dirty = false;
+    st.last_snapshot_ms = now_ms;
+  }
+  std::lock_guard<std::mutex> file_lock(st.file_mu);
+  if (offset < st.written_offset) return {};  // a newer one is already there
+  storage::Status s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log), data);
+  if (s.is_ok()) st.written_offset = offset;
+  return s;
+}
+
+storage::Status ProduceService::snapshot_now(const std::shared_ptr<PartitionState>& st) {
+  auto log = st->log.lock();
+  if (!log) return {};
+  return write_snapshot(*st, log, Broker::now_ms());
+}
+
+void ProduceService::stop() {
+  {
+    std::lock_guard<std::mutex> guard(alive_->mu);
+    alive_->alive = false;
+  }
+  std::vector<std::shared_ptr<PartitionState>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, st] : states_) all.push_back(st);
+  }
+  for (auto& st : all) (void)snapshot_now(st);
+}
+
+storage::Result<int64_t> ProduceService::allocate_producer_id() {
+  std::lock_guard<std::mutex> lock(pid_mu_);
+  const std::string path = broker_.logs().log_dirs().front() + "/" + std::string(kProducerIdFile);
+  if (!pid_loaded_) {
+    auto bytes = storage::io::read_file(broker_.fs(), path);
+    if (bytes.is_ok()) {
+      const auto& b = bytes.value();
+      int64_t end = 0;
+      auto [p, ec] = std::from_chars(reinterpret_cast<const char*>(b.data()),
+                                     reinterpret_cast<const char*>(b.data() + b.size()), end);
+      if (ec != std::errc() || end < 0) return storage::Status::corruption(path + ": not a producer id block end");
+      next_pid_ = end;
+      reserved_end_ = end;
+    } else if (bytes.status().code() != storage::StatusCode::kNotFound) {
+      return bytes.status();
+    }
+    pid_loaded_ = true;
+  }
+  if (next_pid_ >= reserved_end_) {
+    const int64_t end = next_pid_ + kProducerIdBlock;
+    const std::string text = std::to_string(end) + "\n";
+    storage::Status s = storage::io::write_file_atomically(
+        broker_.fs(), path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    if (!s.is_ok()) return s;
+    reserved_end_ = end;
+  }
+  return next_pid_++;
+}
+
+}  // namespace ciuickafka::broker::produce

@@ -1,0 +1,115 @@
+// broker/produce/produce_service.h: the produce area's shared state, one
+// per broker (broker.service<ProduceService>()): idempotent-producer state
+// per partition, its snapshots, and the producer id allocator.
+//
+// Per partition (PartitionState) there is a mutex that makes the sequence
+// check, the append and the state update one step for idempotent batches;
+// batches without a producer id do not take it (the log serialises them).
+// The state is loaded on the first idempotent batch (or DescribeProducers):
+// the snapshot `ciuic-producer-state` in the partition directory (format in
+// producer_state.h), then every batch from the snapshot's offset to the log
+// end read back from the log (producer id, epoch and sequence are in the v2
+// batch headers). Without a usable snapshot the whole log is scanned (once,
+// per partition, after an unclean shutdown that lost it). Snapshots are
+// written at stop() (clean shutdown) and, at most once a minute per
+// partition with new idempotent appends, from the background thread.
+// A snapshot whose offset is beyond the log end (a crash cut the log below
+// it) is deleted when the service starts, before any append could make the
+// log grow past it again. Producers idle for producer.id.expiration.ms
+// (Kafka's default, one day) are dropped when a snapshot is written.
+//
+// Producer ids (InitProducerId) come from blocks of 1000 reserved in
+// `ciuic-producer-ids` in the first log dir (a decimal number: the end of
+// the last reserved block, replaced atomically before any id of a new block
+// is handed out), so an id is never handed out twice, across restarts too.
+// The ids left in a block at shutdown are skipped.
+//
+// Thread-safety: every method may be called from any thread; members of a
+// PartitionState marked "under mu" need its mu held.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "broker/cluster/partition.h"
+#include "broker/produce/producer_state.h"
+#include "metrics/topic_metrics.h"
+#include "storage/log.h"
+#include "storage/status.h"
+
+namespace ciuickafka::broker {
+class Broker;
+}
+
+namespace ciuickafka::broker::produce {
+
+inline constexpr std::string_view kSnapshotFile = "ciuic-producer-state";
+inline constexpr std::string_view kProducerIdFile = "ciuic-producer-ids";
+inline constexpr int64_t kProducerIdBlock = 1000;
+inline constexpr int64_t kSnapshotIntervalMs = 60'000;
+inline constexpr int64_t kProducerExpirationMs = 86'400'000;  // producer.id.expiration.ms default
+
+struct PartitionState {
+  std::mutex mu;
+  std::weak_ptr<storage::Log> log;
+  bool loaded = false;              // under mu
+  ProducerStateTable table;         // under mu
+  bool dirty = false;               // under mu: appends since the last snapshot
+  bool snapshot_queued = false;     // under mu
+  int64_t last_snapshot_ms = 0;     // under mu
+  std::mutex file_mu;               // one snapshot write at a time
+  int64_t written_offset = -1;      // under file_mu
+  // Set at creation, then read-only.
+  metrics::TopicMetrics topic_metrics;
+  metrics::PartitionMetrics partition_metrics;
+};
+
+class ProduceService {
+ public:
+  explicit ProduceService(Broker& broker);
+  ~ProduceService();
+  ProduceService(const ProduceService&) = delete;
+  ProduceService& operator=(const ProduceService&) = delete;
+
+  // Writes a snapshot of every loaded partition (synchronously).
+  void stop();
+
+  std::shared_ptr<PartitionState> partition_state(const Partition& p);
+  // st.mu held: loads the table once (snapshot, then the log's tail).
+  void ensure_loaded(PartitionState& st, storage::Log& log);
+  // st.mu held: after an idempotent append; queues a snapshot when due.
+  void after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms);
+
+  // A new producer id, never handed out before.
+  storage::Result<int64_t> allocate_producer_id();
+
+  // Tests: writes the snapshot now.
+  storage::Status snapshot_now(const std::shared_ptr<PartitionState>& st);
+
+ private:
+  std::string snapshot_path(const storage::Log& log) const;
+  void remove_stale_snapshots();
+  storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms);
+
+  Broker& broker_;
+  std::mutex mu_;  // guards states_
+  std::unordered_map<const storage::Log*, std::shared_ptr<PartitionState>> states_;
+
+  // Background snapshot tasks check this (under its mutex) before touching
+  // the service, which stop() marks gone.
+  struct Alive {
+    std::mutex mu;
+    bool alive = true;
+  };
+  std::shared_ptr<Alive> alive_ = std::make_shared<Alive>();
+
+  std::mutex pid_mu_;
+  int64_t next_pid_ = 0;      // under pid_mu_
+  int64_t reserved_end_ = 0;  // under pid_mu_
+  bool pid_loaded_ = false;   // under pid_mu_
+};
+
+}  // namespace ciuickafka::broker::produce

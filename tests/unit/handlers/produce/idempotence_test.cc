@@ -1,0 +1,218 @@
+// tests/unit/handlers/produce/idempotence_test.cc: InitProducerId, sequence
+// checks, deduplication (also across a restart), DescribeProducers, and the
+// producer state table and its snapshot codec on their own.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "broker/produce/producer_state.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/describe_producers.h"
+#include "protocol/generated/init_producer_id.h"
+#include "tests/unit/handlers/produce/produce_helpers.h"
+
+using namespace ciuickafka;
+using namespace ciuickafka::broker::test;
+using ciuickafka::broker::Broker;
+using ciuickafka::broker::Response;
+using ciuickafka::broker::produce::IncomingBatch;
+using ciuickafka::broker::produce::ProducerStateTable;
+using ciuickafka::broker::produce::SeqVerdict;
+using protocol::ErrorCode;
+using protocol::to_wire;
+
+namespace {
+
+int64_t init_producer_id(BrokerFixture& f, int16_t version = 4) {
+  protocol::InitProducerIdRequest req;
+  req.transactional_id = std::nullopt;
+  req.transaction_timeout_ms = 60000;
+  auto resp = f.call<protocol::InitProducerIdResponse>(req, version);
+  REQUIRE(resp.error_code == 0);
+  CHECK(resp.producer_epoch == 0);
+  return resp.producer_id;
+}
+
+std::vector<uint8_t> idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records = 2) {
+  return make_batch({.records = records, .producer_id = pid, .epoch = epoch, .base_sequence = seq});
+}
+
+}  // namespace
+
+TEST_CASE("InitProducerId hands out new ids, never reused across restarts") {
+  BrokerFixture f;
+  std::set<int64_t> seen;
+  for (int16_t v = 0; v <= 5; ++v) seen.insert(init_producer_id(f, v));
+  CHECK(seen.size() == 6);
+  f.restart();
+  for (int i = 0; i < 3; ++i) {
+    const int64_t id = init_producer_id(f);
+    CHECK(seen.count(id) == 0);
+    CHECK(id > *seen.rbegin());
+    seen.insert(id);
+  }
+  // Transactional ids: no transaction coordinator yet.
+  protocol::InitProducerIdRequest txn;
+  txn.transactional_id = "my-txn";
+  CHECK(f.call<protocol::InitProducerIdResponse>(txn, 4).error_code == to_wire(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  txn.transactional_id = "";
+  CHECK(f.call<protocol::InitProducerIdResponse>(txn, 4).error_code == to_wire(ErrorCode::INVALID_REQUEST));
+}
+
+TEST_CASE("a retried batch is answered with its original offset and not written twice") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  auto b0 = idem_batch(pid, 0, 0);
+  auto b1 = idem_batch(pid, 0, 2);
+  CHECK(produce_one(f, "t", b0).base_offset == 0);
+  CHECK(produce_one(f, "t", b1).base_offset == 2);
+  auto retry = produce_one(f, "t", b0);
+  CHECK(retry.error_code == 0);
+  CHECK(retry.base_offset == 0);
+  CHECK(produce_one(f, "t", b1).base_offset == 2);
+  CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 4);
+  // Next in sequence continues.
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 4)).base_offset == 4);
+  // Acks=all on a duplicate still answers (already durable or synced now).
+  CHECK(produce_one(f, "t", b1, 9, -1).base_offset == 2);
+}
+
+TEST_CASE("gaps are OUT_OF_ORDER_SEQUENCE_NUMBER, stale epochs INVALID_PRODUCER_EPOCH") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  CHECK(produce_one(f, "t", idem_batch(pid, 3, 0)).error_code == 0);
+  auto gap = produce_one(f, "t", idem_batch(pid, 3, 5));
+  CHECK(gap.error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+  CHECK(gap.error_message.has_value());
+  CHECK(produce_one(f, "t", idem_batch(pid, 2, 2)).error_code == to_wire(ErrorCode::INVALID_PRODUCER_EPOCH));
+  // A bumped epoch must start at 0 (KIP-360 client-side bump).
+  CHECK(produce_one(f, "t", idem_batch(pid, 4, 2)).error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+  CHECK(produce_one(f, "t", idem_batch(pid, 4, 0)).error_code == 0);
+  // An unknown producer is accepted at any sequence (Kafka 3.x).
+  CHECK(produce_one(f, "t", idem_batch(pid + 100, 0, 17)).error_code == 0);
+  // A sequence-less idempotent batch is invalid.
+  CHECK(produce_one(f, "t", idem_batch(pid, 4, -1)).error_code == to_wire(ErrorCode::INVALID_RECORD));
+  CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 6);
+}
+
+TEST_CASE("deduplication survives a clean restart (snapshot) and a lost snapshot (log scan)") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  std::vector<std::vector<uint8_t>> batches;
+  for (int i = 0; i < 6; ++i) {
+    batches.push_back(idem_batch(pid, 0, 2 * i));
+    CHECK(produce_one(f, "t", batches.back()).base_offset == 2 * i);
+  }
+  f.restart();
+  const std::string dir = f.broker().topics().partition("t", 0)->log().dir();
+  CHECK(std::filesystem::exists(dir + "/ciuic-producer-state"));
+  // The last 5 are remembered; the oldest fell out of the window.
+  for (int i = 1; i < 6; ++i) CHECK(produce_one(f, "t", batches[i]).base_offset == 2 * i);
+  CHECK(produce_one(f, "t", batches[0]).error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 12)).base_offset == 12);
+  CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 14);
+
+  // Without the snapshot the state comes back from the log headers.
+  f.close();
+  std::filesystem::remove(dir + "/ciuic-producer-state");
+  f.restart();
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 12)).base_offset == 12);
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 16)).error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 14)).base_offset == 14);
+}
+
+TEST_CASE("a snapshot beyond the log end is discarded") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 0)).error_code == 0);
+  f.close();
+  auto dir = f.dir();
+  // Forge a snapshot claiming offset 1000 that remembers a different batch.
+  ProducerStateTable table;
+  table.record(IncomingBatch{pid, 0, 0, 1, -1}, 500, 501, 1);
+  auto bytes = table.serialize(1000);
+  std::string path;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().filename() == "00000000000000000000.log") path = e.path().parent_path().string();
+  REQUIRE(!path.empty());
+  {
+    std::ofstream out(path + "/ciuic-producer-state", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  f.restart();
+  // Rebuilt from the log: the retry gets offset 0, not the forged 500.
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 0)).base_offset == 0);
+}
+
+TEST_CASE("DescribeProducers lists the partition's producers") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 0, 3)).error_code == 0);
+  CHECK(produce_one(f, "t", make_batch({})).error_code == 0);
+  protocol::DescribeProducersRequest req;
+  protocol::DescribeProducersRequest::TopicRequest tr;
+  tr.name = "t";
+  tr.partition_indexes = {0, 5};
+  req.topics.push_back(tr);
+  tr.name = "nope";
+  tr.partition_indexes = {0};
+  req.topics.push_back(tr);
+  auto resp = f.call<protocol::DescribeProducersResponse>(req, 0);
+  REQUIRE(resp.topics.size() == 2);
+  REQUIRE(resp.topics[0].partitions.size() == 2);
+  const auto& p0 = resp.topics[0].partitions[0];
+  CHECK(p0.error_code == 0);
+  REQUIRE(p0.active_producers.size() == 1);
+  CHECK(p0.active_producers[0].producer_id == pid);
+  CHECK(p0.active_producers[0].producer_epoch == 0);
+  CHECK(p0.active_producers[0].last_sequence == 2);
+  CHECK(p0.active_producers[0].coordinator_epoch == -1);
+  CHECK(resp.topics[0].partitions[1].error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  CHECK(resp.topics[1].partitions[0].error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+}
+
+TEST_CASE("producer state table: rules and snapshot round trip") {
+  ProducerStateTable t;
+  IncomingBatch b{7, 1, 0, 4, 100};
+  CHECK(t.check(b).verdict == SeqVerdict::kAppend);
+  t.record(b, 10, 14, 1);
+  CHECK(t.check(b).verdict == SeqVerdict::kDuplicate);
+  CHECK(t.check(b).duplicate.first_offset == 10);
+  IncomingBatch next{7, 1, 5, 0, 101};
+  CHECK(t.check(next).verdict == SeqVerdict::kAppend);
+  IncomingBatch gap{7, 1, 6, 0, 101};
+  CHECK(t.check(gap).verdict == SeqVerdict::kOutOfOrder);
+  IncomingBatch old{7, 0, 5, 0, 101};
+  CHECK(t.check(old).verdict == SeqVerdict::kInvalidEpoch);
+  // Sequence wrap: INT32_MAX is followed by 0.
+  IncomingBatch wrap{8, 0, INT32_MAX - 1, 2, 1};
+  CHECK(wrap.last_seq() == 0);
+  t.record(IncomingBatch{9, 0, INT32_MAX, 0, 1}, 20, 20, 1);
+  CHECK(t.check(IncomingBatch{9, 0, 0, 0, 1}).verdict == SeqVerdict::kAppend);
+  // Only 5 batches are remembered.
+  for (int i = 1; i <= 6; ++i) t.record(IncomingBatch{7, 1, 5 * i, 4, 1}, 100 + 5 * i, 104 + 5 * i, 2);
+  CHECK(t.find(7)->batches.size() == 5);
+  CHECK(t.check(IncomingBatch{7, 1, 5, 4, 1}).verdict == SeqVerdict::kOutOfOrder);
+  CHECK(t.check(IncomingBatch{7, 1, 10, 4, 1}).verdict == SeqVerdict::kDuplicate);
+
+  auto bytes = t.serialize(777);
+  auto parsed = ProducerStateTable::parse(bytes);
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->snapshot_offset == 777);
+  REQUIRE(parsed->table.find(7) != nullptr);
+  CHECK(parsed->table.find(7)->batches == t.find(7)->batches);
+  CHECK(parsed->table.find(9)->epoch == 0);
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    auto bad = bytes;
+    bad[i] ^= 0x10;
+    CHECK_FALSE(ProducerStateTable::parse(bad).has_value());
+  }
+  CHECK(t.expire(2 + 86'400'001, 86'400'000) == 2);  // both idle longer than a day
+}
