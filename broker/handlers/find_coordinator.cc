@@ -87,14 +87,3 @@ void handle_find_coordinator(RequestContext&& ctx) {
 CK_REGISTER_HANDLER(protocol::FindCoordinatorRequest, 0, 6, handle_find_coordinator);
 
 }  // namespace ciuickafka::broker
-
-// Until broker/CMakeLists.txt compiles broker/groups/*.cc into the broker
-// library, the group coordinator is built here, once.
-#include "broker/groups/admin_ops.cc"         // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/coordinator.cc"       // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/group.cc"             // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/lag_metrics.cc"       // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/membership.cc"        // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/membership_sync.cc"   // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/offsets.cc"           // NOLINT(bugprone-suspicious-include)
-#include "broker/groups/offsets_records.cc"   // NOLINT(bugprone-suspicious-include)
