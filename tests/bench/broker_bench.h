@@ -1,0 +1,126 @@
+// tests/bench/broker_bench.h: the pieces of the broker benchmark (issue #4).
+//
+// broker_bench is our own load generator on librdkafka (C API): producers
+// and explicitly assigned consumers (no consumer groups), a raw-socket slow
+// Fetch reader, a raw disk write loop and /proc samplers for the broker's
+// CPU time and RSS. tests/bench/run_broker_bench.sh starts a broker and
+// iperf3 and calls `broker_bench run`, which prints the table.
+//
+// Units: MB = 10^6 bytes, GB = 10^9 bytes, payload bytes only (key + value;
+// the protocol's own overhead is not counted). Every phase is bounded by a
+// message/byte count and by a wall-clock limit.
+//
+// Thread-safety: each run_* call owns its clients; ProcSampler is internally
+// synchronised. Not a test: nothing here asserts timing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ckbench {
+
+double now_s();  // monotonic seconds
+
+// ---- /proc of the broker ------------------------------------------------
+struct ProcStat {
+  bool ok = false;
+  double cpu_s = 0;   // utime + stime
+  long rss_kib = 0;   // VmRSS
+};
+ProcStat read_proc(int pid);
+
+// Samples VmRSS every 50 ms; peak() is the maximum since the last reset().
+class ProcSampler {
+ public:
+  explicit ProcSampler(int pid);
+  ~ProcSampler();
+  void reset();
+  long peak_kib() const { return peak_.load(); }
+
+ private:
+  int pid_;
+  std::atomic<long> peak_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ---- raw disk -------------------------------------------------------------
+struct DiskResult {
+  double buffered_mbps = 0;     // write() of 1 MiB blocks, no sync
+  double sync_end_mbps = 0;     // same, one fdatasync at the end counted in
+  double sync_each_mbps = 0;    // fdatasync after every 1 MiB block
+  std::string error;
+};
+DiskResult disk_bench(const std::string& dir, std::size_t max_mib, double max_s);
+
+// ---- producer -------------------------------------------------------------
+struct ProduceSpec {
+  std::string brokers, topic;
+  std::size_t msg_size = 1024;
+  int acks = 1;                 // 1 or -1
+  int partitions = 1;           // round-robin over 0..partitions-1
+  std::uint64_t max_msgs = 0;
+  double max_s = 8;
+  double rate = 0;              // msgs/s; 0 = as fast as possible
+  int linger_ms = 10;
+  int batch_bytes = 1000000;
+  bool record_latency = false;
+};
+struct ProduceResult {
+  std::uint64_t sent = 0, delivered = 0, failed = 0, bytes = 0;
+  double secs = 0;
+  std::vector<double> latency_us;  // per delivered message, when asked
+  std::string first_error;
+};
+ProduceResult run_produce(const ProduceSpec& spec);
+
+// ---- consumers --------------------------------------------------------------
+struct FetchSpec {
+  std::string brokers, topic;
+  std::vector<std::vector<int>> consumers;  // partitions each consumer reads from offset 0
+  double max_s = 10;
+  std::uint64_t max_bytes_per_consumer = 0;  // 0 = up to the end
+};
+struct FetchResult {
+  std::uint64_t msgs = 0, bytes = 0;
+  double secs = 0;
+  int finished = 0;  // consumers that reached the end of every partition
+  std::string first_error;
+};
+FetchResult run_fetch(const FetchSpec& spec);
+
+// ---- a slow reader at the socket level ------------------------------------
+// Sends Fetch v4 for (topic, partition 0, offset 0, 64 MiB) and drains each
+// response at `bytes_per_s` through a small receive buffer, again and again.
+// librdkafka cannot play this part: it always reads its socket eagerly.
+class SlowReader {
+ public:
+  SlowReader(std::string host, int port, std::string topic, double bytes_per_s);
+  ~SlowReader();
+  void stop();
+  std::uint64_t bytes() const { return bytes_.load(); }
+  int responses() const { return responses_.load(); }
+  std::string error() const;
+
+ private:
+  void loop();
+  std::string host_, topic_;
+  int port_;
+  double rate_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<int> responses_{0};
+  mutable std::mutex mu_;
+  std::string error_;
+  std::thread thread_;
+};
+
+// ---- admin ------------------------------------------------------------------
+// CreateTopics through librdkafka's admin API; "" on success (or exists).
+std::string create_topic(const std::string& brokers, const std::string& topic, int partitions);
+
+}  // namespace ckbench
