@@ -7,11 +7,14 @@
 
 namespace ciuickafka::broker {
 
-Response finish_response(protocol::Writer&& w, int16_t error_code) {
+Response finish_response(protocol::Writer&& w, int16_t error_code, int16_t api_key, int16_t version) {
   if (!w.ok()) {
     // Our own response failed to encode: a broker bug (a field this version
     // cannot carry). Closing the connection is the only honest answer.
-    std::fprintf(stderr, "response encoding failed: %s\n",
+    const protocol::ApiInfo* api = protocol::find_api(api_key);
+    std::fprintf(stderr, "[ciuickafka] ERROR %.*s v%d response encoding failed: %s\n",
+                 api != nullptr ? static_cast<int>(api->name.size()) : 7,
+                 api != nullptr ? api->name.data() : "unknown", version,
                  std::string(protocol::to_string(w.error())).c_str());
     return Response::close();
   }

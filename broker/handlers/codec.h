@@ -36,7 +36,8 @@ bool decode_request(const RequestContext& ctx, Request& out) {
 }
 
 // Turns an encoded Writer (size prefix at 0, reserved) into a Response.
-Response finish_response(protocol::Writer&& w, int16_t error_code);
+// api_key/version only name the response in the log when it failed to encode.
+Response finish_response(protocol::Writer&& w, int16_t error_code, int16_t api_key = -1, int16_t version = -1);
 
 template <class ResponseBody>
 Response make_response(const RequestContext& ctx, const ResponseBody& body, int16_t error_code = 0) {
@@ -47,7 +48,7 @@ Response make_response(const RequestContext& ctx, const ResponseBody& body, int1
   header.correlation_id = ctx.correlation_id();
   header.encode(w, protocol::response_header_version(ctx.api_key(), version));
   body.encode(w, version);
-  return finish_response(std::move(w), error_code);
+  return finish_response(std::move(w), error_code, ctx.api_key(), version);
 }
 
 }  // namespace ciuickafka::broker
