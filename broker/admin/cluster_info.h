@@ -1,0 +1,122 @@
+// broker/admin/cluster_info.h: what Metadata and DescribeCluster say about
+// the cluster (this one node): its advertised endpoint per listener and the
+// "authorized operations" bitfields.
+//
+// The endpoint is the advertised listener whose name matches the listener
+// the request arrived on (falling back to the first advertised one). An empty
+// advertised host means "this machine": we answer gethostname(). A port of 0
+// (a test listener bound to an ephemeral port) is replaced by the port the
+// server really bound when it published it through BoundPorts.
+//
+// Authorized operations: we have no authorizer, so, like Kafka without one,
+// every operation the resource type supports is allowed; the bitfield has
+// bit (1 << AclOperation code) set for each.
+//
+// Header-only (inline functions): small, and used by several handler files.
+//
+// Thread-safety: BoundPorts is internally locked; the rest are pure.
+#pragma once
+
+#include <unistd.h>
+
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "broker/broker.h"
+
+namespace ciuickafka::broker::admin {
+
+// Ports the server actually bound, by listener name (for listeners on port
+// 0). The server (or main) calls set() after binding; until then, or when it
+// never does, the configured port is advertised.
+class BoundPorts {
+ public:
+  explicit BoundPorts(Broker&) {}
+  void set(const std::string& listener, uint16_t port) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ports_[listener] = port;
+  }
+  uint16_t get(const std::string& listener) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ports_.find(listener);
+    return it == ports_.end() ? 0 : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, uint16_t> ports_;
+};
+
+struct AdvertisedEndpoint {
+  std::string host;
+  int32_t port = 0;
+};
+
+inline std::string local_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+// The endpoint clients should use to reach this node over `listener`.
+inline AdvertisedEndpoint advertised_endpoint(Broker& broker, std::string_view listener) {
+  const auto& adv = broker.listeners().advertised;
+  const config::Endpoint* ep = nullptr;
+  for (const auto& e : adv) {
+    if (e.name.size() != listener.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < listener.size() && same; ++i)
+      same = std::toupper(static_cast<unsigned char>(listener[i])) == static_cast<unsigned char>(e.name[i]);
+    if (same) {
+      ep = &e;
+      break;
+    }
+  }
+  if (ep == nullptr && !adv.empty()) ep = &adv.front();
+  AdvertisedEndpoint out;
+  if (ep == nullptr) {
+    out.host = local_hostname();
+    return out;
+  }
+  out.host = ep->host.empty() ? local_hostname() : ep->host;
+  out.port = ep->port;
+  if (out.port == 0) out.port = broker.service<BoundPorts>().get(ep->name);
+  return out;
+}
+
+// Kafka's AclOperation codes.
+enum AclOperation : int {
+  kAclAll = 2,
+  kAclRead = 3,
+  kAclWrite = 4,
+  kAclCreate = 5,
+  kAclDelete = 6,
+  kAclAlter = 7,
+  kAclDescribe = 8,
+  kAclClusterAction = 9,
+  kAclDescribeConfigs = 10,
+  kAclAlterConfigs = 11,
+  kAclIdempotentWrite = 12,
+};
+
+constexpr int32_t bit(int op) { return static_cast<int32_t>(1u << op); }
+
+// Every operation a TOPIC supports: READ, WRITE, CREATE, DELETE, ALTER,
+// DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+constexpr int32_t kTopicOperations = bit(kAclRead) | bit(kAclWrite) | bit(kAclCreate) | bit(kAclDelete) |
+                                     bit(kAclAlter) | bit(kAclDescribe) | bit(kAclDescribeConfigs) |
+                                     bit(kAclAlterConfigs);
+// Every operation the CLUSTER supports: CREATE, CLUSTER_ACTION,
+// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE.
+constexpr int32_t kClusterOperations = bit(kAclCreate) | bit(kAclClusterAction) | bit(kAclDescribeConfigs) |
+                                       bit(kAclAlterConfigs) | bit(kAclIdempotentWrite) | bit(kAclAlter) |
+                                       bit(kAclDescribe);
+// "Not requested": Integer.MIN_VALUE.
+constexpr int32_t kOperationsOmitted = INT32_MIN;
+
+}  // namespace ciuickafka::broker::admin

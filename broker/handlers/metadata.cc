@@ -1,0 +1,138 @@
+// broker/handlers/metadata.cc: Metadata (key 3), versions 0-12.
+//
+// One node is the whole cluster: it is the only broker, the controller and
+// the leader of every partition (replicas = isr = [this node]). Its host and
+// port are the advertised listener the request came in on
+// (admin/cluster_info.h).
+//
+// Which topics: v0 an empty list, v1+ a null list = every topic; otherwise
+// the ones named (v10+ may name them by topic id instead; an unknown id is
+// UNKNOWN_TOPIC_ID). An unknown name is created when auto.create.topics.enable
+// is on and the client allows it (always for v0-3, allow_auto_topic_creation
+// v4+). Kafka answers LEADER_NOT_AVAILABLE for a topic it just created,
+// because its controller has not elected leaders yet; here the partitions
+// exist the moment create() returns, so we answer NONE with the partitions at
+// once and producers (librdkafka, kafka-python, sarama) start without a
+// retry round. Invalid names are INVALID_TOPIC_EXCEPTION, unknown topics that
+// are not created UNKNOWN_TOPIC_OR_PARTITION.
+//
+// Authorized operations (v8+ topic, v8-10 cluster): the full set when asked
+// for (we have no authorizer), INT32_MIN otherwise.
+#include "broker/admin/auto_create.h"
+#include "broker/admin/cluster_info.h"
+#include "broker/broker.h"
+#include "broker/handlers/codec.h"
+#include "broker/handlers/registry.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/metadata.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::MetadataRequest;
+using protocol::MetadataResponse;
+using protocol::to_wire;
+
+MetadataResponse::MetadataResponseTopic describe_topic(const Topic& t, int32_t node, bool with_ops) {
+  MetadataResponse::MetadataResponseTopic out;
+  out.name = t.name;
+  out.topic_id = t.id;
+  out.is_internal = t.is_internal();
+  out.topic_authorized_operations = with_ops ? admin::kTopicOperations : admin::kOperationsOmitted;
+  out.partitions.reserve(t.partitions.size());
+  for (const auto& p : t.partitions) {
+    MetadataResponse::MetadataResponsePartition mp;
+    mp.partition_index = p->index();
+    mp.leader_id = node;
+    mp.leader_epoch = p->leader_epoch();
+    mp.replica_nodes = {node};
+    mp.isr_nodes = {node};
+    out.partitions.push_back(std::move(mp));
+  }
+  return out;
+}
+
+MetadataResponse::MetadataResponseTopic topic_error(std::optional<std::string> name, const protocol::Uuid& id,
+                                                    ErrorCode e) {
+  MetadataResponse::MetadataResponseTopic out;
+  out.error_code = to_wire(e);
+  out.name = std::move(name);
+  out.topic_id = id;
+  return out;
+}
+
+void handle_metadata(RequestContext&& ctx) {
+  MetadataRequest req;
+  if (!decode_request(ctx, req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  Broker& broker = *ctx.broker;
+  const int16_t version = ctx.api_version();
+  const int32_t node = broker.node_id();
+
+  MetadataResponse resp;
+  const admin::AdvertisedEndpoint ep = admin::advertised_endpoint(broker, ctx.listener);
+  MetadataResponse::MetadataResponseBroker b;
+  b.node_id = node;
+  b.host = ep.host;
+  b.port = ep.port;
+  b.rack = std::nullopt;
+  resp.brokers.push_back(std::move(b));
+  resp.cluster_id = broker.cluster_id();
+  resp.controller_id = node;
+  // The cluster field exists in v8-10 only, the topic one in v8+.
+  if (version >= 8 && version <= 10 && req.include_cluster_authorized_operations)
+    resp.cluster_authorized_operations = admin::kClusterOperations;
+  const bool with_ops = version >= 8 && req.include_topic_authorized_operations;
+
+  const bool all_topics = !req.topics.has_value() || (version == 0 && req.topics->empty());
+  if (all_topics) {
+    for (const auto& t : broker.topics().list()) resp.topics.push_back(describe_topic(*t, node, with_ops));
+    ctx.respond(make_response(ctx, resp));
+    return;
+  }
+
+  const bool may_create = broker.config().get_bool("auto.create.topics.enable") &&
+                          (version < 4 || req.allow_auto_topic_creation);
+  for (const auto& rt : *req.topics) {
+    if (!rt.name.has_value()) {
+      // By topic id (v10+).
+      if (auto t = broker.topics().find(rt.topic_id)) {
+        resp.topics.push_back(describe_topic(*t, node, with_ops));
+      } else {
+        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id, ErrorCode::UNKNOWN_TOPIC_ID));
+      }
+      continue;
+    }
+    const std::string& name = *rt.name;
+    if (auto t = broker.topics().find(name)) {
+      resp.topics.push_back(describe_topic(*t, node, with_ops));
+      continue;
+    }
+    if (TopicTable::invalid_name_reason(name)) {
+      resp.topics.push_back(topic_error(name, {}, ErrorCode::INVALID_TOPIC_EXCEPTION));
+      continue;
+    }
+    if (!may_create) {
+      resp.topics.push_back(topic_error(name, {}, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+      continue;
+    }
+    admin::AutoCreated created = admin::auto_create_topic(broker, name);
+    if (created.error.ok() && created.topic) {
+      resp.topics.push_back(describe_topic(*created.topic, node, with_ops));
+    } else {
+      // Kafka reports a failed auto-creation (say, a replication factor the
+      // cluster cannot meet) as the topic's error code.
+      resp.topics.push_back(topic_error(name, {}, created.error.code));
+    }
+  }
+  ctx.respond(make_response(ctx, resp));
+}
+
+}  // namespace
+
+CK_REGISTER_HANDLER(protocol::MetadataRequest, 0, 12, handle_metadata);
+
+}  // namespace ciuickafka::broker
