@@ -1,0 +1,143 @@
+// broker/admin/config_describe.h: DescribeConfigs entries for a topic or for
+// the broker, computed from the config registry (broker/config/registry.h).
+//
+// A topic config's value is its override (source TOPIC_CONFIG), else the
+// broker default it inherits: STATIC_BROKER_CONFIG when any key of that
+// broker key's synonym group was set (file, --override, environment), else
+// DEFAULT_CONFIG. Its synonyms, as Kafka lists them: the override first,
+// then the broker keys of the group in precedence order (each set value,
+// then its default). The known topic configs are the topic-level names of
+// the registry (one per synonym group), in name order.
+//
+// Broker configs: every registry key, read_only (this broker has no dynamic
+// configs yet: AlterConfigs on a broker resource is refused), source from
+// where it was set. Passwords are reported as null and sensitive.
+//
+// CreateTopics v5+ reuses describe_topic_configs for the configs of the
+// topic it made. Header-only (inline functions).
+//
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/cluster/topic_table.h"
+#include "broker/config/broker_config.h"
+#include "broker/config/registry.h"
+#include "broker/config/types.h"
+
+namespace ciuickafka::broker::admin {
+
+struct ConfigSynonym {
+  std::string name;
+  std::optional<std::string> value;
+  config::DescribeSource source = config::DescribeSource::kDefaultConfig;
+};
+
+struct DescribedConfig {
+  std::string name;
+  std::optional<std::string> value;
+  bool read_only = false;
+  config::DescribeSource source = config::DescribeSource::kDefaultConfig;
+  bool is_sensitive = false;
+  std::vector<ConfigSynonym> synonyms;  // filled only when asked for
+  int8_t config_type = 0;              // DescribeConfigs v3 ConfigType code
+  std::string documentation;
+};
+
+// DescribeConfigsResponse ConfigType codes (v3+).
+inline int8_t describe_type(config::ConfigType t) {
+  switch (t) {
+    case config::ConfigType::kBoolean: return 1;
+    case config::ConfigType::kString: return 2;
+    case config::ConfigType::kInt: return 3;
+    case config::ConfigType::kLong: return 5;
+    case config::ConfigType::kDouble: return 6;
+    case config::ConfigType::kList: return 7;
+    case config::ConfigType::kClass: return 8;
+    case config::ConfigType::kPassword: return 9;
+  }
+  return 0;
+}
+
+// The topic-level config names we know, sorted.
+inline std::vector<std::string> known_topic_configs() {
+  std::set<std::string> names;
+  for (const config::KeyDef& k : config::all_keys())
+    if (!k.topic_name.empty()) names.insert(std::string(k.topic_name));
+  return {names.begin(), names.end()};
+}
+
+inline bool wanted(const std::optional<std::vector<std::string>>& keys, std::string_view name) {
+  // null or (as older clients send) empty: every key.
+  if (!keys || keys->empty()) return true;
+  return std::find(keys->begin(), keys->end(), name) != keys->end();
+}
+
+inline std::vector<ConfigSynonym> broker_synonyms(const config::BrokerConfig& cfg, std::string_view broker_key) {
+  std::vector<ConfigSynonym> out;
+  for (const config::Synonym& s : cfg.synonyms(broker_key))
+    out.push_back({std::string(s.name), s.value, config::describe_source(s.source)});
+  return out;
+}
+
+inline std::vector<DescribedConfig> describe_topic_configs(const TopicTable& topics, const Topic& topic,
+                                                           const std::optional<std::vector<std::string>>& keys,
+                                                           bool with_synonyms) {
+  const config::BrokerConfig& cfg = topics.broker_config();
+  std::vector<DescribedConfig> out;
+  for (const std::string& name : known_topic_configs()) {
+    if (!wanted(keys, name)) continue;
+    const config::KeyDef* bk = config::find_by_topic_name(name);
+    if (bk == nullptr) continue;
+    DescribedConfig d;
+    d.name = name;
+    d.config_type = describe_type(bk->type);
+    d.is_sensitive = bk->type == config::ConfigType::kPassword;
+    d.documentation = std::string(bk->doc);
+    auto over = topic.configs.find(name);
+    if (over != topic.configs.end()) {
+      d.value = d.is_sensitive ? std::nullopt : std::optional<std::string>(over->second);
+      d.source = config::DescribeSource::kTopicConfig;
+    } else {
+      d.value = d.is_sensitive ? std::nullopt : topics.config_value(topic, name);
+      bool set = false;
+      for (const config::KeyDef* k : config::synonym_keys(bk->name)) set = set || cfg.is_set(k->name);
+      d.source = set ? config::DescribeSource::kStaticBrokerConfig : config::DescribeSource::kDefaultConfig;
+    }
+    if (with_synonyms) {
+      if (over != topic.configs.end()) d.synonyms.push_back({name, d.value, config::DescribeSource::kTopicConfig});
+      for (auto& s : broker_synonyms(cfg, bk->name)) d.synonyms.push_back(std::move(s));
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+inline std::vector<DescribedConfig> describe_broker_configs(const config::BrokerConfig& cfg,
+                                                            const std::optional<std::vector<std::string>>& keys,
+                                                            bool with_synonyms) {
+  std::vector<DescribedConfig> out;
+  for (const config::KeyDef& k : config::all_keys()) {
+    if (!wanted(keys, k.name)) continue;
+    DescribedConfig d;
+    d.name = std::string(k.name);
+    d.value = cfg.describe_value(k.name);
+    d.read_only = true;
+    d.source = config::describe_source(cfg.source(k.name));
+    d.is_sensitive = k.type == config::ConfigType::kPassword;
+    d.config_type = describe_type(k.type);
+    d.documentation = std::string(k.doc);
+    if (with_synonyms) d.synonyms = broker_synonyms(cfg, k.name);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace ciuickafka::broker::admin
