@@ -1,0 +1,79 @@
+// broker/handlers/create_partitions.cc: CreatePartitions (key 37),
+// versions 0-3.
+//
+// Partitions can only be added (TopicTable::add_partitions: a count that is
+// not an increase is INVALID_PARTITIONS with a message). Explicit
+// assignments, when given, must have one entry per new partition, each
+// exactly [this node]; otherwise INVALID_REPLICA_ASSIGNMENT, as Kafka says
+// of an assignment it cannot honour. A topic named twice in one request is
+// INVALID_REQUEST; validate_only checks and changes nothing.
+#include <map>
+
+#include "broker/broker.h"
+#include "broker/handlers/codec.h"
+#include "broker/handlers/registry.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/create_partitions.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using protocol::CreatePartitionsRequest;
+using protocol::CreatePartitionsResponse;
+using protocol::ErrorCode;
+using protocol::to_wire;
+
+using Result = CreatePartitionsResponse::CreatePartitionsTopicResult;
+
+Result result(const std::string& name, ErrorCode code, std::string message) {
+  Result r;
+  r.name = name;
+  r.error_code = to_wire(code);
+  if (code != ErrorCode::NONE) r.error_message = std::move(message);
+  return r;
+}
+
+Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only) {
+  auto topic = broker.topics().find(t.name);
+  if (!topic) return result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + t.name + "' does not exist.");
+  const auto current = static_cast<int32_t>(topic->partitions.size());
+  if (t.assignments && !t.assignments->empty() && t.count > current) {
+    const auto added = t.count - current;
+    if (static_cast<int32_t>(t.assignments->size()) != added)
+      return result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                    "Increasing the number of partitions by " + std::to_string(added) + " but " +
+                        std::to_string(t.assignments->size()) + " assignments provided.");
+    for (const auto& a : *t.assignments)
+      if (a.broker_ids.size() != 1 || a.broker_ids[0] != broker.node_id())
+        return result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                      "Each new partition must be assigned to exactly [" + std::to_string(broker.node_id()) +
+                          "]: this cluster has one broker.");
+  }
+  TopicError e = broker.topics().add_partitions(t.name, t.count, validate_only, Broker::now_ms());
+  return result(t.name, e.code, e.message);
+}
+
+void handle_create_partitions(RequestContext&& ctx) {
+  CreatePartitionsRequest req;
+  if (!decode_request(ctx, req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  std::map<std::string, int> count;
+  for (const auto& t : req.topics) ++count[t.name];
+  CreatePartitionsResponse resp;
+  for (const auto& t : req.topics) {
+    if (count[t.name] > 1) {
+      resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+      continue;
+    }
+    resp.results.push_back(grow(*ctx.broker, t, req.validate_only));
+  }
+  ctx.respond(make_response(ctx, resp));
+}
+
+}  // namespace
+
+CK_REGISTER_HANDLER(protocol::CreatePartitionsRequest, 0, 3, handle_create_partitions);
+
+}  // namespace ciuickafka::broker
