@@ -1,0 +1,68 @@
+// broker/admin/alter_resource.h: what AlterConfigs and
+// IncrementalAlterConfigs share: the checks on a resource before its configs
+// are touched, and the answer for resources we cannot alter.
+//
+// A TOPIC resource must be a valid (INVALID_TOPIC_EXCEPTION) and existing
+// (UNKNOWN_TOPIC_OR_PARTITION) topic. BROKER and BROKER_LOGGER resources:
+// this broker has no dynamic configs (everything is set at start-up, file >
+// --override > environment), so a change is INVALID_REQUEST with a message
+// saying so; an empty change set is accepted (it changes nothing). A
+// resource named twice in one request is INVALID_REQUEST, as in Kafka.
+//
+// Header-only (inline functions): small, and used by several handler files.
+// Thread-safety: pure functions (reads the topic table).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/admin/resource_types.h"
+#include "broker/broker.h"
+#include "protocol/error_code.h"
+
+namespace ciuickafka::broker::admin {
+
+// Checks a resource about to be altered; `changes` = number of configs.
+// NONE means: a topic, go ahead (or a broker resource with nothing to do,
+// then *nothing_to_do is set).
+inline TopicError check_alter_resource(Broker& broker, int8_t type, const std::string& name, size_t changes,
+                                       bool* nothing_to_do) {
+  using protocol::ErrorCode;
+  *nothing_to_do = false;
+  switch (type) {
+    case kResourceTopic:
+      if (auto why = TopicTable::invalid_name_reason(name)) return {ErrorCode::INVALID_TOPIC_EXCEPTION, *why};
+      if (!broker.topics().find(name))
+        return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + name + "' does not exist."};
+      return {};
+    case kResourceBroker:
+    case kResourceBrokerLogger:
+      if (auto why = bad_broker_resource(name, broker.node_id())) return {ErrorCode::INVALID_REQUEST, *why};
+      if (changes == 0) {
+        *nothing_to_do = true;
+        return {};
+      }
+      return {ErrorCode::INVALID_REQUEST,
+              type == kResourceBroker
+                  ? "Dynamic broker configs are not supported: set broker configs in server.properties, "
+                    "--override or KAFKA_* environment variables and restart the broker."
+                  : "Changing logger levels at runtime is not supported."};
+    default:
+      return {ErrorCode::INVALID_REQUEST, "Unsupported resource type " + std::to_string(type)};
+  }
+}
+
+// Positions of resources named more than once (type and name) in a request.
+template <class Resource>
+std::vector<bool> duplicate_resources(const std::vector<Resource>& resources) {
+  std::map<std::pair<int8_t, std::string>, int> count;
+  for (const auto& r : resources) ++count[{r.resource_type, r.resource_name}];
+  std::vector<bool> dup;
+  dup.reserve(resources.size());
+  for (const auto& r : resources) dup.push_back(count[{r.resource_type, r.resource_name}] > 1);
+  return dup;
+}
+
+}  // namespace ciuickafka::broker::admin

@@ -1,0 +1,125 @@
+// broker/handlers/incremental_alter_configs.cc: IncrementalAlterConfigs
+// (key 44), versions 0-1.
+//
+// Each operation edits the topic's current overrides: SET (0) sets a key,
+// DELETE (1) removes its override (back to the broker default), APPEND (2)
+// and SUBTRACT (3) add or remove elements of a list config (cleanup.policy)
+// starting from its effective value. The resulting full map goes through
+// TopicTable::set_configs, which validates it (INVALID_CONFIG naming key and
+// value) and persists it; validate_only changes nothing. Following Kafka:
+// APPEND/SUBTRACT on a non-list config is INVALID_CONFIG; a null value for
+// SET/APPEND/SUBTRACT, an unknown operation or a key given twice is
+// INVALID_REQUEST. Broker resources: see admin/alter_resource.h.
+#include <algorithm>
+#include <set>
+
+#include "broker/admin/alter_resource.h"
+#include "broker/broker.h"
+#include "broker/config/registry.h"
+#include "broker/handlers/codec.h"
+#include "broker/handlers/registry.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/incremental_alter_configs.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::IncrementalAlterConfigsRequest;
+using protocol::IncrementalAlterConfigsResponse;
+using protocol::to_wire;
+
+enum Op : int8_t { kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3 };
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  return out;
+}
+
+TopicError alter(Broker& broker, const IncrementalAlterConfigsRequest::AlterConfigsResource& r, bool validate_only) {
+  bool nothing_to_do = false;
+  TopicError e = admin::check_alter_resource(broker, r.resource_type, r.resource_name, r.configs.size(), &nothing_to_do);
+  if (!e.ok() || nothing_to_do) return e;
+  auto topic = broker.topics().find(r.resource_name);
+  if (!topic) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + r.resource_name + "' does not exist."};
+
+  std::set<std::string> seen;
+  for (const auto& c : r.configs)
+    if (!seen.insert(c.name).second)
+      return {ErrorCode::INVALID_REQUEST, "Error due to duplicate config keys: " + c.name};
+
+  ConfigMap configs = topic->configs;
+  for (const auto& c : r.configs) {
+    if (c.config_operation < kSet || c.config_operation > kSubtract)
+      return {ErrorCode::INVALID_REQUEST, "Unknown alter config operation " + std::to_string(c.config_operation)};
+    if (c.config_operation == kDelete) {
+      configs.erase(c.name);
+      continue;
+    }
+    if (!c.value) return {ErrorCode::INVALID_REQUEST, "Null value not supported for : " + c.name};
+    if (c.config_operation == kSet) {
+      configs[c.name] = *c.value;
+      continue;
+    }
+    const config::KeyDef* key = config::find_by_topic_name(c.name);
+    if (key == nullptr) return {ErrorCode::INVALID_CONFIG, "unknown topic configuration \"" + c.name + "\""};
+    if (key->type != config::ConfigType::kList)
+      return {ErrorCode::INVALID_CONFIG, std::string("Config value ") +
+                                             (c.config_operation == kAppend ? "append" : "subtract") +
+                                             " is not allowed for config key: " + c.name};
+    auto it = configs.find(c.name);
+    std::vector<std::string> items =
+        split_list(it != configs.end() ? it->second : broker.topics().config_value(*topic, c.name).value_or(""));
+    for (const std::string& v : split_list(*c.value)) {
+      auto pos = std::find(items.begin(), items.end(), v);
+      if (c.config_operation == kAppend && pos == items.end()) items.push_back(v);
+      if (c.config_operation == kSubtract && pos != items.end()) items.erase(pos);
+    }
+    configs[c.name] = join_list(items);
+  }
+  return broker.topics().set_configs(r.resource_name, configs, validate_only);
+}
+
+void handle_incremental_alter_configs(RequestContext&& ctx) {
+  IncrementalAlterConfigsRequest req;
+  if (!decode_request(ctx, req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  const std::vector<bool> dup = admin::duplicate_resources(req.resources);
+  IncrementalAlterConfigsResponse resp;
+  for (size_t i = 0; i < req.resources.size(); ++i) {
+    const auto& r = req.resources[i];
+    TopicError e = dup[i] ? TopicError{ErrorCode::INVALID_REQUEST, "Error due to duplicate resources"}
+                          : alter(*ctx.broker, r, req.validate_only);
+    IncrementalAlterConfigsResponse::AlterConfigsResourceResponse out;
+    out.resource_type = r.resource_type;
+    out.resource_name = r.resource_name;
+    out.error_code = to_wire(e.code);
+    out.error_message = e.ok() ? std::nullopt : std::optional<std::string>(e.message);
+    resp.responses.push_back(std::move(out));
+  }
+  ctx.respond(make_response(ctx, resp));
+}
+
+}  // namespace
+
+CK_REGISTER_HANDLER(protocol::IncrementalAlterConfigsRequest, 0, 1, handle_incremental_alter_configs);
+
+}  // namespace ciuickafka::broker
