@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "broker/admin/cluster_info.h"
 #include "broker/broker.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/command_line.h"
@@ -98,8 +99,15 @@ int main(int argc, char** argv) {
     broker->shutdown();
     return 1;
   }
+  // Listeners on port 0 advertise the port they really got.
+  const std::vector<uint16_t> bound = server.bound_ports();
+  for (size_t i = 0; i < bound.size() && i < broker->listeners().bound.size(); ++i)
+    broker->service<ciuickafka::broker::admin::BoundPorts>().set(broker->listeners().bound[i].name, bound[i]);
   std::string ports;
-  for (uint16_t p : server.bound_ports()) ports += (ports.empty() ? "" : ",") + std::to_string(p);
+  for (uint16_t p : bound) {
+    if (!ports.empty()) ports += ',';
+    ports += std::to_string(p);
+  }
   std::fprintf(stderr, "[ciuickafka] started: node %d, cluster %s, listening on port(s) %s, %zu topic(s)\n",
                broker->node_id(), broker->cluster_id().c_str(), ports.c_str(), broker->topics().list().size());
 
