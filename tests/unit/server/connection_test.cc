@@ -1,0 +1,276 @@
+// tests/unit/server/connection_test.cc: the per-connection response queue
+// with a test dispatcher that holds requests until the test answers them:
+// answers given out of order leave in request order, kNoResponse is skipped,
+// kClose closes after what precedes it, reading pauses at 16 in flight and
+// under queued.max.request.bytes, file slices are sent with sendfile, stop()
+// lets in-flight requests finish, and answers after the server is gone are
+// dropped safely.
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "storage/io/posix_file.h"
+#include "tests/unit/server/server_test_util.h"
+#include "tests/unit/storage/log_test_util.h"
+
+namespace ciuickafka::broker::test {
+namespace {
+
+// Holds every dispatched request until the test answers it.
+class Holder {
+ public:
+  Server::DispatchFn dispatcher() {
+    return [this](RequestContext ctx) {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.push_back(std::move(ctx));
+    };
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  // Waits until n requests were dispatched.
+  bool wait_for(size_t n) {
+    return eventually([&] { return count() >= n; });
+  }
+  RequestContext take(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.at(i);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<RequestContext> held_;
+};
+
+int32_t correlation_of(const RequestContext& ctx) { return be32(ctx.frame->data() + 4); }
+
+// A frame with a minimal header (key, version, correlation id) padded to size bytes.
+std::vector<uint8_t> test_frame(int32_t correlation_id, size_t size = 8) {
+  std::vector<uint8_t> f = be32_bytes(static_cast<int32_t>(size));
+  f.insert(f.end(), {0, 99, 0, 0});
+  auto c = be32_bytes(correlation_id);
+  f.insert(f.end(), c.begin(), c.end());
+  f.resize(4 + size, 0x5a);
+  return f;
+}
+
+// The answer to a held request: [size][correlation id].
+Response echo(const RequestContext& ctx) {
+  Response r;
+  r.bytes = be32_bytes(4);
+  auto c = be32_bytes(correlation_of(ctx));
+  r.bytes.insert(r.bytes.end(), c.begin(), c.end());
+  return r;
+}
+
+std::vector<uint8_t> frames(int from, int to) {
+  std::vector<uint8_t> all;
+  for (int i = from; i < to; ++i) {
+    auto f = test_frame(i);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  return all;
+}
+
+TEST_CASE("Answers given out of order are written in request order") {
+  Holder h;
+  ServerFixture fx({}, h.dispatcher());
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 5)));
+  REQUIRE(h.wait_for(5));
+  // Answer from another thread, last first.
+  std::thread t([&] {
+    for (int i = 4; i >= 0; --i) {
+      auto ctx = h.take(i);
+      ctx.respond(echo(ctx));
+      ::usleep(20000);
+    }
+  });
+  for (int i = 0; i < 5; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+  t.join();
+}
+
+TEST_CASE("kNoResponse is skipped and kClose closes after earlier answers") {
+  Holder h;
+  ServerFixture fx({}, h.dispatcher());
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 4)));
+  REQUIRE(h.wait_for(4));
+  h.take(3).respond(Response::close());
+  h.take(1).respond(Response::none());
+  h.take(2).respond(echo(h.take(2)));
+  h.take(0).respond(echo(h.take(0)));
+  auto a = c.recv_frame();
+  REQUIRE(a);
+  CHECK(be32(a->data()) == 0);
+  auto b = c.recv_frame();
+  REQUIRE(b);
+  CHECK(be32(b->data()) == 2);
+  CHECK(c.closed_by_peer());
+}
+
+TEST_CASE("Reading pauses at 16 requests in flight and resumes as they are answered") {
+  Holder h;
+  ServerFixture fx({}, h.dispatcher());
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 20)));
+  REQUIRE(h.wait_for(16));
+  ::usleep(200000);
+  CHECK(h.count() == 16);
+  for (int i = 0; i < 16; ++i) h.take(i).respond(echo(h.take(i)));
+  REQUIRE(h.wait_for(20));
+  for (int i = 16; i < 20; ++i) h.take(i).respond(echo(h.take(i)));
+  for (int i = 0; i < 20; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+}
+
+TEST_CASE("queued.max.request.bytes pauses reading across connections until answers free it") {
+  Holder h;
+  ServerFixture fx({"queued.max.request.bytes=1000"}, h.dispatcher());
+  RawClient a(fx.port());
+  RawClient b(fx.port());
+  auto f0 = test_frame(0, 400), f1 = test_frame(1, 400), f2 = test_frame(2, 400);
+  std::vector<uint8_t> three = f0;
+  three.insert(three.end(), f1.begin(), f1.end());
+  three.insert(three.end(), f2.begin(), f2.end());
+  REQUIRE(a.send_all(three));
+  REQUIRE(h.wait_for(2));
+  REQUIRE(b.send_all(test_frame(3, 400)));
+  ::usleep(200000);
+  CHECK(h.count() == 2);  // 800 of 1000 bytes held: neither the third nor b's frame fits
+  CHECK(fx.server().budget().in_use() == 800);
+  h.take(0).respond(echo(h.take(0)));
+  REQUIRE(h.wait_for(3));
+  ::usleep(100000);
+  CHECK(h.count() == 3);  // 400 freed: one more fits, not two
+  for (size_t i = 1; i < 3; ++i) h.take(i).respond(echo(h.take(i)));
+  REQUIRE(h.wait_for(4));
+  for (size_t i = 3; i < 4; ++i) h.take(i).respond(echo(h.take(i)));
+  std::vector<int32_t> got_a, got_b;
+  for (int i = 0; i < 3; ++i) {
+    auto f = a.recv_frame();
+    REQUIRE(f);
+    got_a.push_back(be32(f->data()));
+  }
+  auto fb = b.recv_frame();
+  REQUIRE(fb);
+  CHECK(got_a == std::vector<int32_t>{0, 1, 2});
+  CHECK(be32(fb->data()) == 3);
+  CHECK(eventually([&] { return fx.server().budget().in_use() == 0; }));
+}
+
+TEST_CASE("A response with segment slices arrives byte for byte") {
+  TempDir dir;
+  storage::io::PosixFileSystem fs;
+  auto log = storage::test::open_log(fs, dir.path() + "/t-0", storage::LogConfig{});
+  for (int i = 0; i < 30; ++i) {
+    auto batch = storage::test::make_batch(10, 1000 + i, 3000);
+    storage::test::append_ok(*log, batch);
+  }
+  auto rr = log->read(0, 64u << 20);
+  REQUIRE(rr.is_ok());
+  auto file_bytes = storage::read_slices(*rr);
+  REQUIRE(file_bytes.is_ok());
+
+  // The answer comes later, from another thread: [size][corr][records][trailer].
+  std::mutex threads_mu;
+  std::vector<std::thread> threads;
+  Server::DispatchFn dispatch = [&rr, &threads_mu, &threads](RequestContext ctx) {
+    std::lock_guard<std::mutex> lock(threads_mu);
+    threads.emplace_back([ctx = std::move(ctx), &rr] {
+      ::usleep(50000);
+      Response r;
+      r.bytes = be32_bytes(static_cast<int32_t>(4 + rr->bytes + 2));
+      auto c = be32_bytes(correlation_of(ctx));
+      r.bytes.insert(r.bytes.end(), c.begin(), c.end());
+      r.splices.push_back({r.bytes.size(), rr->slices, rr->bytes});
+      r.bytes.insert(r.bytes.end(), {0xee, 0xff});
+      ctx.respond(std::move(r));
+    });
+  };
+  struct Joiner {
+    std::mutex& mu;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& t : threads) t.join();
+    }
+  } joiner{threads_mu, threads};
+  ServerFixture fx({}, dispatch);
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 2)));
+  for (int i = 0; i < 2; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    REQUIRE(f->size() == 4 + file_bytes->size() + 2);
+    CHECK(be32(f->data()) == i);
+    CHECK(std::equal(file_bytes->begin(), file_bytes->end(), f->begin() + 4));
+    CHECK((*f)[f->size() - 2] == 0xee);
+    CHECK((*f)[f->size() - 1] == 0xff);
+  }
+}
+
+TEST_CASE("stop() lets in-flight requests be answered within the grace period") {
+  Holder h;
+  ServerFixture fx({}, h.dispatcher());
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 2)));
+  REQUIRE(h.wait_for(2));
+  std::thread answer([&] {
+    ::usleep(100000);
+    for (size_t i = 0; i < 2; ++i) h.take(i).respond(echo(h.take(i)));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  fx.server().stop(std::chrono::milliseconds(3000));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2500));
+  answer.join();
+  for (int i = 0; i < 2; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+  CHECK(c.closed_by_peer());
+}
+
+TEST_CASE("stop() closes connections whose answers do not come within the grace period") {
+  Holder h;
+  ServerFixture fx({}, h.dispatcher());
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 1)));
+  REQUIRE(h.wait_for(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  fx.server().stop(std::chrono::milliseconds(200));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2000));
+  CHECK(c.closed_by_peer());
+  // A late answer, after the server stopped, is dropped without harm.
+  h.take(0).respond(echo(h.take(0)));
+}
+
+TEST_CASE("An answer after the Server is destroyed is dropped") {
+  Holder h;
+  std::function<void(Response)> late;
+  {
+    ServerFixture fx({}, h.dispatcher());
+    RawClient c(fx.port());
+    REQUIRE(c.send_all(frames(0, 1)));
+    REQUIRE(h.wait_for(1));
+    late = h.take(0).respond;
+  }
+  Response r;
+  r.bytes = {0, 0, 0, 0};
+  late(std::move(r));  // must neither crash nor touch freed memory
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace ciuickafka::broker::test

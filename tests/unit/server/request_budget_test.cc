@@ -1,0 +1,43 @@
+// tests/unit/server/request_budget_test.cc: queued.max.request.bytes
+// accounting: admit within the limit, park waiters beyond it, wake them on
+// release, admit an oversized frame when nothing else is queued.
+#include <catch2/catch.hpp>
+
+#include "broker/server/request_budget.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+TEST_CASE("RequestBudget admits up to its limit and wakes waiters on release") {
+  RequestBudget b(100);
+  int woken = 0;
+  auto waiter = [&] { ++woken; };
+  CHECK(b.try_acquire(60, waiter));
+  CHECK(b.try_acquire(40, waiter));
+  CHECK_FALSE(b.try_acquire(1, waiter));
+  CHECK(b.waiting() == 1);
+  b.release(0);  // still at the limit: nobody woken
+  CHECK(woken == 0);
+  b.release(40);
+  CHECK(woken == 1);
+  CHECK(b.waiting() == 0);
+  CHECK(b.in_use() == 60);
+  CHECK(b.try_acquire(40, waiter));
+}
+
+TEST_CASE("RequestBudget admits a frame larger than the limit when nothing is queued") {
+  RequestBudget b(10);
+  CHECK(b.try_acquire(1000, [] {}));
+  CHECK_FALSE(b.try_acquire(1, [] {}));
+  b.release(1000);
+  CHECK(b.in_use() == 0);
+}
+
+TEST_CASE("RequestBudget with limit -1 never waits") {
+  RequestBudget b(-1);
+  for (int i = 0; i < 100; ++i) CHECK(b.try_acquire(1u << 30, [] {}));
+  CHECK(b.waiting() == 0);
+}
+
+}  // namespace
+}  // namespace ciuickafka::broker
