@@ -38,3 +38,9 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd build/asan
 ctest -j"$jobs" -LE fuzz --output-on-failure
+
+# The compose drop-in test (podman) is opt-in: on a fresh machine its image
+# builds alone exceed the time CI allows (see README, "Drop-in for Kafka in compose").
+if [ "${CK_COMPOSE_TEST:-0}" = 1 ]; then
+  cd "$root" && deploy/compose-test.sh
+fi
