@@ -52,6 +52,8 @@ bool Server::start(std::string* error) {
     l.acceptor = std::make_unique<tcp::acceptor>(threads_[0]->ioc);
     l.retry = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
     if (!open_acceptor(*l.acceptor, ep, error)) {
+      l.acceptor.reset();  // before the io_context it uses
+      l.retry.reset();
       listeners_.clear();
       threads_.clear();
       stopped_ = true;
