@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,8 +94,11 @@ int main(int argc, char** argv) {
     exposer = std::move(started.exposer);
   }
 
-  ciuickafka::broker::Server server(*broker);
+  // Declared after the broker, reset before it: connections use the broker.
+  auto server_owner = std::make_unique<ciuickafka::broker::Server>(*broker);
+  ciuickafka::broker::Server& server = *server_owner;
   if (!server.start(&error)) {
+    server_owner.reset();
     std::fprintf(stderr, "ciuickafka: %s\n", error.c_str());
     broker->shutdown();
     return 1;
@@ -115,6 +119,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "[ciuickafka] %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server.stop(std::chrono::seconds(10));
+  server_owner.reset();
   exposer.reset();
   const bool clean = broker->shutdown();
   broker.reset();
