@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
   for (const std::string& w : loaded.value().warnings) std::fprintf(stderr, "[ciuickafka] WARN %s\n", w.c_str());
 
   // Block the stop signals before any thread starts, so only sigwait sees them.
+  // A shell starting us in the background may have set them to SIG_IGN,
+  // and an ignored signal is never pending for sigwait: take them back.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
