@@ -93,13 +93,8 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.retention_check_interval_ms = c.get_long("log.retention.check.interval.ms");
   lmc.checkpoint_interval_ms = c.get_int("log.flush.offset.checkpoint.interval.ms");
   lmc.file_delete_delay_ms = c.get_long("log.segment.delete.delay.ms");
-  // Topic overrides are applied by TopicTable::load once the registry is read.
-  b->topics_ = nullptr;
-  {
-    // log_config of no overrides = the broker defaults; needs a TopicTable
-    // only for its conversion, which does not touch the log manager.
-    lmc.default_config = storage::LogConfig{};
-  }
+  // Logs open with storage defaults; TopicTable::load then applies each
+  // topic's effective config (broker defaults and overrides) to its logs.
   const int64_t now = now_ms();
   auto logs = storage::LogManager::open(*b->fs_, dirs, lmc, now);
   if (!logs.is_ok()) {

@@ -38,10 +38,6 @@
 
 namespace ciuickafka::broker {
 
-struct BrokerStartError {
-  std::string message;
-};
-
 class Broker {
  public:
   // Opens the log dirs (recovery), loads topics and starts the background
