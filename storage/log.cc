@@ -57,6 +57,9 @@ Result<std::unique_ptr<Log>> Log::open(io::FileSystem& fs, const std::string& di
 }
 
 Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
+  // A compaction swap a crash interrupted: finish or discard it first.
+  auto swapped = recover_swap_files(fs_, dir_);
+  if (!swapped) return swapped.status();
   auto names = fs_.list_dir(dir_);
   if (!names) return names.status();
   std::vector<int64_t> bases;
@@ -89,7 +92,13 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
     const bool last = i + 1 == bases.size();
     // The segment may hold offsets at or above the recovery point.
     const bool unflushed = last || bases[i + 1] > recovery_from;
-    if (options.clean_shutdown) {
+    if (swapped->count(bases[i]) && !last) {
+      // Swapped in by compaction recovery: whole and durable, but its
+      // indexes may be missing or belong to the old segment. Rebuild them.
+      auto cut = seg.recover();
+      if (!cut) return cut.status();
+      truncated_bytes_ += *cut;
+    } else if (options.clean_shutdown) {
       if (last) {
         Status tail = seg.load_tail();
         if (!tail.is_ok()) {
@@ -126,6 +135,7 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
   const int64_t start = std::min(std::max(list->front()->base_offset(), options.log_start_offset.value_or(0)),
                                  next_offset_);
   log_start_offset_.store(start, std::memory_order_release);
+  first_dirty_offset_.store(std::max(start, options.cleaner_checkpoint.value_or(start)));
   recovery_point_.store(options.clean_shutdown ? next_offset_ : std::min(recovery_from, next_offset_),
                         std::memory_order_release);
   publish_segments(std::move(list));
@@ -384,6 +394,7 @@ Result<size_t> Log::apply_retention(int64_t now_ms) {
   if (closed_) return size_t{0};
   auto list = segments();
   size_t n = 0;
+  if (!config_.cleanup_delete) return n;  // cleanup.policy=compact: the cleaner's log
   if (config_.retention_ms >= 0) {
     while (n + 1 < list->size()) {
       const int64_t ts = (*list)[n]->max_timestamp_so_far().timestamp;
@@ -427,6 +438,30 @@ size_t Log::remove_deleted_files(int64_t now_ms) {
     it = deleted_.erase(it);
   }
   return removed;
+}
+
+Status Log::replace_segment(const std::shared_ptr<Segment>& old, const SwapHook& hook) {
+  std::lock_guard lock(append_mu_);
+  const int64_t base = old->base_offset();
+  if (closed_) return Status::not_found(dir_ + ": compaction swap on a closed log");
+  auto current = segments();
+  auto it = std::find(current->begin(), current->end(), old);
+  if (it == current->end() || it + 1 == current->end())
+    return Status::not_found(dir_ + ": segment " + std::to_string(base) + " is gone or active");
+  CK_RETURN_IF_ERROR(swap_in(fs_, dir_, base, hook));
+  CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
+  auto cleaned = Segment::open(fs_, dir_, base, config_.segment, false);
+  if (!cleaned) return cleaned.status();
+  CK_RETURN_IF_ERROR((*cleaned)->check_indexes());
+  auto next = std::make_shared<SegmentList>(*current);
+  (*next)[static_cast<size_t>(it - current->begin())] = std::move(cleaned).value();
+  publish_segments(std::move(next));
+  Deleted d;
+  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex})
+    d.paths.push_back(dir_ + "/" + segment_file_name(base, kind, FileSuffix::kDeleted));
+  std::lock_guard dl(deleted_mu_);
+  deleted_.push_back(std::move(d));
+  return Status::ok();
 }
 
 uint64_t Log::size_bytes() const {

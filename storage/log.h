@@ -34,6 +34,13 @@
 // Readers holding slices of a deleted segment keep reading it (the file
 // stays open until the last slice goes).
 //
+// Compaction (storage/cleaner.h) writes a cleaned copy of a segment beside
+// it and calls replace_segment(), which swaps it in under the append lock
+// (storage/compact_swap.h): the old segment's files become `.deleted` (and go
+// the way retention's do), the list is republished with the new segment in
+// the old one's place. open() first completes or discards a swap that a
+// crash interrupted (recover_swap_files) and rescans the swapped segments.
+//
 // Thread-safety: appends, flushes and deletions are serialised by a mutex
 // whose critical section is the validation, offset assignment and write of
 // one append (or one flush / one deletion). read(), offset_for_timestamp,
@@ -46,6 +53,7 @@
 // network threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -57,6 +65,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/compact_swap.h"
 #include "storage/io/file.h"
 #include "storage/segment.h"
 #include "storage/status.h"
@@ -76,6 +85,14 @@ struct LogConfig {
   int64_t retention_ms = 7LL * 24 * 3600 * 1000; // retention.ms; -1: unlimited
   int64_t retention_bytes = -1;                  // retention.bytes; -1: unlimited
   int64_t file_delete_delay_ms = 60'000;         // file.delete.delay.ms
+  // cleanup.policy: "delete", "compact" or "compact,delete". Retention
+  // applies only with delete, the cleaner only with compact.
+  bool cleanup_delete = true;
+  bool cleanup_compact = false;
+  double min_cleanable_dirty_ratio = 0.5;        // min.cleanable.dirty.ratio
+  int64_t min_compaction_lag_ms = 0;             // min.compaction.lag.ms
+  int64_t max_compaction_lag_ms = kNever;        // max.compaction.lag.ms
+  int64_t delete_retention_ms = 86'400'000;      // delete.retention.ms
 };
 
 // What the LogManager knows when it opens a log.
@@ -86,6 +103,8 @@ struct LogOpenOptions {
   std::optional<int64_t> recovery_point;
   // From log-start-offset-checkpoint; none: the first segment's base.
   std::optional<int64_t> log_start_offset;
+  // From cleaner-offset-checkpoint: the first offset not yet cleaned.
+  std::optional<int64_t> cleaner_checkpoint;
 };
 
 struct AppendResult {
@@ -178,6 +197,7 @@ class Log {
   Status close();
 
   const std::string& dir() const { return dir_; }
+  io::FileSystem& file_system() const { return fs_; }
   int64_t log_start_offset() const { return log_start_offset_.load(std::memory_order_acquire); }
   int64_t log_end_offset() const { return log_end_offset_.load(std::memory_order_acquire); }
   // Offsets below this are durable (flushed).
@@ -193,6 +213,23 @@ class Log {
   void update_config(const LogConfig& config);
   // A snapshot of the segments in base-offset order (tests, tools, retention).
   std::shared_ptr<const SegmentList> segments() const;
+
+  // --- compaction (storage/cleaner.h) ---
+  // Step 3 of the swap (storage/compact_swap.h): old's files become
+  // `.deleted`, the `.swap` files of its base take their final names, and
+  // the cleaned segment replaces old in the published list, all under the
+  // append lock. kNotFound when old has left the list meanwhile (retention,
+  // DeleteRecords) or is the active segment; the caller then removes its
+  // swap files. hook: tests stop the swap part-way, as a crash would.
+  Status replace_segment(const std::shared_ptr<Segment>& old, const SwapHook& hook = {});
+  // The first offset the cleaner has not cleaned (the log start until the
+  // first clean; from cleaner-offset-checkpoint after a restart).
+  int64_t first_dirty_offset() const { return std::max(first_dirty_offset_.load(), log_start_offset()); }
+  void set_first_dirty_offset(int64_t offset) { first_dirty_offset_.store(offset); }
+  // The earliest delete horizon of a batch the cleaner kept with tombstones
+  // (kNever when none): once it passes, the log is worth cleaning again.
+  int64_t earliest_delete_horizon() const { return earliest_delete_horizon_.load(); }
+  void set_earliest_delete_horizon(int64_t ms) { earliest_delete_horizon_.store(ms); }
 
  private:
   struct Deleted {
@@ -229,6 +266,8 @@ class Log {
   std::atomic<int64_t> log_end_offset_{0};
   std::atomic<int64_t> log_start_offset_{0};
   std::atomic<int64_t> recovery_point_{0};
+  std::atomic<int64_t> first_dirty_offset_{0};
+  std::atomic<int64_t> earliest_delete_horizon_{kNever};
   mutable std::mutex segments_mu_;  // guards the pointer only
   std::shared_ptr<const SegmentList> segments_;
 };

@@ -48,6 +48,7 @@ LogManager::LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogMan
 
 LogManager::~LogManager() {
   // Not a clean shutdown unless shutdown() ran: no marker is written here.
+  stop_cleaner();
   committer_.stop();
   std::lock_guard lock(mu_);
   for (auto& [tp, e] : logs_) (void)e.log->close();
@@ -58,6 +59,10 @@ Result<std::unique_ptr<LogManager>> LogManager::open(io::FileSystem& fs, std::ve
   if (log_dirs.empty()) return Status::invalid_argument("log.dirs is empty");
   std::unique_ptr<LogManager> m(new LogManager(fs, std::move(log_dirs), std::move(config)));
   CK_RETURN_IF_ERROR(m->load(now_ms));
+  if (m->config_.cleaner_enable) {
+    m->last_clean_ms_ = now_ms;
+    m->cleaner_thread_ = std::thread([p = m.get()] { p->cleaner_loop(); });
+  }
   return m;
 }
 
@@ -80,6 +85,7 @@ Status LogManager::load(int64_t now_ms) {
     if (clean[d]) ++stats_.dirs_clean;
     const auto recovery = read_checkpoint_map(fs_, join(dir, kRecoveryPointCheckpointFile));
     const auto starts = read_checkpoint_map(fs_, join(dir, kLogStartOffsetCheckpointFile));
+    const auto cleaned = read_checkpoint_map(fs_, join(dir, kCleanerOffsetCheckpointFile));
     auto names = fs_.list_dir(dir);
     if (!names) return names.status();
     for (const auto& name : *names) {
@@ -98,6 +104,7 @@ Status LogManager::load(int64_t now_ms) {
       job.options.clean_shutdown = clean[d];
       if (auto it = recovery.find(*tp); it != recovery.end()) job.options.recovery_point = it->second;
       if (auto it = starts.find(*tp); it != starts.end()) job.options.log_start_offset = it->second;
+      if (auto it = cleaned.find(*tp); it != cleaned.end()) job.options.cleaner_checkpoint = it->second;
       jobs.push_back(std::move(job));
     }
   }
@@ -234,12 +241,15 @@ void LogManager::sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitte
 
 Status LogManager::checkpoint_dir(size_t dir,
                                   const std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>& logs) {
-  std::vector<PartitionOffset> recovery, starts;
+  std::vector<PartitionOffset> recovery, starts, cleaned;
   for (const auto& [tp, log] : logs) {
     recovery.push_back({tp, log->recovery_point()});
     starts.push_back({tp, log->log_start_offset()});
+    if (log->config().cleanup_compact) cleaned.push_back({tp, log->first_dirty_offset()});
   }
   CK_RETURN_IF_ERROR(write_offset_checkpoint(fs_, join(dirs_[dir], kRecoveryPointCheckpointFile), recovery));
+  if (config_.cleaner_enable || !cleaned.empty())
+    CK_RETURN_IF_ERROR(write_offset_checkpoint(fs_, join(dirs_[dir], kCleanerOffsetCheckpointFile), cleaned));
   return write_offset_checkpoint(fs_, join(dirs_[dir], kLogStartOffsetCheckpointFile), starts);
 }
 
@@ -287,6 +297,14 @@ Status LogManager::tick(int64_t now_ms) {
     if (first.is_ok() && !s.is_ok()) first = std::move(s);
   };
   for (const auto& path : expired) note(io::remove_tree(fs_, path));
+  if (config_.cleaner_enable) {
+    std::lock_guard lock(cleaner_mu_);
+    if (now_ms - last_clean_ms_ >= config_.cleaner_backoff_ms) {
+      last_clean_ms_ = now_ms;
+      cleaner_request_ = now_ms;
+      cleaner_cv_.notify_one();
+    }
+  }
   for (const auto& [tp, log] : all()) {
     note(log->maybe_flush(now_ms));
     if (retention) {
@@ -305,6 +323,7 @@ Status LogManager::shutdown() {
     if (shut_down_) return Status::ok();
     shut_down_ = true;
   }
+  stop_cleaner();  // a pass in progress finishes its segment's swap first
   committer_.stop();
   std::vector<bool> clean(dirs_.size(), true);
   Status first;
@@ -330,6 +349,69 @@ Status LogManager::shutdown() {
     CK_RETURN_IF_ERROR(fs_.sync_dir(dirs_[d]));
   }
   return first;
+}
+
+Status LogManager::clean_now(int64_t now_ms) {
+  std::lock_guard pass(cleaner_pass_mu_);
+  const Cleaner cleaner(config_.cleaner);
+  Status first;
+  CleanerManagerStats delta;
+  for (const auto& [tp, log] : all()) {
+    {
+      std::lock_guard lock(cleaner_mu_);
+      if (cleaner_stop_) break;
+    }
+    if (!log->config().cleanup_compact) continue;
+    auto r = cleaner.clean(*log, now_ms);
+    if (!r) {
+      ++delta.errors;
+      delta.last_error = r.status().to_string();
+      if (first.is_ok()) first = r.status();
+      continue;
+    }
+    if (r->cleaned && r->segments_rewritten > 0) ++delta.logs_cleaned;
+    delta.segments_rewritten += r->segments_rewritten;
+    delta.bytes_read += r->bytes_read;
+    delta.bytes_written += r->bytes_written;
+  }
+  std::lock_guard lock(cleaner_mu_);
+  auto& s = cleaner_stats_;
+  ++s.passes;
+  s.logs_cleaned += delta.logs_cleaned;
+  s.segments_rewritten += delta.segments_rewritten;
+  s.bytes_read += delta.bytes_read;
+  s.bytes_written += delta.bytes_written;
+  s.errors += delta.errors;
+  if (!delta.last_error.empty()) s.last_error = delta.last_error;
+  return first;
+}
+
+CleanerManagerStats LogManager::cleaner_stats() const {
+  std::lock_guard lock(cleaner_mu_);
+  return cleaner_stats_;
+}
+
+void LogManager::cleaner_loop() {
+  for (;;) {
+    int64_t now_ms;
+    {
+      std::unique_lock lock(cleaner_mu_);
+      cleaner_cv_.wait(lock, [&] { return cleaner_stop_ || cleaner_request_.has_value(); });
+      if (cleaner_stop_) return;
+      now_ms = *cleaner_request_;
+      cleaner_request_.reset();
+    }
+    (void)clean_now(now_ms);  // errors are counted in cleaner_stats()
+  }
+}
+
+void LogManager::stop_cleaner() {
+  {
+    std::lock_guard lock(cleaner_mu_);
+    cleaner_stop_ = true;
+    cleaner_cv_.notify_all();
+  }
+  if (cleaner_thread_.joinable()) cleaner_thread_.join();
 }
 
 }  // namespace ciuickafka::storage

@@ -17,8 +17,14 @@
 // from a timer every few seconds) applies flush.ms, retention (every
 // retention_check_interval_ms), unlinks `.deleted` files and `-delete`
 // directories whose file.delete.delay.ms has passed, and writes the
-// checkpoints every checkpoint_interval_ms. The only thread the manager owns
-// is group commit's flusher (sync_to).
+// checkpoints every checkpoint_interval_ms. With cleaner_enable
+// (log.cleaner.enable), tick() also wakes the cleaner thread every
+// cleaner_backoff_ms (log.cleaner.backoff.ms); it runs one pass of
+// storage/cleaner.h over every log whose cleanup.policy includes compact.
+// Its progress (each log's first dirty offset) is written to
+// `cleaner-offset-checkpoint` with the other checkpoints and read back at
+// open. The manager owns two threads: group commit's flusher (sync_to) and
+// the cleaner.
 //
 // Thread-safety: every method may be called from any thread. The partition
 // map is guarded by one mutex held only for map operations and file-system
@@ -26,6 +32,7 @@
 // the shared_ptr<Log> and use it directly).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,10 +40,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "protocol/wire/types.h"
+#include "storage/cleaner.h"
 #include "storage/file_names.h"
 #include "storage/group_commit.h"
 #include "storage/io/file.h"
@@ -46,6 +55,7 @@
 namespace ciuickafka::storage {
 
 inline constexpr std::string_view kCleanShutdownFile = ".kafka_cleanshutdown";
+inline constexpr std::string_view kCleanerOffsetCheckpointFile = "cleaner-offset-checkpoint";
 
 struct LogManagerConfig {
   LogConfig default_config;
@@ -57,6 +67,19 @@ struct LogManagerConfig {
   int64_t retention_check_interval_ms = 300'000;  // log.retention.check.interval.ms
   int64_t checkpoint_interval_ms = 60'000;        // log.flush.offset.checkpoint.interval.ms
   int64_t file_delete_delay_ms = 60'000;          // for removed partitions (log.segment.delete.delay.ms)
+  bool cleaner_enable = false;                    // log.cleaner.enable (the broker's default is true)
+  int64_t cleaner_backoff_ms = 15'000;            // log.cleaner.backoff.ms
+  CleanerConfig cleaner;                          // log.cleaner.dedupe.buffer.size, ...
+};
+
+struct CleanerManagerStats {
+  uint64_t passes = 0;        // passes over all logs completed
+  uint64_t logs_cleaned = 0;  // log passes that rewrote something
+  uint64_t segments_rewritten = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t errors = 0;
+  std::string last_error;
 };
 
 struct LogManagerStats {
@@ -108,6 +131,12 @@ class LogManager {
   // dir whose logs all flushed. Later calls are no-ops.
   Status shutdown();
 
+  // One cleaner pass over every compacted log, on the calling thread
+  // (serialised with the cleaner thread's passes). Returns the first error;
+  // the other logs are still cleaned.
+  Status clean_now(int64_t now_ms);
+  CleanerManagerStats cleaner_stats() const;
+
   const std::vector<std::string>& log_dirs() const { return dirs_; }
   const LogManagerStats& open_stats() const { return stats_; }
 
@@ -125,6 +154,8 @@ class LogManager {
   LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config);
   Status load(int64_t now_ms);
   Status checkpoint_dir(size_t dir, const std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>& logs);
+  void cleaner_loop();
+  void stop_cleaner();
 
   io::FileSystem& fs_;
   const std::vector<std::string> dirs_;
@@ -140,6 +171,16 @@ class LogManager {
   uint64_t delete_seq_ = 0;                    // under mu_
   bool shut_down_ = false;                     // under mu_
   std::mutex checkpoint_mu_;                   // one checkpoint writer at a time
+
+  // The cleaner thread: tick() sets cleaner_request_ and notifies.
+  std::mutex cleaner_pass_mu_;                 // one pass at a time
+  mutable std::mutex cleaner_mu_;
+  std::condition_variable cleaner_cv_;
+  std::optional<int64_t> cleaner_request_;     // under cleaner_mu_
+  bool cleaner_stop_ = false;                  // under cleaner_mu_
+  int64_t last_clean_ms_ = 0;                  // under cleaner_mu_
+  CleanerManagerStats cleaner_stats_;          // under cleaner_mu_
+  std::thread cleaner_thread_;
 };
 
 }  // namespace ciuickafka::storage

@@ -1,0 +1,104 @@
+// storage/cleaner.h: log compaction (cleanup.policy=compact), Kafka's
+// LogCleaner rules in our own code.
+//
+// A pass over one log:
+//   1. Plan. The cleanable range ends at the first uncleanable offset: the
+//      active segment's base, or earlier the base of the first segment
+//      (at or past the first dirty offset) holding a record newer than
+//      now - min.compaction.lag.ms. Segments wholly below the first dirty
+//      offset are clean, the others dirty; the log is cleaned when
+//      dirty / (clean + dirty) bytes >= min.cleanable.dirty.ratio, when the
+//      first dirty segment's first batch is older than max.compaction.lag.ms,
+//      or when a delete horizon the cleaner wrote earlier has passed.
+//   2. Map. Every keyed record of the dirty segments, in order, goes into an
+//      OffsetMap (key -> latest offset). The map stops after the segment
+//      that fills it; what it covered is the range cleaned this pass.
+//   3. Rewrite. Every segment from the first up to the end of that range is
+//      copied to a cleaned segment of the same base (compact_writer.h),
+//      keeping a record when its key maps to no later offset, and dropping a
+//      tombstone (null value) once its batch's delete horizon has passed.
+//      Offsets never change. A batch keeps its base offset, leader epoch,
+//      producer id/epoch/base sequence, attributes and codec; it is copied
+//      byte for byte when it keeps every record and needs no horizon, else
+//      rebuilt (recompressed with its codec). A batch holding a retained
+//      tombstone gets a delete horizon (Kafka's KIP-534): now +
+//      delete.retention.ms, stored in the header (baseTimestamp, bit 6), so
+//      the rule survives restarts; tombstones go in the first clean after it.
+//      Records without a key are dropped (Kafka does the same; its produce
+//      path refuses them for compacted topics).
+//      Choices where Kafka does more: control batches (transaction markers)
+//      are always kept as they are; transactional data is compacted like any
+//      other (there is no aborted-transaction index yet); a batch left with
+//      no record is dropped even when it carries producer state (there are
+//      no producer-state snapshots yet for it to matter to); batches that
+//      do not decode (corrupt, or over the decompression bound) are kept
+//      unchanged and their keys ignored. Segments are never merged, so a
+//      cleaned segment may be small or empty.
+//   4. Swap each cleaned segment in (compact_swap.h, Log::replace_segment),
+//      then advance the log's first dirty offset.
+//
+// Readers never wait: they hold the old segment (shared_ptr) and its files,
+// which stay readable after the rename to `.deleted` and the unlink. Appends
+// wait only for step 4's renames under the log's append lock.
+//
+// Thread-safety: one pass per log at a time (the LogManager's cleaner thread
+// serialises them); passes run concurrently with appends, reads, retention.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "storage/compact_swap.h"
+#include "storage/log.h"
+#include "storage/status.h"
+
+namespace ciuickafka::storage {
+
+struct CleanerConfig {
+  // log.cleaner.dedupe.buffer.size: the offset map's byte bound.
+  size_t dedupe_buffer_bytes = 128u << 20;
+  // The largest decompressed batch the cleaner will look inside.
+  size_t max_decompressed_batch_bytes = 64u << 20;
+  // How much of a segment is read at a time (at least one whole batch).
+  size_t read_chunk_bytes = 1u << 20;
+};
+
+struct CleanPlan {
+  size_t first_dirty_segment = 0;  // index into the segment list
+  size_t end_segment = 0;          // first uncleanable segment (exclusive)
+  uint64_t clean_bytes = 0;
+  uint64_t dirty_bytes = 0;
+  double dirty_ratio = 0;
+  bool forced = false;  // max.compaction.lag.ms or a passed delete horizon
+};
+
+struct CleanStats {
+  bool cleaned = false;
+  size_t segments_rewritten = 0;
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t records_read = 0;
+  uint64_t records_removed = 0;
+  uint64_t tombstones_removed = 0;
+  uint64_t batches_copied = 0;      // kept byte for byte
+  uint64_t batches_rebuilt = 0;
+  uint64_t batches_undecodable = 0;
+  int64_t cleaned_up_to = -1;       // the new first dirty offset
+  size_t map_entries = 0;
+};
+
+class Cleaner {
+ public:
+  explicit Cleaner(CleanerConfig config = {}) : config_(config) {}
+
+  // What a pass would clean now; nullopt when the log is not due.
+  std::optional<CleanPlan> plan(const Log& log, int64_t now_ms) const;
+  // Plans and, when due, cleans. hook stops the swap part-way (tests).
+  Result<CleanStats> clean(Log& log, int64_t now_ms, const SwapHook& hook = {}) const;
+
+ private:
+  CleanerConfig config_;
+};
+
+}  // namespace ciuickafka::storage

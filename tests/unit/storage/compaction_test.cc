@@ -1,0 +1,584 @@
+// tests/unit/storage/compaction_test.cc: the log cleaner (storage/cleaner.h)
+// and its swap (storage/compact_swap.h): latest value per key with offsets
+// preserved, reads and ListOffsets after a clean, tombstones and their delete
+// horizon, compressed batches, the active segment untouched, the dirty-ratio
+// and lag rules, a crash at every step of every swap, readers and appenders
+// running during a clean, and the LogManager's cleaner thread.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fs_fixtures.h"
+#include "log_test_util.h"
+#include "storage/cleaner.h"
+#include "storage/file_names.h"
+#include "storage/index_file.h"
+#include "storage/log_manager.h"
+
+using namespace ciuickafka::storage;
+using namespace ciuickafka::storage::test;
+using ciuickafka::protocol::Codec;
+namespace protocol = ciuickafka::protocol;
+
+namespace {
+
+constexpr int64_t kTs = 1'000'000;  // record timestamps are kTs + offset
+
+LogConfig compact_config(uint64_t segment_bytes = 2048) {
+  LogConfig c;
+  c.segment.segment_bytes = segment_bytes;
+  c.segment.index_interval_bytes = 256;
+  c.cleanup_compact = true;
+  c.cleanup_delete = false;
+  c.min_cleanable_dirty_ratio = 0.5;
+  c.delete_retention_ms = 10'000;
+  return c;
+}
+
+struct Latest {
+  int64_t offset = 0;
+  std::optional<std::string> value;
+};
+using Model = std::map<std::string, Latest>;
+
+std::string value_for(int64_t offset) { return "value-" + std::to_string(offset) + std::string(40, 'x'); }
+
+// Appends one batch of keys (nullopt value: a tombstone); values name their
+// offset, timestamps are kTs + offset. Updates the model.
+void put(Log& log, Model& model, const std::vector<std::pair<std::string, bool>>& keys, Codec codec = Codec::kNone,
+         int64_t now_ms = 0) {
+  protocol::BatchOptions o;
+  o.codec = codec;
+  protocol::BatchBuilder b(o);
+  int64_t offset = log.log_end_offset();
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const auto& [k, live] : keys) {
+    values.push_back(value_for(offset));
+    std::optional<std::span<const uint8_t>> v;
+    if (live) v = protocol::as_bytes(values.back());
+    REQUIRE(b.add(kTs + offset, protocol::as_bytes(k), v));
+    model[k] = Latest{offset, live ? std::optional<std::string>(values.back()) : std::nullopt};
+    ++offset;
+  }
+  auto built = b.build();
+  REQUIRE(built.ok());
+  Bytes bytes = std::move(built).value();
+  append_ok(log, bytes, 7, now_ms);
+}
+
+// rounds x keys overwrites, batches of 5 records.
+void fill(Log& log, Model& model, int keys, int rounds, Codec codec = Codec::kNone) {
+  std::vector<std::pair<std::string, bool>> batch;
+  for (int r = 0; r < rounds; ++r)
+    for (int k = 0; k < keys; ++k) {
+      batch.emplace_back("key-" + std::to_string(k), true);
+      if (batch.size() == 5) {
+        put(log, model, batch, codec);
+        batch.clear();
+      }
+    }
+  if (!batch.empty()) put(log, model, batch, codec);
+}
+
+struct Rec {
+  int64_t offset;
+  std::optional<std::string> key;
+  std::optional<std::string> value;
+  int64_t timestamp;
+  Codec codec;
+  bool delete_horizon;
+};
+
+// Every record of the log from its start, read through Log::read; checks
+// every batch (framing, CRC) and that offsets strictly increase.
+std::vector<Rec> all_records(const Log& log) {
+  std::vector<Rec> out;
+  int64_t next = log.log_start_offset();
+  while (next < log.log_end_offset()) {
+    Bytes blob = read_bytes(log, next, 64 * 1024);
+    if (blob.empty()) break;
+    protocol::BatchSplitter split(blob);
+    protocol::RecordsEntry e;
+    while (split.next(&e) == protocol::SplitStatus::kEntry) {
+      auto v = protocol::RecordBatchView::parse_and_validate(e.bytes);
+      REQUIRE(v.ok());
+      auto recs = protocol::decode_records(*v, 1 << 24);
+      REQUIRE(recs.ok());
+      auto reader = recs->reader();
+      protocol::RecordView r;
+      while (reader.next(&r)) {
+        if (r.offset < next) continue;  // the client filters what lies below the fetch offset
+        REQUIRE((out.empty() || r.offset > out.back().offset));
+        REQUIRE(r.offset <= v->last_offset());
+        auto str = [](std::optional<std::span<const uint8_t>> s) -> std::optional<std::string> {
+          if (!s) return std::nullopt;
+          return std::string(reinterpret_cast<const char*>(s->data()), s->size());
+        };
+        out.push_back({r.offset, str(r.key), str(r.value), r.timestamp, *v->codec(), v->has_delete_horizon()});
+      }
+      REQUIRE(reader.error() == protocol::RecordError::kNone);
+      next = v->last_offset() + 1;
+    }
+  }
+  return out;
+}
+
+// Every key's latest record is the model's (tombstones may be gone when
+// tombstones_may_be_gone), and no key appears twice below cleaned_up_to.
+void check_latest(const Log& log, const Model& model, int64_t cleaned_up_to, bool tombstones_may_be_gone = false) {
+  auto recs = all_records(log);
+  std::map<std::string, const Rec*> last;
+  std::map<std::string, int> below;
+  for (const auto& r : recs) {
+    REQUIRE(r.key);
+    last[*r.key] = &r;
+    if (r.offset < cleaned_up_to) CHECK(++below[*r.key] == 1);
+    REQUIRE(r.timestamp == kTs + r.offset);
+    if (r.value) REQUIRE(*r.value == value_for(r.offset));
+  }
+  for (const auto& [k, want] : model) {
+    auto it = last.find(k);
+    if (it == last.end()) {
+      INFO("key " << k);
+      CHECK((tombstones_may_be_gone && !want.value));
+      continue;
+    }
+    CHECK(it->second->offset == want.offset);
+    CHECK(it->second->value == want.value);
+  }
+}
+
+// The indexes of every segment agree with its data: each offset index entry
+// points at the start of the batch whose last offset it names, time index
+// entries name offsets inside the segment, and the published size is the file's.
+void check_indexes(io::FileSystem& fs, const Log& log) {
+  auto segs = log.segments();
+  for (size_t i = 0; i < segs->size(); ++i) {
+    const Segment& seg = *(*segs)[i];
+    auto data = io::read_file(fs, seg.path());
+    REQUIRE(data.is_ok());
+    CHECK(data->size() == seg.published_size());
+    CHECK(seg.offset_index().sanity_check().is_ok());
+    CHECK(seg.time_index().sanity_check().is_ok());
+    for (size_t n = 0; n < seg.offset_index().entries(); ++n) {
+      const OffsetPosition e = seg.offset_index().entry(n);
+      REQUIRE(e.position + protocol::batch_v2::kHeaderSize <= data->size());
+      auto v = protocol::RecordBatchView::parse(std::span<const uint8_t>(*data).subspan(e.position));
+      REQUIRE(v.ok());
+      CHECK(v->last_offset() == e.offset);
+    }
+    const int64_t end = i + 1 < segs->size() ? (*segs)[i + 1]->base_offset() : log.log_end_offset();
+    for (size_t n = 0; n < seg.time_index().entries(); ++n) {
+      const TimestampOffset e = seg.time_index().entry(n);
+      CHECK(e.offset >= seg.base_offset());
+      CHECK(e.offset < end);
+    }
+  }
+}
+
+std::vector<std::string> leftovers(io::FileSystem& fs, const std::string& dir) {
+  std::vector<std::string> out;
+  auto names = fs.list_dir(dir);
+  REQUIRE(names.is_ok());
+  for (const auto& n : *names) {
+    auto f = parse_segment_file_name(n);
+    if (f && f->suffix != FileSuffix::kNone) out.push_back(n);
+  }
+  return out;
+}
+
+CleanStats clean_ok(Log& log, int64_t now_ms, CleanerConfig cc = {}) {
+  auto r = Cleaner(cc).clean(log, now_ms);
+  if (!r) FAIL(r.status().to_string());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("compaction: keys overwritten many times keep their latest value at the same offset",
+          "[storage][compaction]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/c-0", compact_config());
+  Model model;
+  fill(*log, model, 20, 30);  // 600 records, 120 batches
+  REQUIRE(log->segment_count() > 10);
+  const int64_t leo = log->log_end_offset();
+  const uint64_t size_before = log->size_bytes();
+  auto active_before = io::read_file(t.fs, log->segments()->back()->path());
+  REQUIRE(active_before.is_ok());
+  const int64_t active_base = log->segments()->back()->base_offset();
+
+  CleanStats st = clean_ok(*log, 0);
+  REQUIRE(st.cleaned);
+  CHECK(st.segments_rewritten > 0);
+  CHECK(st.records_removed > 0);
+  CHECK(st.cleaned_up_to == active_base);
+  CHECK(log->first_dirty_offset() == active_base);
+  CHECK(log->log_end_offset() == leo);
+  CHECK(log->log_start_offset() == 0);
+  CHECK(log->size_bytes() < size_before / 4);
+  // The active segment is untouched, byte for byte.
+  CHECK(log->segments()->back()->base_offset() == active_base);
+  CHECK(*io::read_file(t.fs, log->segments()->back()->path()) == *active_before);
+  check_latest(*log, model, active_base);
+  check_indexes(t.fs, *log);
+
+  // Reads at any offset (retained or removed) start at the batch holding the
+  // next retained record; ListOffsets by time finds the next retained record.
+  auto recs = all_records(*log);
+  for (int64_t o = 0; o < leo; o += 7) {
+    auto it = std::lower_bound(recs.begin(), recs.end(), o, [](const Rec& r, int64_t x) { return r.offset < x; });
+    REQUIRE(it != recs.end());
+    Bytes blob = read_bytes(*log, o, 1);
+    auto first = batches_of(blob);
+    REQUIRE(!first.empty());
+    CHECK(first[0].base <= it->offset);
+    CHECK(first[0].last >= it->offset);
+    auto found = log->offset_for_timestamp(kTs + o);
+    REQUIRE(found.is_ok());
+    CHECK(*found == TimestampOffset{kTs + it->offset, it->offset});
+  }
+  CHECK(log->max_timestamp() == TimestampOffset{kTs + leo - 1, leo - 1});
+
+  // Nothing dirty now: the next pass does nothing; the files survive a reopen.
+  CHECK_FALSE(clean_ok(*log, 0).cleaned);
+  CHECK(leftovers(t.fs, "/t/c-0").size() == 3 * st.segments_rewritten);  // .deleted, until file.delete.delay.ms
+  log->remove_deleted_files(0);
+  CHECK(log->remove_deleted_files(10'000'000) == 3 * st.segments_rewritten);
+  CHECK(leftovers(t.fs, "/t/c-0").empty());
+  log.reset();
+  log = open_log(t.fs, "/t/c-0", compact_config());
+  CHECK(log->log_end_offset() == leo);
+  check_latest(*log, model, active_base);
+  check_indexes(t.fs, *log);
+}
+
+TEST_CASE("compaction: compressed batches are read and rewritten with their codec", "[storage][compaction]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/z-0", compact_config(1024));
+  Model model;
+  const Codec codecs[] = {Codec::kGzip, Codec::kLz4, Codec::kZstd, Codec::kSnappy, Codec::kNone};
+  std::map<int64_t, Codec> codec_of;  // batch base offset -> codec
+  for (int r = 0; r < 40; ++r) {
+    const Codec c = codecs[r % 5];
+    codec_of[log->log_end_offset()] = c;
+    std::vector<std::pair<std::string, bool>> batch;
+    for (int k = 0; k < 8; ++k) batch.emplace_back("key-" + std::to_string((r * 3 + k) % 16), true);
+    put(*log, model, batch, c);
+  }
+  REQUIRE(log->segment_count() > 3);
+  const int64_t active_base = log->segments()->back()->base_offset();
+  CleanStats st = clean_ok(*log, 0);
+  REQUIRE(st.cleaned);
+  CHECK(st.batches_rebuilt > 0);
+  check_latest(*log, model, active_base);
+  check_indexes(t.fs, *log);
+  // Every surviving record sits in a batch of its original codec.
+  std::set<Codec> seen;
+  for (const auto& rec : all_records(*log)) {
+    auto it = std::prev(codec_of.upper_bound(rec.offset));
+    CHECK(rec.codec == it->second);
+    seen.insert(rec.codec);
+  }
+  CHECK(seen.size() >= 4);
+}
+
+TEST_CASE("compaction: tombstones stay until delete.retention.ms past their first clean",
+          "[storage][compaction][tombstone]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/d-0", compact_config());
+  Model model;
+  fill(*log, model, 10, 6);
+  put(*log, model, {{"key-7", false}, {"key-8", false}});  // tombstones (the churn below spares them)
+  fill(*log, model, 4, 10);  // other keys' churn, rolls the tombstones out of the active segment
+  const int64_t t0 = 50'000;
+  CleanStats first = clean_ok(*log, t0);
+  REQUIRE(first.cleaned);
+  CHECK(first.tombstones_removed == 0);
+  check_latest(*log, model, first.cleaned_up_to);
+  // The tombstones are kept, in a batch that now carries a delete horizon.
+  int tombstones = 0;
+  for (const auto& r : all_records(*log))
+    if (!r.value) {
+      ++tombstones;
+      CHECK(r.delete_horizon);
+    }
+  CHECK(tombstones == 2);
+  CHECK(log->earliest_delete_horizon() == t0 + 10'000);
+
+  // Before the horizon: nothing is due, and a forced look keeps them.
+  CHECK_FALSE(Cleaner().plan(*log, t0 + 9'999).has_value());
+  // At the horizon the log is due again and the tombstones go.
+  auto p = Cleaner().plan(*log, t0 + 10'000);
+  REQUIRE(p.has_value());
+  CHECK(p->forced);
+  CleanStats second = clean_ok(*log, t0 + 10'000);
+  REQUIRE(second.cleaned);
+  CHECK(second.tombstones_removed == 2);
+  for (const auto& r : all_records(*log)) CHECK(r.value.has_value());
+  check_latest(*log, model, second.cleaned_up_to, true);
+  check_indexes(t.fs, *log);
+  CHECK(log->earliest_delete_horizon() == kNever);
+}
+
+TEST_CASE("compaction: dirty ratio, min and max compaction lag decide when a log is due",
+          "[storage][compaction][policy]") {
+  MemFs t;
+  LogConfig cfg = compact_config();
+  auto log = open_log(t.fs, "/t/r-0", cfg);
+  Model model;
+  Cleaner cleaner;
+  CHECK_FALSE(cleaner.plan(*log, 0).has_value());  // one segment: nothing cleanable
+  fill(*log, model, 20, 30);
+  // cleanup.policy=delete only: never cleaned.
+  LogConfig del = cfg;
+  del.cleanup_compact = false;
+  del.cleanup_delete = true;
+  log->update_config(del);
+  CHECK_FALSE(cleaner.plan(*log, 0).has_value());
+  log->update_config(cfg);
+  auto p = cleaner.plan(*log, 0);
+  REQUIRE(p.has_value());
+  CHECK(p->dirty_ratio == 1.0);
+  CHECK(p->end_segment == log->segment_count() - 1);
+
+  // min.compaction.lag.ms: records newer than now - lag are not cleanable.
+  LogConfig lag = cfg;
+  lag.min_compaction_lag_ms = 1'000'000;
+  log->update_config(lag);
+  CHECK_FALSE(cleaner.plan(*log, kTs + 10).has_value());  // every record is younger than the lag
+  auto part = cleaner.plan(*log, kTs + 1'000'000 + 300);  // offsets up to ~300 are old enough
+  REQUIRE(part.has_value());
+  CHECK(part->end_segment < log->segment_count() - 1);
+  CHECK(part->end_segment > 0);
+  const int64_t bound = (*log->segments())[part->end_segment]->base_offset();
+  CHECK((*log->segments())[part->end_segment]->max_timestamp_so_far().timestamp > kTs + 300);
+  CleanStats st = clean_ok(*log, kTs + 1'000'000 + 300);
+  CHECK(st.cleaned_up_to == bound);
+  check_latest(*log, model, bound);
+  log->update_config(cfg);
+
+  // Clean everything, then add a little dirt: below min.cleanable.dirty.ratio.
+  REQUIRE(clean_ok(*log, 0).cleaned);
+  fill(*log, model, 20, 2);
+  auto small = cleaner.plan(*log, 0);
+  if (small) CHECK(small->dirty_ratio >= cfg.min_cleanable_dirty_ratio);  // only if the few segments outweigh
+  LogConfig strict = cfg;
+  strict.min_cleanable_dirty_ratio = 0.99;
+  log->update_config(strict);
+  CHECK_FALSE(cleaner.plan(*log, 0).has_value());
+  // max.compaction.lag.ms forces it once the dirt is old enough.
+  strict.max_compaction_lag_ms = 5'000;
+  log->update_config(strict);
+  CHECK_FALSE(cleaner.plan(*log, kTs).has_value());
+  auto forced = cleaner.plan(*log, kTs + log->log_end_offset() + 10'000);
+  REQUIRE(forced.has_value());
+  CHECK(forced->forced);
+  CHECK(forced->dirty_ratio < 0.99);
+}
+
+TEST_CASE("compaction: a crash at every step of every swap recovers to a consistent log",
+          "[storage][compaction][crash]") {
+  // First a full run counts the hook calls (4 per rewritten segment).
+  auto build = [](io::MemFileSystem& fs, Model& model) {
+    auto log = open_log(fs, "/t/x-0", compact_config());
+    fill(*log, model, 12, 20);
+    put(*log, model, {{"key-1", false}});
+    fill(*log, model, 3, 5);
+    REQUIRE(log->flush().is_ok());
+    return log;
+  };
+  size_t calls = 0;
+  {
+    MemFs t;
+    Model model;
+    auto log = build(t.fs, model);
+    auto r = Cleaner().clean(*log, 0, [&](SwapStep, int64_t) {
+      ++calls;
+      return true;
+    });
+    REQUIRE(r.is_ok());
+    REQUIRE(r->segments_rewritten >= 3);
+    CHECK(calls == 4 * r->segments_rewritten);
+  }
+  for (int synced = 0; synced < 2; ++synced) {
+    for (size_t stop = 1; stop <= calls; ++stop) {
+      INFO("stop at hook call " << stop << (synced ? ", directory synced first" : ""));
+      MemFs t;
+      Model model;
+      auto log = build(t.fs, model);
+      const int64_t leo = log->log_end_offset();
+      size_t n = 0;
+      SwapStep stopped_at{};
+      auto r = Cleaner().clean(*log, 0, [&](SwapStep step, int64_t) {
+        if (++n < stop) return true;
+        stopped_at = step;
+        // On a real disk any prefix of the renames may reach the platter.
+        if (synced) REQUIRE(t.fs.sync_dir("/t/x-0").is_ok());
+        return false;
+      });
+      REQUIRE_FALSE(r.is_ok());
+      (void)stopped_at;
+      log.reset();
+      t.fs.crash();
+      log = open_log(t.fs, "/t/x-0", compact_config());
+      CHECK(log->log_end_offset() == leo);
+      CHECK(leftovers(t.fs, "/t/x-0").empty());  // .cleaned, .swap and .deleted all resolved
+      check_latest(*log, model, 0);
+      check_indexes(t.fs, *log);
+      // And it cleans fully afterwards.
+      CleanStats st = clean_ok(*log, 0);
+      CHECK(st.cleaned);
+      check_latest(*log, model, log->segments()->back()->base_offset());
+      check_indexes(t.fs, *log);
+    }
+  }
+}
+
+TEST_CASE("compaction: readers and appenders run during a clean", "[storage][compaction][concurrency]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/y-0", compact_config());
+  Model model;
+  fill(*log, model, 16, 40);
+  constexpr int64_t kFilled = 16 * 40;
+  REQUIRE(log->log_end_offset() == kFilled);
+  // A reader's slices taken before the clean stay readable, with the old bytes.
+  auto held = log->read(0, 1 << 20);
+  REQUIRE(held.is_ok());
+  auto held_bytes = read_slices(*held);
+  REQUIRE(held_bytes.is_ok());
+
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, failures{0};
+  std::thread reader([&] {
+    while (!done.load() || reads.load() < 5) {
+      // Every batch whole and valid, offsets increasing, values naming their offsets.
+      int64_t next = 0, prev = -1;
+      const int64_t end = std::min<int64_t>(log->log_end_offset(), kFilled);
+      while (next < end) {
+        auto r = log->read(next, 8 * 1024);
+        if (!r) {
+          ++failures;
+          break;
+        }
+        auto bytes = read_slices(*r);
+        if (!bytes || bytes->empty()) break;
+        protocol::BatchSplitter split(*bytes);
+        protocol::RecordsEntry e;
+        while (split.next(&e) == protocol::SplitStatus::kEntry) {
+          auto v = protocol::RecordBatchView::parse_and_validate(e.bytes);
+          if (!v) {
+            ++failures;
+            break;
+          }
+          auto recs = protocol::decode_records(*v, 1 << 24);
+          if (!recs) {
+            ++failures;
+            break;
+          }
+          auto rr = recs->reader();
+          protocol::RecordView rec;
+          while (rr.next(&rec)) {
+            if (rec.offset < next || rec.offset >= kFilled) continue;
+            if (rec.offset <= prev || !rec.value ||
+                std::string(reinterpret_cast<const char*>(rec.value->data()), rec.value->size()) !=
+                    value_for(rec.offset))
+              ++failures;
+            prev = rec.offset;
+          }
+          next = v->last_offset() + 1;
+        }
+      }
+      ++reads;
+    }
+  });
+  // The appender goes on while the cleaner works (keys it owns alone).
+  Model appended;
+  std::thread appender([&] {
+    for (int i = 0; i < 60; ++i) {
+      protocol::BatchBuilder b({});
+      const std::string v = "appended-" + std::to_string(i);
+      auto built = b.add(0, protocol::as_bytes("extra-" + std::to_string(i % 7)), protocol::as_bytes(v))
+                       ? b.build()
+                       : decltype(b.build())(protocol::RecordError::kBadRecord);
+      if (!built) {
+        ++failures;
+        continue;
+      }
+      Bytes bytes = std::move(built).value();
+      if (!log->append(bytes, 7, 0)) ++failures;
+    }
+  });
+  CleanStats st = clean_ok(*log, 0);
+  appender.join();
+  done = true;
+  reader.join();
+  CHECK(st.cleaned);
+  CHECK(failures.load() == 0);
+  CHECK(reads.load() >= 5);
+  // The held slices still read the pre-clean bytes.
+  auto again = read_slices(*held);
+  REQUIRE(again.is_ok());
+  CHECK(*again == *held_bytes);
+  CHECK(log->log_end_offset() == 16 * 40 + 60);
+}
+
+TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and checkpoints its progress",
+          "[storage][compaction][manager]") {
+  MemFs t;
+  LogManagerConfig mc;
+  mc.cleaner_enable = true;
+  mc.cleaner_backoff_ms = 1000;
+  auto m = LogManager::open(t.fs, {"/t/d1"}, mc, 0);
+  REQUIRE(m.is_ok());
+  auto& mgr = **m;
+  protocol::Uuid id{};
+  id.bytes[0] = 1;
+  auto compacted = mgr.create({"compacted", 0}, id, compact_config(), 0);
+  REQUIRE(compacted.is_ok());
+  LogConfig plain = compact_config();
+  plain.cleanup_compact = false;
+  plain.cleanup_delete = true;
+  plain.retention_ms = -1;
+  protocol::Uuid id2{};
+  id2.bytes[0] = 2;
+  auto deleted = mgr.create({"plain", 0}, id2, plain, 0);
+  REQUIRE(deleted.is_ok());
+  Model model, model2;
+  fill(**compacted, model, 10, 30);
+  fill(**deleted, model2, 10, 30);
+  const uint64_t plain_size = (*deleted)->size_bytes();
+  const uint64_t before = (*compacted)->size_bytes();
+  REQUIRE(mgr.tick(500).is_ok());  // before the backoff: nothing
+  CHECK(mgr.cleaner_stats().passes == 0);
+  REQUIRE(mgr.tick(1000).is_ok());
+  // The pass runs on the cleaner thread; wait (bounded) for it.
+  for (int i = 0; i < 500 && mgr.cleaner_stats().passes == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(mgr.cleaner_stats().passes == 1);
+  CHECK(mgr.cleaner_stats().logs_cleaned == 1);
+  CHECK(mgr.cleaner_stats().errors == 0);
+  CHECK((*compacted)->size_bytes() < before);
+  CHECK((*deleted)->size_bytes() == plain_size);
+  check_latest(**compacted, model, (*compacted)->first_dirty_offset());
+  const int64_t dirty = (*compacted)->first_dirty_offset();
+  CHECK(dirty > 0);
+  REQUIRE(mgr.shutdown().is_ok());
+  compacted->reset();
+  deleted->reset();
+  m->reset();
+  // The cleaner checkpoint brings the first dirty offset back.
+  auto again = LogManager::open(t.fs, {"/t/d1"}, mc, 0);
+  REQUIRE(again.is_ok());
+  auto log = (*again)->get({"compacted", 0});
+  REQUIRE(log);
+  CHECK(log->first_dirty_offset() == dirty);
+  check_latest(*log, model, dirty);
+}
