@@ -45,8 +45,8 @@ class Member:
     """One member process; each start is a new incarnation with its own events file."""
 
     def __init__(self, ctx, broker, name, group, topic, strategy="range", instance_id=None,
-                 session_ms=6000, pace_file=None):
-        self.ctx, self.broker, self.name = ctx, broker, name
+                 session_ms=6000, pace_file=None, script=MEMBER):
+        self.ctx, self.broker, self.name, self.script = ctx, broker, name, script
         self.group, self.topic, self.strategy = group, topic, strategy
         self.instance_id, self.session_ms, self.pace_file = instance_id, session_ms, pace_file
         self.proc = None
@@ -57,7 +57,7 @@ class Member:
         self.incarnation += 1
         path = os.path.join(self.ctx.work, "%s.%d.events" % (self.name, self.incarnation))
         self.files.append(path)
-        cmd = [harness.PYTHON, MEMBER, self.broker.bootstrap, self.group, self.topic, path,
+        cmd = [harness.PYTHON, self.script, self.broker.bootstrap, self.group, self.topic, path,
                "--strategy", self.strategy, "--session-ms", str(self.session_ms), "--max-seconds", "150"]
         if self.instance_id:
             cmd += ["--instance-id", self.instance_id]
@@ -93,9 +93,10 @@ class Member:
                 owned = owned - set(e["parts"]) if incremental else set()
         return owned
 
-    def stop(self, timeout=30):
-        """SIGTERM: close() (LeaveGroup unless static); must exit 0."""
-        self.proc.send_signal(signal.SIGTERM)
+    def stop(self, timeout=30, signalled=False):
+        """SIGTERM (unless sent already): close() (LeaveGroup unless static); must exit 0."""
+        if not signalled:
+            self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout)
         self.show_tail_if(rc != 0)
         check(rc == 0, "%s exited %d after SIGTERM" % (self.name, rc))
