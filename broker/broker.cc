@@ -93,6 +93,9 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.retention_check_interval_ms = c.get_long("log.retention.check.interval.ms");
   lmc.checkpoint_interval_ms = c.get_int("log.flush.offset.checkpoint.interval.ms");
   lmc.file_delete_delay_ms = c.get_long("log.segment.delete.delay.ms");
+  lmc.cleaner_enable = c.get_bool("log.cleaner.enable") && c.get_int("log.cleaner.threads") > 0;
+  lmc.cleaner_backoff_ms = c.get_long("log.cleaner.backoff.ms");
+  lmc.cleaner.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
   // Logs open with storage defaults; TopicTable::load then applies each
   // topic's effective config (broker defaults and overrides) to its logs.
   const int64_t now = now_ms();

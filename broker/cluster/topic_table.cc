@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <random>
 
 #include "broker/cluster/topics.pb.h"
@@ -127,6 +128,15 @@ storage::LogConfig TopicTable::log_config(const ConfigMap& overrides) const {
   c.retention_ms = num("retention.ms", c.retention_ms);
   c.retention_bytes = num("retention.bytes", c.retention_bytes);
   c.file_delete_delay_ms = num("file.delete.delay.ms", c.file_delete_delay_ms);
+  // Compaction (storage/cleaner.h): cleanup.policy is a list of compact/delete.
+  const std::string policy = config_value(probe, "cleanup.policy").value_or("delete");
+  c.cleanup_compact = policy.find("compact") != std::string::npos;
+  c.cleanup_delete = policy.find("delete") != std::string::npos;
+  if (auto ratio = config_value(probe, "min.cleanable.dirty.ratio"))
+    c.min_cleanable_dirty_ratio = std::strtod(ratio->c_str(), nullptr);
+  c.min_compaction_lag_ms = num("min.compaction.lag.ms", c.min_compaction_lag_ms);
+  c.max_compaction_lag_ms = num("max.compaction.lag.ms", c.max_compaction_lag_ms);
+  c.delete_retention_ms = num("delete.retention.ms", c.delete_retention_ms);
   return c;
 }
 
