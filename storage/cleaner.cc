@@ -271,8 +271,10 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
     ++stats.segments_rewritten;
   }
   stats.cleaned = true;
-  stats.cleaned_up_to = cleaned_up_to;
-  log.set_first_dirty_offset(cleaned_up_to);
+  stats.cleaned_up_to = std::max(log.first_dirty_offset(), cleaned_up_to);
+  // Never backwards: a pass bounded by min.compaction.lag.ms may end below
+  // an earlier pass's end.
+  log.set_first_dirty_offset(std::max(log.first_dirty_offset(), cleaned_up_to));
   log.set_earliest_delete_horizon(cx.earliest_horizon);
   return stats;
 }

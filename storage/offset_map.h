@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,8 +32,8 @@ class OffsetMap {
   // Records that key was seen at offset (offsets arrive increasing, but a
   // smaller one never lowers an entry).
   void put(std::span<const uint8_t> key, int64_t offset) {
-    std::string_view k(reinterpret_cast<const char*>(key.data()), key.size());
-    auto it = map_.find(std::string(k));
+    const std::string_view k = view(key);
+    auto it = map_.find(k);
     if (it != map_.end()) {
       if (offset > it->second) it->second = offset;
     } else {
@@ -43,7 +44,7 @@ class OffsetMap {
   }
   // The latest offset of key, nullopt when the map never saw it.
   std::optional<int64_t> get(std::span<const uint8_t> key) const {
-    auto it = map_.find(std::string(reinterpret_cast<const char*>(key.data()), key.size()));
+    auto it = map_.find(view(key));
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
@@ -55,10 +56,19 @@ class OffsetMap {
   int64_t latest_offset() const { return latest_offset_; }
 
  private:
+  // Lookups by string_view, without building a std::string per record.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  static std::string_view view(std::span<const uint8_t> key) {
+    return {reinterpret_cast<const char*>(key.data()), key.size()};
+  }
+
   size_t max_bytes_;
   size_t bytes_ = 0;
   int64_t latest_offset_ = -1;
-  std::unordered_map<std::string, int64_t> map_;
+  std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> map_;
 };
 
 }  // namespace ciuickafka::storage
