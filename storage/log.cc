@@ -398,7 +398,12 @@ Result<size_t> Log::apply_retention(int64_t now_ms) {
   if (config_.retention_ms >= 0) {
     while (n + 1 < list->size()) {
       const int64_t ts = (*list)[n]->max_timestamp_so_far().timestamp;
-      // A segment without timestamps is kept (Kafka falls back to the file's mtime).
+      // A segment without timestamps is kept (Kafka falls back to the file's
+      // mtime), unless it is empty (compaction can empty one): nothing to keep.
+      if (ts == kNoTimestamp && (*list)[n]->published_size() == 0) {
+        ++n;
+        continue;
+      }
       if (ts == kNoTimestamp || now_ms - ts <= config_.retention_ms) break;
       ++n;
     }

@@ -330,6 +330,36 @@ TEST_CASE("compaction: tombstones stay until delete.retention.ms past their firs
   CHECK(log->earliest_delete_horizon() == kNever);
 }
 
+TEST_CASE("compaction: a segment emptied by cleaning does not hold back time retention (compact,delete)",
+          "[storage][compaction][policy]") {
+  MemFs t;
+  LogConfig cfg = compact_config(1024);
+  cfg.cleanup_delete = true;
+  cfg.retention_ms = 1'000'000;
+  auto log = open_log(t.fs, "/t/e-0", cfg);
+  Model model;
+  fill(*log, model, 5, 40);  // the same 5 keys again and again: early segments empty out
+  REQUIRE(log->segment_count() > 4);
+  CleanStats st = clean_ok(*log, 0);
+  REQUIRE(st.cleaned);
+  REQUIRE(log->segments()->front()->published_size() == 0);
+  check_latest(*log, model, st.cleaned_up_to);
+  const int64_t later = kTs + log->log_end_offset() + 2'000'000;
+  // cleanup.policy=compact alone: retention never deletes.
+  LogConfig compact_only = cfg;
+  compact_only.cleanup_delete = false;
+  log->update_config(compact_only);
+  auto none = log->apply_retention(later);
+  REQUIRE(none.is_ok());
+  CHECK(*none == 0);
+  // compact,delete: every record is older than retention.ms, so all but the
+  // active segment go, the empty ones included.
+  log->update_config(cfg);
+  auto n = log->apply_retention(later);
+  REQUIRE(n.is_ok());
+  CHECK(log->segment_count() == 1);
+}
+
 TEST_CASE("compaction: dirty ratio, min and max compaction lag decide when a log is due",
           "[storage][compaction][policy]") {
   MemFs t;
