@@ -83,7 +83,11 @@ def main(ctx):
             m.start()
         wait_until(lambda: len({(r[2], r[3]) for r in reads_of(members)}) >= len(produced), 60,
                    "the restarted group to read the rest", interval=0.25)
-        check_reads(members, produced, exactly_once=True)
+        # Exactly once unless a commit was refused (a rebalance while the pair stopped); then
+        # only batches no acknowledged commit covered may be read again.
+        failed = [e for m in members for e in m.events(0) if e["ev"] == "commit" and not e["ok"]]
+        _, dups = check_reads(members, produced, exactly_once=not failed)
+        print("[test] refused commits %s, re-reads %d" % ([e["err"] for e in failed], len(dups)), flush=True)
         second = {}
         for m in members:
             for e in m.events():  # the current (second) incarnation only
@@ -94,7 +98,7 @@ def main(ctx):
         wait_until(lambda: committed(b, group, topic) == ends, 15, "commits at the end offsets %s" % ends)
         for m in members:
             m.stop()
-        print("[test] 12000 read exactly once across the restart; committed %s" % ends, flush=True)
+        print("[test] all 12000 read across the restart (%d re-reads); committed %s" % (len(dups), ends), flush=True)
     except BaseException:
         for m in members:
             m.show_tail_if(True)
