@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
