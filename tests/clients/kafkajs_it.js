@@ -11,8 +11,8 @@
 //    send kafkajs' Fetch request (its newest version the broker advertises)
 //    and decode the answer with kafkajs' decoders (gzip included).
 // With `group`, step 3 is instead kafkajs' public Consumer (groupId,
-// subscribe fromBeginning, eachMessage): it needs consumer groups (issue #5)
-// and is registered as a DISABLED ctest until then.
+// subscribe fromBeginning, eachMessage) on consumer groups (issue #5):
+// ctest integration_kafkajs_group_consumer.
 // Exits 0 when every check holds; prints what differed otherwise.
 'use strict';
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs');

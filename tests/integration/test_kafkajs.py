@@ -8,8 +8,7 @@ group). kafkajs comes from `npm ci` in tests/clients (deploy/install-deps.sh
 does it); a missing install is a failure, not a skip.
 
 kafkajs' public Consumer needs a consumer group (issue #5); that flow is
-the separate test integration_kafkajs_group_consumer (argument `group`),
-registered DISABLED until then.
+the separate test integration_kafkajs_group_consumer (argument `group`).
 """
 
 import os
