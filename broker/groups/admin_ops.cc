@@ -2,6 +2,7 @@
 // the coordinator, the metrics snapshot, and the coordinator's entry points
 // into the classic protocol (membership.h).
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <climits>
 
@@ -28,15 +29,19 @@ constexpr int32_t kGroupOperations = (1 << 3) | (1 << 6) | (1 << 8);
 
 void GroupCoordinator::join(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client,
                             JoinCallback done) {
+  track_connection(client.connection_id, req.group_id);
   Membership::join(*this, req, version, client, std::move(done));
 }
 
-void GroupCoordinator::sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done) {
-  Membership::sync(*this, req, version, std::move(done));
+void GroupCoordinator::sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done,
+                            uint64_t connection_id) {
+  track_connection(connection_id, req.group_id);
+  Membership::sync(*this, req, version, std::move(done), connection_id);
 }
 
-ErrorCode GroupCoordinator::heartbeat(const protocol::HeartbeatRequest& req) {
-  return Membership::heartbeat(*this, req);
+ErrorCode GroupCoordinator::heartbeat(const protocol::HeartbeatRequest& req, uint64_t connection_id) {
+  track_connection(connection_id, req.group_id);
+  return Membership::heartbeat(*this, req, connection_id);
 }
 
 protocol::LeaveGroupResponse GroupCoordinator::leave(const protocol::LeaveGroupRequest& req, int16_t version) {
@@ -106,10 +111,38 @@ protocol::DescribeGroupsResponse::DescribedGroup GroupCoordinator::describe_grou
 }
 
 ErrorCode GroupCoordinator::delete_group(const std::string& group_id) {
+  Appended appended;
+  return delete_one(group_id, &appended);
+}
+
+void GroupCoordinator::delete_groups(const std::vector<std::string>& group_ids, DeleteGroupsDone done) {
+  // Every group's tombstones are appended first; one wait covers them all
+  // (the last append of each offsets partition is the one to wait for, and
+  // the group commit covers every partition it flushes; waiting on each is
+  // simplest and costs one fsync round at most).
+  auto errors = std::make_shared<std::vector<ErrorCode>>(group_ids.size(), ErrorCode::NONE);
+  std::vector<std::pair<size_t, Appended>> waits;
+  for (size_t i = 0; i < group_ids.size(); ++i) {
+    Appended a;
+    (*errors)[i] = delete_one(group_ids[i], &a);
+    if ((*errors)[i] == ErrorCode::NONE && a.log) waits.emplace_back(i, std::move(a));
+  }
+  if (waits.empty()) return done(std::move(*errors));
+  auto left = std::make_shared<std::atomic<size_t>>(waits.size());
+  auto shared_done = std::make_shared<DeleteGroupsDone>(std::move(done));
+  for (auto& [i, a] : waits) {
+    when_durable(std::move(a), [errors, left, shared_done, i = i](ErrorCode e) {
+      if (e != ErrorCode::NONE) (*errors)[i] = e;  // each index written by one callback
+      if (left->fetch_sub(1) == 1) (*shared_done)(std::move(*errors));
+    });
+  }
+}
+
+ErrorCode GroupCoordinator::delete_one(const std::string& group_id, Appended* appended_out) {
   if (!loaded()) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
   auto gp = find(group_id);
   if (!gp) return ErrorCode::GROUP_ID_NOT_FOUND;
-  Appended appended;
+  Appended& appended = *appended_out;
   {
     std::lock_guard<std::mutex> lock(gp->mu);
     Group& g = *gp;
@@ -117,10 +150,13 @@ ErrorCode GroupCoordinator::delete_group(const std::string& group_id) {
     if (g.state != GroupState::kEmpty || !g.members.empty()) return ErrorCode::NON_EMPTY_GROUP;
     std::vector<OffsetsRecord> tombstones;
     for (const auto& [k, c] : g.offsets) tombstones.push_back(offset_commit_record(g.id, k.first, k.second, std::nullopt));
+    for (const auto& [k, at] : g.pending_offsets)
+      if (g.offsets.count(k) == 0) tombstones.push_back(offset_commit_record(g.id, k.first, k.second, std::nullopt));
     tombstones.push_back(group_metadata_record(g.id, std::nullopt));
     appended = append(g.id, tombstones);
     if (appended.error != ErrorCode::NONE) return appended.error;
     g.offsets.clear();
+    g.pending_offsets.clear();  // commits not yet durable stay invisible
     g.state = GroupState::kDead;
     forget(gp);
   }
@@ -136,6 +172,9 @@ std::vector<GroupCoordinator::GroupView> GroupCoordinator::snapshot() {
     v.state = g->state;
     v.members = g->members.size();
     for (const auto& [k, c] : g->offsets) v.offsets[k] = c.offset;
+    v.rebalances = g->rebalances;
+    v.rebalance_seconds = g->rebalance_seconds;
+    v.last_rebalance_seconds = g->last_rebalance_seconds;
     out.push_back(std::move(v));
   }
   return out;

@@ -11,6 +11,7 @@
 #include "broker/groups/lag_metrics.h"
 #include "broker/groups/membership.h"
 #include "broker/groups/partition_for.h"
+#include "broker/server/connection_events.h"
 #include "protocol/records/record_batch.h"
 
 namespace ciuickafka::broker::groups {
@@ -39,6 +40,7 @@ void GroupCoordinator::stop() {
   if (stopped_.exchange(true)) return;
   *alive_ = false;
   broker_.metrics_registry().remove_collector(metrics_id_);
+  if (subscribed_.load()) broker_.service<ConnectionEvents>().unsubscribe(connection_events_token_);
   {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_->cancel();
@@ -253,6 +255,13 @@ void GroupCoordinator::arm_timer() {
 
 void GroupCoordinator::tick() {
   const int64_t now = steady_ms();
+  const int64_t interval = broker_.config().get_long("offsets.retention.check.interval.ms");
+  if (next_expiry_check_ == 0) {
+    next_expiry_check_ = now + interval;
+  } else if (now >= next_expiry_check_) {
+    next_expiry_check_ = now + interval;
+    expire_offsets(Broker::now_ms());
+  }
   for (auto& g : all_groups()) {
     Outbox out;
     {

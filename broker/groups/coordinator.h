@@ -14,9 +14,16 @@
 // Writes. Each group maps to one partition (partition_for.h). An
 // OffsetCommit is appended and, when ciuic.acks.all.fsync is true, answered
 // only after the group-commit fsync covers it, so an acknowledged commit
-// survives kill -9. GroupMetadata is written when a generation becomes
-// stable (and when a group empties); DeleteGroups/OffsetDelete write
-// tombstones.
+// survives kill -9; until then OffsetFetch does not see it (Kafka's pending
+// offsets). GroupMetadata is written when a generation becomes stable (the
+// SyncGroup answers wait for its fsync too) and when a group empties;
+// DeleteGroups/OffsetDelete write tombstones (DeleteGroups answers after
+// their fsync). Offset expiry (offset_expiry.cc, KIP-211) writes tombstones
+// for expired offsets and for groups that end up Empty without offsets.
+//
+// Disconnects (disconnects.cc): a dynamic member whose connection is gone
+// is evicted after ciuic.group.disconnect.grace.ms unless it speaks again
+// from another connection; Kafka waits for session.timeout.ms instead.
 //
 // The classic protocol (membership.cc) runs Kafka's state machine; held
 // JoinGroup/SyncGroup answers are callbacks kept in the group, completed by
@@ -36,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +75,7 @@ inline constexpr const char* kOffsetsTopic = "__consumer_offsets";
 struct ClientInfo {
   std::string client_id;
   std::string client_host;
+  uint64_t connection_id = 0;  // RequestContext::connection_id (0: none)
 };
 
 // The result of an append to __consumer_offsets.
@@ -94,7 +103,8 @@ class GroupCoordinator {
 
   // --- offsets (offsets.cc)
   using CommitDone = std::function<void(protocol::OffsetCommitResponse)>;
-  void commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done);
+  void commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done,
+                      uint64_t connection_id = 0);
   protocol::OffsetFetchResponse::OffsetFetchResponseGroup fetch_offsets(
       const std::string& group_id, const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics);
   using OffsetDeleteDone = std::function<void(protocol::OffsetDeleteResponse)>;
@@ -102,15 +112,31 @@ class GroupCoordinator {
 
   // --- the classic protocol (membership.cc)
   void join(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client, JoinCallback done);
-  void sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done);
-  protocol::ErrorCode heartbeat(const protocol::HeartbeatRequest& req);
+  void sync(const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done, uint64_t connection_id = 0);
+  protocol::ErrorCode heartbeat(const protocol::HeartbeatRequest& req, uint64_t connection_id = 0);
   protocol::LeaveGroupResponse leave(const protocol::LeaveGroupRequest& req, int16_t version);
 
   // --- admin (admin_ops.cc)
   protocol::ListGroupsResponse list_groups(const protocol::ListGroupsRequest& req, int16_t version);
   protocol::DescribeGroupsResponse::DescribedGroup describe_group(const std::string& group_id,
                                                                   bool include_operations);
+  // Deletes each group (tombstones); done gets one error per id, after the
+  // tombstones are durable when ciuic.acks.all.fsync is on.
+  using DeleteGroupsDone = std::function<void(std::vector<protocol::ErrorCode>)>;
+  void delete_groups(const std::vector<std::string>& group_ids, DeleteGroupsDone done);
+  // One group, answered without waiting for the fsync (prefer delete_groups).
   protocol::ErrorCode delete_group(const std::string& group_id);
+
+  // --- connections (disconnects.cc)
+  // The connection is gone: drop held answers on it, shorten the sessions
+  // of dynamic members that last spoke on it to the disconnect grace.
+  void connection_closed(uint64_t connection_id);
+
+  // --- offset expiry (offset_expiry.cc)
+  // Expires offsets as of wall-clock now_ms (the timer calls it every
+  // offsets.retention.check.interval.ms; tests call it with a future time).
+  // Returns the number of offsets expired.
+  size_t expire_offsets(int64_t now_ms);
 
   // Snapshot for metrics: group -> committed offsets, members, state.
   struct GroupView {
@@ -118,6 +144,9 @@ class GroupCoordinator {
     GroupState state = GroupState::kEmpty;
     size_t members = 0;
     std::map<TopicPartitionKey, int64_t> offsets;
+    uint64_t rebalances = 0;          // completed rebalances
+    double rebalance_seconds = 0;     // their total duration
+    double last_rebalance_seconds = 0;
   };
   std::vector<GroupView> snapshot();
 
@@ -138,6 +167,11 @@ class GroupCoordinator {
   // the fsync covers the records when ciuic.acks.all.fsync is true).
   Appended append(const std::string& group_id, const std::vector<OffsetsRecord>& records);
   void when_durable(Appended a, std::function<void(protocol::ErrorCode)> done);
+  // Remembers that a request about group_id came on connection_id, so that
+  // its close visits the group (0: nothing). Takes conn_mu_ only.
+  void track_connection(uint64_t connection_id, const std::string& group_id);
+  // The group's own step of delete_groups (no waiting).
+  protocol::ErrorCode delete_one(const std::string& group_id, Appended* appended);
   std::shared_ptr<Partition> offsets_partition(const std::string& group_id);
 
   void load();
@@ -156,6 +190,14 @@ class GroupCoordinator {
   std::map<std::string, std::shared_ptr<Group>> groups_;
 
   uint64_t metrics_id_ = 0;  // the lag collector (lag_metrics.h)
+  // Subscribed to ConnectionEvents on the first tracked connection (not in
+  // the constructor: Broker::service holds its lock while constructing us).
+  std::once_flag subscribe_once_;
+  std::atomic<bool> subscribed_{false};
+  uint64_t connection_events_token_ = 0;
+  std::mutex conn_mu_;  // guards conn_groups_; taken after a group's lock, never before
+  std::map<uint64_t, std::set<std::string>> conn_groups_;  // connection -> groups its members spoke in
+  int64_t next_expiry_check_ = 0;  // steady ms (timer thread only)
   std::mutex timer_mu_;
   std::unique_ptr<asio::steady_timer> timer_;
   std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);

@@ -63,6 +63,7 @@ struct Member {
   JoinCallback awaiting_join;       // a held JoinGroup
   int16_t join_version = 0;
   SyncCallback awaiting_sync;       // a held SyncGroup
+  uint64_t connection_id = 0;       // the connection it last spoke on (0: unknown)
 
   const protocol::Bytes* metadata_for(std::string_view protocol) const;
   bool same_protocols(const std::vector<std::pair<std::string, protocol::Bytes>>& other) const;
@@ -88,7 +89,29 @@ struct Group {
   int64_t initial_delay_limit = 0;         // new-group delay: the latest the join phase may end
   int64_t state_timestamp_ms = 0;          // wall clock of the last state change
   uint64_t next_join_seq = 0;
-  std::map<TopicPartitionKey, CommittedOffset> offsets;
+  std::map<TopicPartitionKey, CommittedOffset> offsets;  // visible (durable) commits
+  // Commits written but not yet durable (ciuic.acks.all.fsync): key -> the
+  // end offset of the append that wrote the newest one. OffsetFetch does not
+  // see them (Kafka's pending offsets); a later tombstone erases the entry so
+  // that the older commit is never made visible.
+  std::map<TopicPartitionKey, int64_t> pending_offsets;
+
+  // Rebalance metrics: a rebalance runs from entering PreparingRebalance
+  // until Stable (or Empty); re-entering PreparingRebalance continues it.
+  int64_t rebalance_started_ms = 0;        // steady ms; 0: none running
+  uint64_t rebalances = 0;                 // completed
+  double rebalance_seconds = 0;            // their total duration
+  double last_rebalance_seconds = 0;
+  void rebalance_begin(int64_t now_steady_ms) {
+    if (rebalance_started_ms == 0) rebalance_started_ms = now_steady_ms;
+  }
+  void rebalance_end(int64_t now_steady_ms) {
+    if (rebalance_started_ms == 0) return;
+    last_rebalance_seconds = static_cast<double>(now_steady_ms - rebalance_started_ms) / 1000.0;
+    rebalance_seconds += last_rebalance_seconds;
+    ++rebalances;
+    rebalance_started_ms = 0;
+  }
 
   bool has(const std::string& member_id) const { return members.count(member_id) != 0; }
   // A static member whose instance id maps to another member id is fenced.

@@ -5,6 +5,12 @@
 //   kafka_consumergroup_lag_sum{consumergroup,topic}
 //   kafka_consumergroup_members{consumergroup}
 //   kafka_coordinator_groups{state}                           groups per state
+//   kafka_coordinator_rebalances_total{consumergroup}         completed rebalances
+//   kafka_coordinator_rebalance_duration_seconds{consumergroup}  summary: _count, _sum
+//   kafka_coordinator_rebalance_last_duration_seconds{consumergroup}
+// A rebalance runs from PreparingRebalance until Stable (the leader's
+// SyncGroup) or Empty; going back to PreparingRebalance from
+// CompletingRebalance continues the same one.
 // For training jobs the lag is the "GPU starvation" signal.
 //
 // The series are computed at scrape time from the coordinator's snapshot

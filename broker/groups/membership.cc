@@ -109,7 +109,8 @@ void add_member_and_rebalance(GroupCoordinator& c, Group& g, Member m, Outbox& o
 }
 
 void update_member(Member& m, const protocol::JoinGroupRequest& req, int32_t rebalance_timeout, JoinCallback done,
-                   int16_t version) {
+                   int16_t version, uint64_t connection_id) {
+  m.connection_id = connection_id;
   m.session_timeout_ms = req.session_timeout_ms;
   m.rebalance_timeout_ms = rebalance_timeout;
   m.protocols.clear();
@@ -150,13 +151,14 @@ void replace_static_member(GroupCoordinator& c, Group& g, const protocol::JoinGr
     nm.session_timeout_ms = req.session_timeout_ms;
     nm.rebalance_timeout_ms = rebalance_timeout;
     nm.heartbeat_deadline = steady_ms() + nm.session_timeout_ms;
+    nm.connection_id = client.connection_id;
     Membership::persist(c, g);
     const bool leader = g.leader == id;
     JoinGroupResponse r = join_result(g, nm, leader, leader && version >= 9);
     answer_join(out, std::move(done), std::move(r));
     return;
   }
-  update_member(nm, req, rebalance_timeout, std::move(done), version);
+  update_member(nm, req, rebalance_timeout, std::move(done), version, client.connection_id);
   if (g.state == GroupState::kPreparingRebalance) Membership::maybe_complete_join(c, g, out);
   else Membership::prepare_rebalance(c, g, out);
 }
@@ -216,7 +218,7 @@ void Membership::join(GroupCoordinator& c, const protocol::JoinGroupRequest& req
           m.client_id = client.client_id;
           m.client_host = client.client_host;
           m.protocol_type = req.protocol_type;
-          update_member(m, req, rebalance_timeout, std::move(done), version);
+          update_member(m, req, rebalance_timeout, std::move(done), version, client.connection_id);
           add_member_and_rebalance(c, g, std::move(m), out);
         }
       }
@@ -227,7 +229,7 @@ void Membership::join(GroupCoordinator& c, const protocol::JoinGroupRequest& req
       m.client_id = client.client_id;
       m.client_host = client.client_host;
       m.protocol_type = req.protocol_type;
-      update_member(m, req, rebalance_timeout, std::move(done), version);
+      update_member(m, req, rebalance_timeout, std::move(done), version, client.connection_id);
       add_member_and_rebalance(c, g, std::move(m), out);
     } else if (g.fenced(req.group_instance_id, req.member_id)) {
       answer_join(out, std::move(done), join_error(ErrorCode::FENCED_INSTANCE_ID, version, req.member_id));
@@ -243,24 +245,26 @@ void Membership::join(GroupCoordinator& c, const protocol::JoinGroupRequest& req
           // A replaced held join gets no answer in Kafka either; answer it so
           // the connection does not wait forever.
           answer_join(out, std::move(m.awaiting_join), join_error(ErrorCode::UNKNOWN_MEMBER_ID, m.join_version, m.member_id));
-          update_member(m, req, rebalance_timeout, std::move(done), version);
+          update_member(m, req, rebalance_timeout, std::move(done), version, client.connection_id);
           maybe_complete_join(c, g, out);
           break;
         case GroupState::kCompletingRebalance:
           if (same) {
             m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+            m.connection_id = client.connection_id;
             answer_join(out, std::move(done), join_result(g, m, g.leader == m.member_id, false));
           } else {
-            update_member(m, req, rebalance_timeout, std::move(done), version);
+            update_member(m, req, rebalance_timeout, std::move(done), version, client.connection_id);
             prepare_rebalance(c, g, out);
           }
           break;
         case GroupState::kStable:
           if (same && g.leader != m.member_id) {
             m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+            m.connection_id = client.connection_id;
             answer_join(out, std::move(done), join_result(g, m, false, false));
           } else {
-            update_member(m, req, rebalance_timeout, std::move(done), version);
+            update_member(m, req, rebalance_timeout, std::move(done), version, client.connection_id);
             prepare_rebalance(c, g, out);
           }
           break;
@@ -292,6 +296,7 @@ void Membership::prepare_rebalance(GroupCoordinator& c, Group& g, Outbox& out) {
     g.join_deadline = now + rebalance;
   }
   set_state(g, GroupState::kPreparingRebalance);
+  g.rebalance_begin(now);
   maybe_complete_join(c, g, out);
 }
 
@@ -318,6 +323,7 @@ void Membership::complete_join(GroupCoordinator& c, Group& g, Outbox& out) {
   if (g.members.empty()) {
     g.protocol.reset();
     set_state(g, GroupState::kEmpty);
+    g.rebalance_end(steady_ms());
     persist(c, g);
     return;
   }
@@ -333,10 +339,11 @@ void Membership::complete_join(GroupCoordinator& c, Group& g, Outbox& out) {
   }
 }
 
-void Membership::persist(GroupCoordinator& c, Group& g) {
-  // Best effort: a failed write only loses the generation on restart (the
-  // members rejoin); offsets are written separately and acknowledged.
-  (void)c.append(g.id, {group_metadata_record(g.id, g.to_metadata(Broker::now_ms()))});
+Appended Membership::persist(GroupCoordinator& c, Group& g) {
+  // Callers other than SyncGroup do not wait: a failed write only loses the
+  // generation on restart (the members rejoin); offsets are written
+  // separately and acknowledged.
+  return c.append(g.id, {group_metadata_record(g.id, g.to_metadata(Broker::now_ms()))});
 }
 
 void Membership::remove_member(GroupCoordinator& c, Group& g, const std::string& member_id, Outbox& out) {

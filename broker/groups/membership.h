@@ -17,8 +17,10 @@ namespace ciuickafka::broker::groups {
 struct Membership {
   static void join(GroupCoordinator& c, const protocol::JoinGroupRequest& req, int16_t version,
                    const ClientInfo& client, JoinCallback done);
-  static void sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done);
-  static protocol::ErrorCode heartbeat(GroupCoordinator& c, const protocol::HeartbeatRequest& req);
+  static void sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req, int16_t version, SyncCallback done,
+                   uint64_t connection_id = 0);
+  static protocol::ErrorCode heartbeat(GroupCoordinator& c, const protocol::HeartbeatRequest& req,
+                                       uint64_t connection_id = 0);
   static protocol::LeaveGroupResponse leave(GroupCoordinator& c, const protocol::LeaveGroupRequest& req,
                                             int16_t version);
 
@@ -33,7 +35,8 @@ struct Membership {
   static void prepare_rebalance(GroupCoordinator& c, Group& g, Outbox& out);
   static void maybe_complete_join(GroupCoordinator& c, Group& g, Outbox& out);
   static void complete_join(GroupCoordinator& c, Group& g, Outbox& out);
-  static void persist(GroupCoordinator& c, Group& g);
+  // Appends the group's metadata; the result says when it is durable.
+  static Appended persist(GroupCoordinator& c, Group& g);
 };
 
 protocol::JoinGroupResponse join_error(protocol::ErrorCode e, int16_t version, const std::string& member_id = "");

@@ -26,7 +26,7 @@ SyncGroupResponse sync_answer(const Group& g, ErrorCode e, protocol::Bytes assig
 }  // namespace
 
 void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req, int16_t version,
-                      SyncCallback done) {
+                      SyncCallback done, uint64_t connection_id) {
   auto fail = [&](ErrorCode e) {
     SyncGroupResponse r;
     r.error_code = protocol::to_wire(e);
@@ -37,6 +37,10 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
   auto gp = c.find(req.group_id);
   if (!gp) return fail(ErrorCode::UNKNOWN_MEMBER_ID);
   Outbox out;
+  // The leader's SyncGroup: the answers wait for the metadata to be durable.
+  Appended metadata_write;
+  std::vector<std::pair<SyncCallback, protocol::Bytes>> held;
+  SyncGroupResponse held_ok;  // protocol fields of the answers in `held`
   {
     std::lock_guard<std::mutex> lock(gp->mu);
     Group& g = *gp;
@@ -56,6 +60,7 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
     } else {
       Member& m = g.members[req.member_id];
       m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+      m.connection_id = connection_id;
       if (g.state == GroupState::kStable) {
         out.push_back([done = std::move(done), r = sync_answer(g, ErrorCode::NONE, m.assignment)]() mutable {
           done(std::move(r));
@@ -68,14 +73,14 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
             auto it = g.members.find(a.member_id);
             if (it != g.members.end()) it->second.assignment = a.assignment;
           }
-          persist(c, g);
+          metadata_write = persist(c, g);
           g.state = GroupState::kStable;
           g.state_timestamp_ms = Broker::now_ms();
+          g.rebalance_end(steady_ms());
+          held_ok = sync_answer(g, ErrorCode::NONE);
           for (auto& [id, mm] : g.members) {
             if (!mm.awaiting_sync) continue;
-            out.push_back([cb = std::move(mm.awaiting_sync), r = sync_answer(g, ErrorCode::NONE, mm.assignment)]() mutable {
-              cb(std::move(r));
-            });
+            held.emplace_back(std::move(mm.awaiting_sync), mm.assignment);
             mm.awaiting_sync = nullptr;
           }
         }
@@ -83,9 +88,26 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
     }
   }
   run(out);
+  if (held.empty()) return;
+  // Kafka answers the SyncGroups once the group metadata is written; with
+  // ciuic.acks.all.fsync that means durable. A failed write answers the error.
+  auto shared = std::make_shared<decltype(held)>(std::move(held));
+  c.when_durable(std::move(metadata_write), [shared, held_ok](ErrorCode e) {
+    for (auto& [cb, assignment] : *shared) {
+      SyncGroupResponse r = held_ok;
+      if (e == ErrorCode::NONE) {
+        r.assignment = std::move(assignment);
+      } else {
+        r = SyncGroupResponse{};
+        r.error_code = protocol::to_wire(e);
+      }
+      cb(std::move(r));
+    }
+  });
 }
 
-ErrorCode Membership::heartbeat(GroupCoordinator& c, const protocol::HeartbeatRequest& req) {
+ErrorCode Membership::heartbeat(GroupCoordinator& c, const protocol::HeartbeatRequest& req,
+                                uint64_t connection_id) {
   if (!c.loaded()) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
   if (req.group_id.empty()) return ErrorCode::INVALID_GROUP_ID;
   auto gp = c.find(req.group_id);
@@ -101,9 +123,11 @@ ErrorCode Membership::heartbeat(GroupCoordinator& c, const protocol::HeartbeatRe
     case GroupState::kEmpty: return ErrorCode::UNKNOWN_MEMBER_ID;
     case GroupState::kPreparingRebalance:
       m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+      m.connection_id = connection_id;
       return ErrorCode::REBALANCE_IN_PROGRESS;
     default:
       m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+      m.connection_id = connection_id;
       return ErrorCode::NONE;
   }
 }

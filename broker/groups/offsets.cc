@@ -3,6 +3,8 @@
 // commits with generation -1 for groups without members), the append to
 // __consumer_offsets and the in-memory cache.
 #include <algorithm>
+#include <map>
+#include <memory>
 
 #include "broker/broker.h"
 #include "broker/groups/coordinator.h"
@@ -20,7 +22,8 @@ bool partition_exists(Broker& b, const std::string& topic, int32_t partition) {
 
 }  // namespace
 
-void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done) {
+void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done,
+                                      uint64_t connection_id) {
   using Resp = protocol::OffsetCommitResponse;
   Resp resp;
   // errors[i][j]: per request partition; NONE = to be written.
@@ -63,11 +66,14 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
   if (!any_valid) return done(finish(errors, ErrorCode::NONE));
 
   const bool simple = req.generation_id_or_member_epoch < 0;
+  if (!simple) track_connection(connection_id, req.group_id);
   std::shared_ptr<Group> gp = simple ? get_or_create(req.group_id) : find(req.group_id);
   if (!gp) return fail_all(ErrorCode::ILLEGAL_GENERATION);  // an old generation of a group that is gone
 
   Appended appended;
   ErrorCode group_error = ErrorCode::NONE;
+  // The commits written, made visible once durable (Group::pending_offsets).
+  auto updates = std::make_shared<std::map<TopicPartitionKey, CommittedOffset>>();
   {
     std::lock_guard<std::mutex> lock(gp->mu);
     Group& g = *gp;
@@ -81,10 +87,10 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
       if (g.has(req.member_id)) {
         Member& m = g.members[req.member_id];
         m.heartbeat_deadline = steady_ms() + m.session_timeout_ms;
+        if (connection_id != 0) m.connection_id = connection_id;
       }
       const int64_t now = Broker::now_ms();
       std::vector<OffsetsRecord> records;
-      std::vector<std::pair<TopicPartitionKey, CommittedOffset>> updates;
       for (size_t i = 0; i < req.topics.size(); ++i) {
         for (size_t j = 0; j < req.topics[i].partitions.size(); ++j) {
           if (errors[i][j] != ErrorCode::NONE) continue;
@@ -97,18 +103,29 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
           if (version >= 2 && version <= 4 && req.retention_time_ms >= 0)
             c.expire_timestamp = c.commit_timestamp + req.retention_time_ms;
           records.push_back(offset_commit_record(g.id, req.topics[i].name, p.partition_index, c));
-          updates.emplace_back(TopicPartitionKey{req.topics[i].name, p.partition_index}, std::move(c));
+          (*updates)[TopicPartitionKey{req.topics[i].name, p.partition_index}] = std::move(c);
         }
       }
       appended = append(g.id, records);
       if (appended.error == ErrorCode::NONE)
-        for (auto& [k, v] : updates) g.offsets[k] = std::move(v);
+        for (auto& [k, v] : *updates) g.pending_offsets[k] = appended.end_offset;
     }
   }
   if (group_error != ErrorCode::NONE) return done(finish(errors, group_error));
   auto shared_errors = std::make_shared<std::vector<std::vector<ErrorCode>>>(std::move(errors));
   auto topics = std::make_shared<std::vector<protocol::OffsetCommitRequest::OffsetCommitRequestTopic>>(req.topics);
-  when_durable(std::move(appended), [shared_errors, topics, done = std::move(done)](ErrorCode e) {
+  const int64_t position = appended.end_offset;
+  when_durable(std::move(appended), [gp, position, updates, shared_errors, topics, done = std::move(done)](ErrorCode e) {
+    {
+      // Visible now, unless a newer commit or a tombstone for the key came since.
+      std::lock_guard<std::mutex> lock(gp->mu);
+      for (auto& [k, v] : *updates) {
+        auto it = gp->pending_offsets.find(k);
+        if (it == gp->pending_offsets.end() || it->second != position) continue;
+        if (e == ErrorCode::NONE) gp->offsets[k] = std::move(v);
+        gp->pending_offsets.erase(it);
+      }
+    }
     Resp r;
     for (size_t i = 0; i < topics->size(); ++i) {
       Resp::OffsetCommitResponseTopic rt;
@@ -216,7 +233,8 @@ void GroupCoordinator::delete_offsets(const protocol::OffsetDeleteRequest& req, 
           ErrorCode e = ErrorCode::NONE;
           if (!partition_exists(broker_, t.name, p.partition_index)) e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
           else if (is_subscribed) e = ErrorCode::GROUP_SUBSCRIBED_TO_TOPIC;
-          else if (g.offsets.erase({t.name, p.partition_index}) != 0)
+          else if ((g.offsets.erase({t.name, p.partition_index}) +
+                    g.pending_offsets.erase({t.name, p.partition_index})) != 0)
             tombstones.push_back(offset_commit_record(g.id, t.name, p.partition_index, std::nullopt));
           rp.error_code = protocol::to_wire(e);
           rt.partitions.push_back(rp);

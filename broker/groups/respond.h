@@ -28,6 +28,7 @@ inline ClientInfo client_info(const RequestContext& ctx) {
   if (auto colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   c.client_host = "/" + host;
+  c.connection_id = ctx.connection_id;
   return c;
 }
 

@@ -2,7 +2,7 @@
 //
 // Only empty groups go (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for
 // unknown ones); their offsets and metadata become tombstones in
-// __consumer_offsets.
+// __consumer_offsets; the answer waits until they are durable.
 #include "broker/broker.h"
 #include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
@@ -19,14 +19,18 @@ void handle_delete_groups(RequestContext&& ctx) {
     return;
   }
   auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
-  protocol::DeleteGroupsResponse resp;
-  for (const std::string& g : req.groups_names) {
-    protocol::DeleteGroupsResponse::DeletableGroupResult r;
-    r.group_id = g;
-    r.error_code = protocol::to_wire(coordinator.delete_group(g));
-    resp.results.push_back(std::move(r));
-  }
-  ctx.respond(make_response(ctx, resp));
+  auto shared = std::make_shared<RequestContext>(std::move(ctx));
+  // Answered once the tombstones are durable (ciuic.acks.all.fsync).
+  coordinator.delete_groups(req.groups_names, [shared, names = req.groups_names](std::vector<protocol::ErrorCode> errors) {
+    protocol::DeleteGroupsResponse resp;
+    for (size_t i = 0; i < names.size(); ++i) {
+      protocol::DeleteGroupsResponse::DeletableGroupResult r;
+      r.group_id = names[i];
+      r.error_code = protocol::to_wire(errors[i]);
+      resp.results.push_back(std::move(r));
+    }
+    shared->respond(make_response(*shared, resp));
+  });
 }
 
 }  // namespace

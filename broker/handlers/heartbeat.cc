@@ -18,7 +18,7 @@ void handle_heartbeat(RequestContext&& ctx) {
     return;
   }
   protocol::HeartbeatResponse resp;
-  resp.error_code = protocol::to_wire(ctx.broker->service<groups::GroupCoordinator>().heartbeat(req));
+  resp.error_code = protocol::to_wire(ctx.broker->service<groups::GroupCoordinator>().heartbeat(req, ctx.connection_id));
   ctx.respond(make_response(ctx, resp, resp.error_code));
 }
 

@@ -23,10 +23,11 @@ void handle_offset_commit(RequestContext&& ctx) {
   }
   auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
   const int16_t version = ctx.api_version();
+  const uint64_t connection_id = ctx.connection_id;
   auto shared = groups::share(std::move(ctx));
-  coordinator.commit_offsets(req, version, [shared](protocol::OffsetCommitResponse resp) {
-    shared->respond(make_response(*shared, resp));
-  });
+  coordinator.commit_offsets(
+      req, version, [shared](protocol::OffsetCommitResponse resp) { shared->respond(make_response(*shared, resp)); },
+      connection_id);
 }
 
 }  // namespace

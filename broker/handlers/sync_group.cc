@@ -21,10 +21,12 @@ void handle_sync_group(RequestContext&& ctx) {
   }
   auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
   const int16_t version = ctx.api_version();
+  const uint64_t connection_id = ctx.connection_id;
   auto shared = groups::share(std::move(ctx));
-  coordinator.sync(req, version, [shared](protocol::SyncGroupResponse resp) {
-    shared->respond(make_response(*shared, resp, resp.error_code));
-  });
+  coordinator.sync(
+      req, version,
+      [shared](protocol::SyncGroupResponse resp) { shared->respond(make_response(*shared, resp, resp.error_code)); },
+      connection_id);
 }
 
 }  // namespace

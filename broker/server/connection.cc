@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "broker/broker.h"
+#include "broker/server/connection_events.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -76,7 +77,14 @@ void Connection::close(const char* why) {
   slots_.clear();
   writer_.reset();
   if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed();
+  report_gone();
   if (opt_.on_closed) opt_.on_closed(id_);
+}
+
+void Connection::report_gone() {
+  if (gone_reported_) return;
+  gone_reported_ = true;
+  if (opt_.broker != nullptr) opt_.broker->service<ConnectionEvents>().closed(id_);
 }
 
 // --- reading
@@ -205,6 +213,7 @@ void Connection::on_read(const boost::system::error_code& ec, size_t n, bool int
   if (ec) {
     if (ec == asio::error::eof) {
       input_done_ = true;  // answer what was asked, then close
+      report_gone();       // held answers (a JoinGroup) may be dropped now
       maybe_finish();
     } else if (ec != asio::error::operation_aborted) {
       close(nullptr);

@@ -22,7 +22,8 @@
 // for connections.max.idle.ms with nothing in flight, or Server::stop. At
 // end of stream (the client half-closed or went away) reading stops and the
 // connection closes once the responses owed are written. drain() does the
-// same for a graceful shutdown.
+// same for a graceful shutdown. End of stream, an error or close() also
+// report the connection gone to Broker::connection_events(), once.
 //
 // Thread-safety: all methods run on the connection's io_context thread,
 // except the respond callbacks handed to handlers (any thread).
@@ -99,6 +100,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump();
   void on_writable(const boost::system::error_code& ec);
   void maybe_finish();
+  // Tells the broker's ConnectionEvents, once (end of stream, error, close).
+  void report_gone();
   // Idle timer.
   void arm_idle_timer();
   void on_idle_timer(const boost::system::error_code& ec);
@@ -124,6 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool waiting_budget_ = false;  // a budget waiter is registered
   bool input_done_ = false;      // end of stream, or draining: read no more
   bool closed_ = false;
+  bool gone_reported_ = false;
 
   std::deque<Slot> slots_;
   uint64_t next_seq_ = 0;

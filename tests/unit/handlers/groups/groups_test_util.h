@@ -54,9 +54,11 @@ class Pending {
   int16_t version_;
 };
 
-// Sends req through dispatch_frame without waiting for the answer.
+// Sends req through dispatch_frame without waiting for the answer, as if on
+// connection connection_id (BrokerFixture::call uses 1).
 template <class Resp, class Req>
-Pending<Resp> send(BrokerFixture& f, const Req& req, int16_t version, const std::string& client_id = "tester") {
+Pending<Resp> send(BrokerFixture& f, const Req& req, int16_t version, const std::string& client_id = "tester",
+                   uint64_t connection_id = 2) {
   protocol::Writer w;
   protocol::RequestHeader h;
   h.request_api_key = Req::kApiKey;
@@ -76,7 +78,7 @@ Pending<Resp> send(BrokerFixture& f, const Req& req, int16_t version, const std:
   ctx.executor = f.io().get_executor();
   ctx.listener = "PLAINTEXT";
   ctx.peer = "127.0.0.1:5555";
-  ctx.connection_id = 2;
+  ctx.connection_id = connection_id;
   ctx.received = std::chrono::steady_clock::now();
   ctx.respond = [promise](Response r) { promise->set_value(std::move(r)); };
   dispatch_frame(std::move(ctx));
