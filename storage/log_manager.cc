@@ -299,6 +299,10 @@ Status LogManager::tick(int64_t now_ms) {
   for (const auto& path : expired) note(io::remove_tree(fs_, path));
   if (config_.cleaner_enable) {
     std::lock_guard lock(cleaner_mu_);
+    if (cleaner_stats_.errors > cleaner_errors_reported_) {  // surface the thread's errors once each
+      cleaner_errors_reported_ = cleaner_stats_.errors;
+      note(Status::corruption("log cleaner: " + cleaner_stats_.last_error));
+    }
     if (now_ms - last_clean_ms_ >= config_.cleaner_backoff_ms) {
       last_clean_ms_ = now_ms;
       cleaner_request_ = now_ms;

@@ -124,7 +124,8 @@ class LogManager {
   // (each atomically: temp file, fdatasync, rename, fsync of the dir).
   Status checkpoint();
   // Periodic work (see the file comment). Returns the first error met; the
-  // rest of the work is still done.
+  // rest of the work is still done. Errors of the cleaner thread's passes
+  // are returned by the next tick (once each).
   Status tick(int64_t now_ms);
   // Stops group commit (answering what is queued), flushes and closes every
   // log, writes the checkpoints and then the clean-shutdown marker of every
@@ -180,6 +181,7 @@ class LogManager {
   bool cleaner_stop_ = false;                  // under cleaner_mu_
   int64_t last_clean_ms_ = 0;                  // under cleaner_mu_
   CleanerManagerStats cleaner_stats_;          // under cleaner_mu_
+  uint64_t cleaner_errors_reported_ = 0;       // under cleaner_mu_: errors tick() has returned
   std::thread cleaner_thread_;
 };
 

@@ -606,6 +606,21 @@ TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and
   check_latest(**compacted, model, (*compacted)->first_dirty_offset());
   const int64_t dirty = (*compacted)->first_dirty_offset();
   CHECK(dirty > 0);
+  // A pass that fails (an fdatasync of the cleaned segment) changes nothing,
+  // and the next tick reports it, once.
+  fill(**compacted, model, 10, 30);
+  t.fs.fail_nth_sync(1);
+  REQUIRE(mgr.tick(2000).is_ok());
+  for (int i = 0; i < 500 && mgr.cleaner_stats().passes < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(mgr.cleaner_stats().passes == 2);
+  CHECK(mgr.cleaner_stats().errors == 1);
+  CHECK_FALSE(mgr.tick(2100).is_ok());
+  CHECK(mgr.tick(2200).is_ok());
+  CHECK((*compacted)->first_dirty_offset() == dirty);
+  CHECK(leftovers(t.fs, (*compacted)->dir()).size() % 3 == 0);  // only .deleted triples, no .cleaned
+  for (const auto& n : leftovers(t.fs, (*compacted)->dir())) CHECK(n.find(".deleted") != std::string::npos);
+  check_latest(**compacted, model, dirty);
   REQUIRE(mgr.shutdown().is_ok());
   compacted->reset();
   deleted->reset();
