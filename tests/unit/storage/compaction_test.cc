@@ -292,6 +292,41 @@ TEST_CASE("compaction: compressed batches are read and rewritten with their code
   CHECK(seen.size() >= 4);
 }
 
+TEST_CASE("compaction: control batches are kept as they are; records without a key are dropped",
+          "[storage][compaction]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/k-0", compact_config());
+  Model model;
+  fill(*log, model, 6, 4);
+  // A transaction marker, then a record without a key.
+  auto marker = protocol::build_end_txn_marker_batch(protocol::ControlRecordType::kCommit, 42, 3, 7, kTs);
+  REQUIRE(marker.ok());
+  Bytes m = std::move(marker).value();
+  const int64_t marker_offset = append_ok(*log, m).base_offset;
+  protocol::BatchBuilder keyless({});
+  const std::string v = "no key";
+  REQUIRE(keyless.add(kTs, std::nullopt, protocol::as_bytes(v)));
+  Bytes k = std::move(keyless.build()).value();
+  const int64_t keyless_offset = append_ok(*log, k).base_offset;
+  fill(*log, model, 6, 10);
+  CleanStats st = clean_ok(*log, 0);
+  REQUIRE(st.cleaned);
+  REQUIRE(st.cleaned_up_to > keyless_offset);
+  // The marker batch is where it was, byte for byte.
+  Bytes blob = read_bytes(*log, marker_offset, 1);
+  auto view = protocol::RecordBatchView::parse_and_validate(blob);
+  REQUIRE(view.ok());
+  CHECK(view->is_control());
+  CHECK(view->base_offset() == marker_offset);
+  CHECK(view->producer_id() == 42);
+  CHECK(std::equal(m.begin(), m.end(), blob.begin()));
+  // The keyless record is gone: the next batch after the marker is keyed data.
+  Bytes after = read_bytes(*log, keyless_offset, 1);
+  auto next = protocol::RecordBatchView::parse(after);
+  REQUIRE(next.ok());
+  CHECK(next->base_offset() > keyless_offset);
+}
+
 TEST_CASE("compaction: tombstones stay until delete.retention.ms past their first clean",
           "[storage][compaction][tombstone]") {
   MemFs t;
