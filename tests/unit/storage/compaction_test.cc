@@ -292,7 +292,7 @@ TEST_CASE("compaction: compressed batches are read and rewritten with their code
   CHECK(seen.size() >= 4);
 }
 
-TEST_CASE("compaction: control batches are kept as they are; records without a key are dropped",
+TEST_CASE("compaction: control batches are kept as they are, records without a key are dropped",
           "[storage][compaction]") {
   MemFs t;
   auto log = open_log(t.fs, "/t/k-0", compact_config());
