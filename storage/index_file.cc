@@ -13,16 +13,17 @@ Result<IndexFile> IndexFile::open(io::FileSystem& fs, const std::string& path, s
   auto f = fs.open(path, writable ? io::OpenMode::kCreate : io::OpenMode::kReadOnly);
   if (!f) return f.status();
   IndexFile ix;
+  ix.fs_ = &fs;
   ix.path_ = path;
-  ix.file_ = std::move(f).value();
+  ix.open_ = true;
   ix.writable_ = writable;
   ix.entry_size_ = entry_size;
   ix.max_entries_ = max_index_bytes / entry_size;
-  auto size = ix.file_->size();
+  auto size = (*f)->size();
   if (!size) return size.status();
   ix.size_at_open_ = ix.file_size_ = *size;
   ix.bytes_.resize(*size / entry_size * entry_size);
-  auto n = ix.file_->read_at(0, ix.bytes_);
+  auto n = (*f)->read_at(0, ix.bytes_);
   if (!n) return n.status();
   if (*n != ix.bytes_.size())
     return Status::corruption(path + ": read " + std::to_string(*n) + " of " + std::to_string(ix.bytes_.size()) +
@@ -36,6 +37,8 @@ Result<IndexFile> IndexFile::open(io::FileSystem& fs, const std::string& path, s
   }
   ix.bytes_.shrink_to_fit();
   ix.flushed_bytes_ = ix.bytes_.size();
+  // The entries live in memory from here; the file is reopened to flush.
+  CK_RETURN_IF_ERROR((*f)->close());
   return ix;
 }
 
@@ -48,26 +51,31 @@ void IndexFile::truncate_entries(size_t n) {
 }
 
 Status IndexFile::flush() {
-  if (!file_) return Status::from_errno(EBADF, "flush of closed index " + path_);
+  if (!open_) return Status::from_errno(EBADF, "flush of closed index " + path_);
   if (!writable_) return Status::from_errno(EBADF, "flush of read-only index " + path_);
+  // Opened for this flush only: an index holds no fd between flushes
+  // (storage/fd_cache.h). Flushes happen on roll, flush.ms/messages and
+  // close, each already paying an fdatasync, so the open is noise.
+  auto f = fs_->open(path_, io::OpenMode::kCreate);
+  if (!f) return f.status();
+  io::File& file = **f;
   if (file_size_ > bytes_.size()) {
-    CK_RETURN_IF_ERROR(file_->truncate(bytes_.size()));
+    CK_RETURN_IF_ERROR(file.truncate(bytes_.size()));
     file_size_ = bytes_.size();
   }
   if (flushed_bytes_ < bytes_.size()) {
     std::span<const uint8_t> tail(bytes_.data() + flushed_bytes_, bytes_.size() - flushed_bytes_);
-    CK_RETURN_IF_ERROR(file_->write_at(flushed_bytes_, tail));
+    CK_RETURN_IF_ERROR(file.write_at(flushed_bytes_, tail));
     flushed_bytes_ = bytes_.size();
     file_size_ = std::max<uint64_t>(file_size_, bytes_.size());
   }
-  return file_->sync();
+  CK_RETURN_IF_ERROR(file.sync());
+  return file.close();
 }
 
 Status IndexFile::close() {
-  if (!file_) return Status::ok();
-  Status s = file_->close();
-  file_.reset();
-  return s;
+  open_ = false;
+  return Status::ok();
 }
 
 }  // namespace ciuickafka::storage

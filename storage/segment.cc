@@ -24,10 +24,11 @@ std::string at(const std::string& path, uint64_t position) {
 
 }  // namespace
 
-Segment::Segment(int64_t base, SegmentConfig config, std::unique_ptr<io::File> log, OffsetIndex oi,
+Segment::Segment(int64_t base, SegmentConfig config, std::unique_ptr<LazyFile> log, OffsetIndex oi,
                  TimeIndex ti, uint64_t size)
     : base_offset_(base),
       config_(config),
+      path_(log->path()),
       log_(std::move(log)),
       offset_index_(std::move(oi)),
       time_index_(std::move(ti)),
@@ -66,7 +67,9 @@ Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::st
     ti->clear();
     if (config.preallocate) CK_RETURN_IF_ERROR((*log)->preallocate(config.segment_bytes));
   }
-  return std::unique_ptr<Segment>(new Segment(base_offset, config, std::move(log).value(),
+  FdCache& cache = config.fd_cache != nullptr ? *config.fd_cache : FdCache::process_default();
+  auto lazy = std::make_unique<LazyFile>(fs, cache, std::move(log).value());
+  return std::unique_ptr<Segment>(new Segment(base_offset, config, std::move(lazy),
                                               std::move(oi).value(), std::move(ti).value(), *size));
 }
 
@@ -99,7 +102,10 @@ void Segment::index_batch(uint64_t position, uint64_t size, int64_t last_offset,
 
 Result<uint64_t> Segment::append(std::span<const uint8_t> batches, int64_t now_ms) {
   const uint64_t position = size_;
-  CK_RETURN_IF_ERROR(log_->write_at(position, batches));
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  CK_RETURN_IF_ERROR(f.write_at(position, batches));
   protocol::BatchSplitter split(batches);
   protocol::RecordsEntry e;
   while (split.next(&e) == protocol::SplitStatus::kEntry) {
@@ -114,12 +120,12 @@ Result<uint64_t> Segment::append(std::span<const uint8_t> batches, int64_t now_m
   return position;
 }
 
-Result<BatchLocation> Segment::read_header(uint64_t position, uint64_t max_position) const {
+Result<BatchLocation> Segment::read_header(io::File& f, uint64_t position, uint64_t max_position) const {
   uint8_t h[v2::kHeaderSize];
   if (position + v2::kHeaderSize > max_position)
     return Status::corruption(at(path(), position) + ": a batch header runs past the end " +
                               std::to_string(max_position));
-  auto n = log_->read_at(position, h);
+  auto n = f.read_at(position, h);
   if (!n) return n.status();
   if (*n < v2::kHeaderSize)
     return Status::corruption(at(path(), position) + ": short read of a batch header");
@@ -136,6 +142,14 @@ Result<BatchLocation> Segment::read_header(uint64_t position, uint64_t max_posit
 
 Result<std::optional<BatchLocation>> Segment::find_offset_position(int64_t offset,
                                                                    uint64_t max_position) const {
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  return find_position(f, offset, max_position);
+}
+
+Result<std::optional<BatchLocation>> Segment::find_position(io::File& f, int64_t offset,
+                                                            uint64_t max_position) const {
   OffsetPosition start;
   {
     std::lock_guard lock(index_mu_);
@@ -144,7 +158,7 @@ Result<std::optional<BatchLocation>> Segment::find_offset_position(int64_t offse
   // One read of the 61-byte header per batch: the 12-byte offset/length
   // prefix alone cannot tell the batch's last offset.
   for (uint64_t pos = start.position; pos < max_position;) {
-    auto loc = read_header(pos, max_position);
+    auto loc = read_header(f, pos, max_position);
     if (!loc) return loc.status();
     if (loc->last_offset >= offset) return std::optional<BatchLocation>(*loc);
     pos += loc->size;
@@ -152,7 +166,8 @@ Result<std::optional<BatchLocation>> Segment::find_offset_position(int64_t offse
   return std::optional<BatchLocation>();
 }
 
-Result<uint64_t> Segment::last_boundary(uint64_t from, uint64_t budget_end, uint64_t max_position) const {
+Result<uint64_t> Segment::last_boundary(io::File& f, uint64_t from, uint64_t budget_end,
+                                        uint64_t max_position) const {
   uint64_t pos = from;
   {
     // Index positions are batch starts: jump to the furthest one in range.
@@ -164,7 +179,7 @@ Result<uint64_t> Segment::last_boundary(uint64_t from, uint64_t budget_end, uint
   }
   while (pos + v2::kLogOverhead <= max_position) {
     uint8_t h[v2::kLogOverhead];
-    auto n = log_->read_at(pos, h);
+    auto n = f.read_at(pos, h);
     if (!n) return n.status();
     const int32_t length = load_int32(h + v2::kBatchLengthOffset);
     if (*n < v2::kLogOverhead || length < v2::kMinBatchLength)
@@ -181,13 +196,16 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
                                                bool min_one_batch) const {
   using Out = std::optional<FileSlice>;
   max_position = std::min(max_position, published_size());
-  auto first = find_offset_position(start_offset, max_position);
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  auto first = find_position(f, start_offset, max_position);
   if (!first) return first.status();
   if (!*first || (*first)->last_offset >= upper_bound_offset) return Out();
   const BatchLocation& b = **first;
   uint64_t limit = max_position;
   if (upper_bound_offset != std::numeric_limits<int64_t>::max()) {
-    auto stop = find_offset_position(upper_bound_offset, max_position);
+    auto stop = find_position(f, upper_bound_offset, max_position);
     if (!stop) return stop.status();
     if (*stop) limit = (*stop)->position;
   }
@@ -197,16 +215,19 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
       if (!min_one_batch) return Out();
       end = b.position + b.size;
     } else {
-      auto e = last_boundary(b.position + b.size, b.position + max_bytes, limit);
+      auto e = last_boundary(f, b.position + b.size, b.position + max_bytes, limit);
       if (!e) return e.status();
       end = *e;
     }
   }
-  return Out(FileSlice{log_.get(), log_->fd(), b.position, end - b.position, b.base_offset});
+  return Out(FileSlice{&f, f.fd(), std::move(file).value(), b.position, end - b.position, b.base_offset});
 }
 
 Result<uint64_t> Segment::recover() {
-  auto file_size = log_->size();
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  auto file_size = f.size();
   if (!file_size) return file_size.status();
   ++recover_count_;
   {
@@ -222,13 +243,13 @@ Result<uint64_t> Segment::recover() {
   uint64_t pos = 0;
   while (pos + v2::kMagicOffset + 1 <= *file_size) {
     uint8_t h[v2::kMagicOffset + 1];
-    auto n = log_->read_at(pos, h);
+    auto n = f.read_at(pos, h);
     if (!n) return n.status();
     const int32_t length = load_int32(h + v2::kBatchLengthOffset);
     const int8_t magic = static_cast<int8_t>(h[v2::kMagicOffset]);
     if (length < 0 || pos + v2::kLogOverhead + static_cast<uint64_t>(length) > *file_size) break;
     buf.resize(v2::kLogOverhead + static_cast<size_t>(length));
-    n = log_->read_at(pos, buf);
+    n = f.read_at(pos, buf);
     if (!n) return n.status();
     if (*n != buf.size()) break;
     if (magic == 0 || magic == 1) {
@@ -252,7 +273,7 @@ Result<uint64_t> Segment::recover() {
     pos += buf.size();
   }
   const uint64_t truncated = *file_size - pos;
-  if (truncated > 0) CK_RETURN_IF_ERROR(log_->truncate(pos));
+  if (truncated > 0) CK_RETURN_IF_ERROR(f.truncate(pos));
   size_ = pos;
   published_size_.store(pos, std::memory_order_release);
   return truncated;
@@ -265,6 +286,9 @@ Status Segment::check_indexes() {
 }
 
 Status Segment::load_tail() {
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
   OffsetPosition start;
   {
     std::lock_guard lock(index_mu_);
@@ -273,12 +297,12 @@ Status Segment::load_tail() {
   }
   next_offset_ = base_offset_;
   for (uint64_t pos = start.position; pos < size_;) {
-    auto loc = read_header(pos, size_);
+    auto loc = read_header(f, pos, size_);
     if (!loc) return loc.status();
     if (loc->base_offset < *next_offset_ || !offset_index_.can_hold(loc->last_offset))
       return Status::corruption(at(path(), pos) + ": offsets go backwards");
     uint8_t ts[8];
-    auto n = log_->read_at(pos + v2::kMaxTimestampOffset, ts);
+    auto n = f.read_at(pos + v2::kMaxTimestampOffset, ts);
     if (!n) return n.status();
     const int64_t max_ts = load_offset(ts);
     if (max_ts > max_timestamp_) {
@@ -316,20 +340,23 @@ Result<std::optional<TimestampOffset>> Segment::find_offset_for_timestamp(int64_
     std::lock_guard lock(index_mu_);
     from_offset = std::max(time_index_.lookup(target).offset, min_offset);
   }
-  auto first = find_offset_position(from_offset, max_position);
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  auto first = find_position(f, from_offset, max_position);
   if (!first) return first.status();
   if (!*first) return Out();
   std::vector<uint8_t> buf;
   for (uint64_t pos = (*first)->position; pos < max_position;) {
-    auto loc = read_header(pos, max_position);
+    auto loc = read_header(f, pos, max_position);
     if (!loc) return loc.status();
     pos += loc->size;
     uint8_t ts[8];
-    auto n = log_->read_at(loc->position + v2::kMaxTimestampOffset, ts);
+    auto n = f.read_at(loc->position + v2::kMaxTimestampOffset, ts);
     if (!n) return n.status();
     if (loc->last_offset < min_offset || load_offset(ts) < target) continue;
     buf.resize(loc->size);
-    n = log_->read_at(loc->position, buf);
+    n = f.read_at(loc->position, buf);
     if (!n) return n.status();
     if (*n != buf.size()) return Status::corruption(at(path(), loc->position) + ": short read of a batch");
     auto view = protocol::RecordBatchView::parse(buf);
@@ -350,11 +377,14 @@ Result<std::optional<TimestampOffset>> Segment::find_offset_for_timestamp(int64_
 Result<int64_t> Segment::find_record_with_timestamp(int64_t offset, int64_t timestamp,
                                                     uint64_t max_position) const {
   max_position = std::min(max_position, published_size());
-  auto loc = find_offset_position(offset, max_position);
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  auto loc = find_position(f, offset, max_position);
   if (!loc) return loc.status();
   if (!*loc) return offset;
   std::vector<uint8_t> buf((*loc)->size);
-  auto n = log_->read_at((*loc)->position, buf);
+  auto n = f.read_at((*loc)->position, buf);
   if (!n) return n.status();
   auto view = protocol::RecordBatchView::parse(buf);
   if (!view) return (*loc)->last_offset;
@@ -367,8 +397,15 @@ Result<int64_t> Segment::find_record_with_timestamp(int64_t offset, int64_t time
   return (*loc)->last_offset;
 }
 
+Status Segment::sync_log() {
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  return f.sync();
+}
+
 Status Segment::flush() {
-  CK_RETURN_IF_ERROR(log_->sync());
+  CK_RETURN_IF_ERROR(sync_log());
   CK_RETURN_IF_ERROR(offset_index_.flush());
   return time_index_.flush();
 }

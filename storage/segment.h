@@ -32,7 +32,9 @@
 #include <span>
 #include <string>
 
+#include "storage/fd_cache.h"
 #include "storage/io/file.h"
+#include "storage/lazy_file.h"
 #include "storage/offset_index.h"
 #include "storage/status.h"
 #include "storage/time_index.h"
@@ -52,12 +54,18 @@ struct SegmentConfig {
   // log.preallocate / preallocate: reserve segment_bytes of disk when a
   // segment is created (fallocate KEEP_SIZE; the file size is unchanged).
   bool preallocate = false;
+  // The LRU that bounds open `.log` files (storage/fd_cache.h); nullptr:
+  // FdCache::process_default(). Not owned; must outlive the segments.
+  FdCache* fd_cache = nullptr;
 };
 
 // A byte range of a segment file that holds whole batches.
 struct FileSlice {
-  io::File* file = nullptr;  // owned by the segment; valid while it lives
-  int fd = -1;               // for sendfile; -1 for in-memory files
+  io::File* file = nullptr;  // valid while keep_open (or its owner) lives
+  int fd = -1;               // for sendfile; -1 for in-memory files; as file
+  // Holds the file open for the slice's life, even when the FdCache evicts
+  // it or the segment is deleted meanwhile (storage/fd_cache.h).
+  std::shared_ptr<io::File> keep_open;
   uint64_t position = 0;
   uint64_t length = 0;
   int64_t first_offset = 0;  // base offset of the slice's first batch
@@ -80,7 +88,8 @@ class Segment {
                                                int64_t base_offset, const SegmentConfig& config, bool create);
 
   int64_t base_offset() const { return base_offset_; }
-  const std::string& path() const { return log_->path(); }
+  // The .log file's path when the segment was opened.
+  const std::string& path() const { return path_; }
   // Bytes of whole batches readers may see.
   uint64_t published_size() const { return published_size_.load(std::memory_order_acquire); }
   uint64_t size() const { return size_; }  // writer's view (same value between appends)
@@ -158,7 +167,7 @@ class Segment {
   Status flush();
   // fdatasync of the .log only: what group commit needs (indexes of
   // segments past the recovery point are rebuilt by recovery). Any thread.
-  Status sync_log() { return log_->sync(); }
+  Status sync_log();
   // The segment stops being the active one: the time index gets its final
   // entry (max timestamp so far) and everything is flushed.
   Status on_become_inactive();
@@ -167,20 +176,27 @@ class Segment {
   // For tests and tools.
   const OffsetIndex& offset_index() const { return offset_index_; }
   const TimeIndex& time_index() const { return time_index_; }
+  // Whether the .log is held open by the FdCache now.
+  bool file_cached() const { return log_->cached(); }
 
  private:
-  Segment(int64_t base, SegmentConfig config, std::unique_ptr<io::File> log, OffsetIndex oi, TimeIndex ti,
+  Segment(int64_t base, SegmentConfig config, std::unique_ptr<LazyFile> log, OffsetIndex oi, TimeIndex ti,
           uint64_t size);
+  // The open .log (reopened through the FdCache when it was evicted); hold
+  // it for the duration of one operation.
+  Result<std::shared_ptr<io::File>> file() const { return log_->get(); }
+  Result<std::optional<BatchLocation>> find_position(io::File& f, int64_t offset, uint64_t max_position) const;
   // Index bookkeeping for one batch written at position (append and recover).
   void index_batch(uint64_t position, uint64_t size, int64_t last_offset, int64_t max_timestamp);
-  Result<BatchLocation> read_header(uint64_t position, uint64_t max_position) const;
+  Result<BatchLocation> read_header(io::File& f, uint64_t position, uint64_t max_position) const;
   // The end of the last whole batch in [from, budget_end], scanning 12-byte
   // headers from the furthest index entry at or below budget_end.
-  Result<uint64_t> last_boundary(uint64_t from, uint64_t budget_end, uint64_t max_position) const;
+  Result<uint64_t> last_boundary(io::File& f, uint64_t from, uint64_t budget_end, uint64_t max_position) const;
 
   int64_t base_offset_;
   SegmentConfig config_;
-  std::unique_ptr<io::File> log_;
+  std::string path_;
+  std::unique_ptr<LazyFile> log_;
   mutable std::mutex index_mu_;  // guards both indexes against concurrent lookups
   OffsetIndex offset_index_;
   TimeIndex time_index_;
