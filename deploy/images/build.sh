@@ -39,13 +39,17 @@ build() {  # build TAG CONTEXT [DOCKERFILE]
   local t0=$SECONDS
   local fmt=()
   [ "$ENGINE" = podman ] && fmt=(--format docker)  # keep HEALTHCHECK
-  if ! $ENGINE build "${fmt[@]}" -q -t "$tag" -f "$file" "$ctx" >/tmp/ck-build-$$.log 2>&1; then
-    tail -30 /tmp/ck-build-$$.log >&2
-    rm -f /tmp/ck-build-$$.log
+  # One log per build: the builds below run side by side in subshells, where
+  # $$ is still the parent's pid, so a shared name lost the failing log.
+  local log
+  log=$(mktemp /tmp/ck-build.XXXXXX)
+  if ! $ENGINE build "${fmt[@]}" -q -t "$tag" -f "$file" "$ctx" >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    rm -f "$log"
     echo "build.sh: building $tag failed" >&2
     return 1
   fi
-  rm -f /tmp/ck-build-$$.log
+  rm -f "$log"
   echo "build.sh: built $tag in $((SECONDS - t0))s"
 }
 
