@@ -1,6 +1,9 @@
 // storage/io/file.cc: the helpers shared by every File and FileSystem.
 #include "storage/io/file.h"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "storage/io/posix_file.h"
 #include "storage/io/uring_file.h"
 
@@ -13,6 +16,16 @@ Status File::append(std::span<const uint8_t> data) {
 }
 
 std::unique_ptr<FileSystem> make_file_system(Status* uring_status) {
+  const char* env = std::getenv("CK_STORAGE_IO");
+  const bool uring = env != nullptr && std::string_view(env) == "io_uring";
+  return make_file_system(uring ? Backend::kUring : Backend::kPosix, uring_status);
+}
+
+std::unique_ptr<FileSystem> make_file_system(Backend backend, Status* uring_status) {
+  if (backend == Backend::kPosix) {
+    if (uring_status != nullptr) *uring_status = Status::ok();
+    return std::make_unique<PosixFileSystem>();
+  }
   auto ring = Ring::create(8);  // a probe: can this process set up a ring at all?
   if (uring_status != nullptr) *uring_status = ring.status();
   if (ring) return std::make_unique<UringFileSystem>();
