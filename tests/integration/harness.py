@@ -24,6 +24,7 @@ the client libraries some tests import).
 """
 
 import argparse
+import fcntl
 import os
 import shutil
 import signal
@@ -255,6 +256,27 @@ class Context:
                 p.stdout[-6000:].decode("utf-8", "replace"),
                 p.stderr[-6000:].decode("utf-8", "replace")))
         return p
+
+
+def go_build(ctx, client, exe_name):
+    """Builds the Go client tests/clients/<client> offline (Debian's sources:
+    GOPATH=/usr/share/gocode, GO111MODULE=off) into the work root, once: a
+    file lock serialises parallel tests, and it is rebuilt when main.go is
+    newer. Returns the executable's path."""
+    go = shutil.which("go")
+    check(go is not None, "go not on PATH (apt-get install golang-go golang-github-shopify-sarama-dev)")
+    src_dir = os.path.join(CLIENTS, client)
+    root = os.path.dirname(ctx.work)
+    out = os.path.join(root, exe_name)
+    with open(os.path.join(root, exe_name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        src = os.path.join(src_dir, "main.go")
+        if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+            env = {"GOPATH": "/usr/share/gocode", "GO111MODULE": "off", "GOFLAGS": "",
+                   "GOCACHE": os.path.join(root, "gocache")}
+            ctx.run([go, "build", "-o", out + ".tmp", "."], timeout=240, env=env, cwd=src_dir)
+            os.replace(out + ".tmp", out)
+    return out
 
 
 def run_test(fn, total_timeout=120):

@@ -11,37 +11,16 @@ WaitForAll, then a PartitionConsumer per partition reading everything back
 (see main.go). The topic is auto-created (num.partitions=2).
 """
 
-import fcntl
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check  # noqa: E402
-
-SRC = os.path.join(harness.CLIENTS, "sarama_it")
-
-
-def build(ctx):
-    go = shutil.which("go")
-    check(go is not None, "go not on PATH (apt-get install golang-go golang-github-shopify-sarama-dev)")
-    root = os.path.dirname(ctx.work)
-    out = os.path.join(root, "sarama-it")
-    with open(os.path.join(root, "sarama-it.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        src = os.path.join(SRC, "main.go")
-        if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
-            env = {"GOPATH": "/usr/share/gocode", "GO111MODULE": "off", "GOFLAGS": "",
-                   "GOCACHE": os.path.join(root, "gocache")}
-            ctx.run([go, "build", "-o", out + ".tmp", "."], timeout=240, env=env, cwd=SRC)
-            os.replace(out + ".tmp", out)
-    return out
 
 
 def main(ctx):
     version, codec = (ctx.args + ["v2_2", "none"])[:2] if len(ctx.args) < 2 else ctx.args[:2]
-    exe = build(ctx)
+    exe = harness.go_build(ctx, "sarama_it", "sarama-it")
     b = ctx.broker({"num.partitions": "2", "auto.create.topics.enable": "true"})
     topic = "sarama-%s-%s" % (version.replace("_", ""), codec)
     p = ctx.run([exe, "-broker", b.bootstrap, "-topic", topic, "-version", version,
