@@ -25,8 +25,6 @@ While PATH (--pace-file) exists it sleeps 50 ms between logging a batch (of
 at most 100 messages) and committing it, so a member killed mid-stream most
 likely leaves a read but uncommitted tail for the next owner to re-read.
 """
-import argparse
-import json
 import logging
 import os
 import re
@@ -36,25 +34,11 @@ import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-ap = argparse.ArgumentParser()
-ap.add_argument("bootstrap")
-ap.add_argument("group")
-ap.add_argument("topic")
-ap.add_argument("events")
-ap.add_argument("--strategy", default="range")
-ap.add_argument("--instance-id")
-ap.add_argument("--session-ms", type=int, default=6000)
-ap.add_argument("--pace-file")
-ap.add_argument("--max-seconds", type=float, default=120)
-args = ap.parse_args()
+from group_member_common import Events, parse_args  # beside this script
 
-fd = os.open(args.events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-
-def emit(ev, **kw):
-    kw["ev"] = ev
-    kw["t"] = time.time()
-    os.write(fd, (json.dumps(kw) + "\n").encode())
+args = parse_args()
+events = Events(args.events)
+emit = events.emit
 
 
 GEN_RE = re.compile(r"JoinGroup response: GenerationId (-?\d+)")
@@ -134,5 +118,5 @@ while not stop and time.monotonic() < deadline:
 
 c.close()
 emit("closed")
-os.close(fd)
+events.close()
 sys.exit(0 if stop else 3)

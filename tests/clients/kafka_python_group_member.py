@@ -11,8 +11,6 @@ commit (synchronous KafkaConsumer.commit of the batch's next offsets, with
 its outcome), closed. SIGTERM stops it after the current batch; close()
 then leaves the group. Auto commit is off.
 """
-import argparse
-import json
 import os
 import signal
 import sys
@@ -24,25 +22,11 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
-ap = argparse.ArgumentParser()
-ap.add_argument("bootstrap")
-ap.add_argument("group")
-ap.add_argument("topic")
-ap.add_argument("events")
-ap.add_argument("--strategy", default="range")
-ap.add_argument("--instance-id")
-ap.add_argument("--session-ms", type=int, default=6000)
-ap.add_argument("--pace-file")
-ap.add_argument("--max-seconds", type=float, default=120)
-args = ap.parse_args()
+from group_member_common import Events, parse_args  # beside this script
 
-fd = os.open(args.events, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-
-def emit(ev, **kw):
-    kw["ev"] = ev
-    kw["t"] = time.time()
-    os.write(fd, (json.dumps(kw) + "\n").encode())
+args = parse_args()
+events = Events(args.events)
+emit = events.emit
 
 
 stop = False
@@ -101,5 +85,5 @@ while not stop and time.monotonic() < deadline:
 
 c.close(autocommit=False)
 emit("closed")
-os.close(fd)
+events.close()
 sys.exit(0 if stop else 3)

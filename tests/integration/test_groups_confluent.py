@@ -374,18 +374,13 @@ def static_scenario(ctx):
     y.stop()
 
 
-def main(ctx):
+def with_members(ctx, body):
+    """Runs body() with ctx.members as the member processes it starts: on a
+    failure each member's log tail is shown; members still running are
+    always killed."""
     ctx.members = []
-    mode = (ctx.args or ["eager"])[0]
     try:
-        if mode == "eager":
-            rebalance_scenario(ctx, "range")
-        elif mode == "cooperative":
-            rebalance_scenario(ctx, "cooperative-sticky")
-        elif mode == "static":
-            static_scenario(ctx)
-        else:
-            raise harness.TestFailure("unknown mode %s" % mode)
+        body()
     except BaseException:
         for m in ctx.members:
             m.show_tail_if(True)
@@ -395,6 +390,18 @@ def main(ctx):
             if m.alive():
                 m.proc.kill()
                 m.proc.wait(10)
+
+
+def main(ctx):
+    mode = (ctx.args or ["eager"])[0]
+    scenarios = {
+        "eager": lambda: rebalance_scenario(ctx, "range"),
+        "cooperative": lambda: rebalance_scenario(ctx, "cooperative-sticky"),
+        "static": lambda: static_scenario(ctx),
+    }
+    if mode not in scenarios:
+        raise harness.TestFailure("unknown mode %s" % mode)
+    with_members(ctx, scenarios[mode])
 
 
 if __name__ == "__main__":

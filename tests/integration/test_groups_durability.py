@@ -22,7 +22,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check, wait_until  # noqa: E402
-from test_groups_confluent import Member, committed_offsets, produce, reads_of  # noqa: E402
+from test_groups_confluent import Member, committed_offsets, produce, reads_of, with_members  # noqa: E402
 
 PARTS = 3
 
@@ -91,25 +91,18 @@ def cycle(ctx, b, topic, group, n, produced, pace):
 
 
 def main(ctx):
-    ctx.members = []
     b = ctx.broker({"group.initial.rebalance.delay.ms": "0"})
     topic, group = "groups-durable", "ck-it-group-durable"
     pace = os.path.join(ctx.work, "pace")
     b.create_topic(topic, PARTS)
-    try:
+
+    def body():
         produced = produce(b, topic, 0, 12000, 1)
         cycle(ctx, b, topic, group, 1, produced, pace)
         produced.update(produce(b, topic, 12000, 12000, 2))
         cycle(ctx, b, topic, group, 2, produced, pace)
-    except BaseException:
-        for m in ctx.members:
-            m.show_tail_if(True)
-        raise
-    finally:
-        for m in ctx.members:
-            if m.alive():
-                m.proc.kill()
-                m.proc.wait(10)
+
+    with_members(ctx, body)
 
 
 if __name__ == "__main__":
