@@ -1,6 +1,7 @@
 // storage/group_commit.cc: the flusher thread behind group commit.
 #include "storage/group_commit.h"
 
+#include <optional>
 #include <unordered_map>
 
 namespace ciuickafka::storage {
@@ -37,6 +38,12 @@ GroupCommitter::Stats GroupCommitter::stats() const {
 }
 
 void GroupCommitter::run() {
+  auto ring = io::Ring::create(64);
+  if (ring) {
+    ring_ = std::move(ring).value();
+    std::lock_guard lock(mu_);
+    stats_.ring = true;
+  }
   std::vector<Request> round;
   for (;;) {
     {
@@ -57,6 +64,8 @@ void GroupCommitter::serve(std::vector<Request>& round) {
     int64_t wanted = 0;
     Status status;
     int64_t durable = 0;
+    std::optional<Log::SyncPlan> plan;
+    Status synced;  // the first failed fdatasync of the plan's files
   };
   std::unordered_map<Log*, PerLog> logs;
   for (const auto& r : round) {
@@ -69,8 +78,54 @@ void GroupCommitter::serve(std::vector<Request>& round) {
       p.durable = log->recovery_point();
       continue;
     }
-    auto durable = log->sync_data();
+    auto plan = log->prepare_sync();
+    if (!plan) {
+      p.status = plan.status();
+      continue;
+    }
+    if (!*plan) {
+      p.durable = log->recovery_point();
+      continue;
+    }
+    p.plan = std::move(**plan);
     ++syncs;
+    for (const auto& f : p.plan->files) {
+      PerLog* pp = &p;
+      Status queued = ring_ && f->fd() >= 0
+                          ? ring_->submit_fdatasync(f->fd(), [pp](Status s) {
+                              if (!s.is_ok() && pp->synced.is_ok()) pp->synced = std::move(s);
+                            })
+                          : Status::unsupported(0, "no ring");
+      if (queued.is_ok()) continue;
+      Status s = f->sync();  // blocking fallback
+      if (!s.is_ok() && p.synced.is_ok()) p.synced = std::move(s);
+    }
+  }
+  if (ring_ && ring_->in_flight() > 0) {
+    Status flushed = ring_->flush();
+    while (ring_->in_flight() > 0) {
+      auto n = ring_->wait_completions(ring_->in_flight());
+      if (!n) {
+        flushed = n.status();
+        break;
+      }
+    }
+    if (!flushed.is_ok()) {
+      // The ring itself failed: nothing in this round can be promised, and
+      // later rounds use blocking syncs (the ring's destructor waits for
+      // what it still has in flight and drops those callbacks).
+      ring_.reset();
+      {
+        std::lock_guard lock(mu_);
+        stats_.ring = false;
+      }
+      for (auto& [log, p] : logs)
+        if (p.plan && p.synced.is_ok()) p.synced = flushed;
+    }
+  }
+  for (auto& [log, p] : logs) {
+    if (!p.plan) continue;
+    auto durable = log->finish_sync(*p.plan, p.synced);
     if (durable) {
       p.durable = *durable;
     } else {

@@ -10,8 +10,9 @@ namespace ciuickafka::storage {
 
 namespace {
 
-// Checks the records of an append; fills the batches' spans.
-Status validate_records(std::span<uint8_t> records, std::vector<std::span<uint8_t>>* batches) {
+// Checks the records of an append (the CRC too unless the caller did);
+// fills the batches' spans.
+Status validate_records(std::span<uint8_t> records, bool validated, std::vector<std::span<uint8_t>>* batches) {
   if (records.empty()) return Status::corrupt_records("an append holds no record batch");
   protocol::BatchSplitter split(std::span<const uint8_t>(records.data(), records.size()));
   protocol::RecordsEntry e;
@@ -20,7 +21,8 @@ Status validate_records(std::span<uint8_t> records, std::vector<std::span<uint8_
     if (e.magic != protocol::batch_v2::kMagic)
       return Status::corrupt_records("record batch with magic " + std::to_string(e.magic) +
                                      " (only v2 is stored)");
-    auto view = protocol::RecordBatchView::parse_and_validate(e.bytes);
+    auto view = validated ? protocol::RecordBatchView::parse(e.bytes)
+                          : protocol::RecordBatchView::parse_and_validate(e.bytes);
     if (!view)
       return Status::corrupt_records(std::string("record batch: ") + std::string(to_string(view.error())));
     if (view->last_offset_delta() < 0)
@@ -163,26 +165,37 @@ std::shared_ptr<const Log::SegmentList> Log::segments() const {
 
 Status Log::roll(int64_t new_base_offset) {
   auto current = segments();
-  CK_RETURN_IF_ERROR(current->back()->on_become_inactive());
+  // With writes to the old segment in flight, it is finished when the last
+  // of them is published (publish_ready_locked).
+  const bool finish_now = !has_pending_locked(current->back().get());
+  if (finish_now) CK_RETURN_IF_ERROR(current->back()->on_become_inactive());
   auto s = Segment::open(fs_, dir_, new_base_offset, config_.segment, true);
   if (!s) return s.status();
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   // Everything below the new base is now durable (on_become_inactive flushed it).
-  if (recovery_point() < new_base_offset) recovery_point_.store(new_base_offset, std::memory_order_release);
+  if (finish_now && recovery_point() < new_base_offset)
+    recovery_point_.store(new_base_offset, std::memory_order_release);
   auto next = std::make_shared<SegmentList>(*current);
   next->push_back(std::move(s).value());
   publish_segments(std::move(next));
   return Status::ok();
 }
 
-Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms) {
+bool Log::has_pending_locked(const Segment* s) const {
+  return std::any_of(pending_.begin(), pending_.end(), [s](const auto& w) { return w->segment.get() == s; });
+}
+
+Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> records, int32_t leader_epoch,
+                                                        int64_t now_ms, bool validated, AppendResult* r) {
   std::vector<std::span<uint8_t>> batches;
-  CK_RETURN_IF_ERROR(validate_records(records, &batches));
+  CK_RETURN_IF_ERROR(validate_records(records, validated, &batches));
 
   std::lock_guard lock(append_mu_);
   if (closed_) return Status::invalid_argument(dir_ + ": append to a closed log");
-  AppendResult r;
-  r.base_offset = next_offset_;
+  if (!broken_.is_ok()) return broken_;
+  auto w = std::make_shared<PendingWrite>();
+  w->batches.reserve(batches.size());
+  r->base_offset = next_offset_;
   int64_t next = next_offset_;
   for (auto b : batches) {
     auto view = protocol::RecordBatchView::parse(b);
@@ -191,32 +204,153 @@ Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoc
       return Status::invalid_argument(dir_ + ": offsets would overflow");
     protocol::set_base_offset(b, next);
     protocol::set_partition_leader_epoch(b, leader_epoch);
-    if (view->max_timestamp() > r.max_timestamp) {
-      r.max_timestamp = view->max_timestamp();
-      r.offset_of_max_timestamp = next + delta;
+    if (view->max_timestamp() > r->max_timestamp) {
+      r->max_timestamp = view->max_timestamp();
+      r->offset_of_max_timestamp = next + delta;
     }
+    // Positions are relative to the append until the segment is known.
+    w->batches.push_back(BatchMeta{static_cast<uint64_t>(b.data() - records.data()), b.size(),
+                                   next + delta, view->max_timestamp()});
     next += int64_t{delta} + 1;
   }
-  r.last_offset = next - 1;
-  if (r.max_timestamp == kNoTimestamp) r.offset_of_max_timestamp = r.base_offset;
+  r->last_offset = next - 1;
+  if (r->max_timestamp == kNoTimestamp) r->offset_of_max_timestamp = r->base_offset;
 
   auto list = segments();
-  if (list->back()->should_roll(records.size(), r.last_offset, now_ms)) {
-    CK_RETURN_IF_ERROR(roll(r.base_offset));
+  if (list->back()->should_roll(records.size(), r->last_offset, now_ms)) {
+    CK_RETURN_IF_ERROR(roll(r->base_offset));
     list = segments();
   }
-  Segment& active = *list->back();
-  if (active.should_roll(records.size(), r.last_offset, now_ms))  // still: offsets span more than 2^31
+  const std::shared_ptr<Segment>& active = list->back();
+  if (active->should_roll(records.size(), r->last_offset, now_ms))  // still: offsets span more than 2^31
     return Status::invalid_argument(dir_ + ": one append spans more offsets than a segment can index");
-  auto pos = active.append(records, now_ms);
-  if (!pos) return pos.status();
-  r.segment_base_offset = active.base_offset();
-  r.position = *pos;
+  w->segment = active;
+  w->position = active->reserve(records.size(), now_ms);
+  w->length = records.size();
+  for (auto& b : w->batches) b.position += w->position;
+  w->base_offset = r->base_offset;
+  w->end_offset = next;
+  r->segment_base_offset = active->base_offset();
+  r->position = w->position;
   next_offset_ = next;
-  log_end_offset_.store(next, std::memory_order_release);  // readers may now see the batches
-  if (config_.flush_messages != kNever && next - recovery_point() >= config_.flush_messages)
-    CK_RETURN_IF_ERROR(flush_locked());
+  pending_.push_back(w);
+  return w;
+}
+
+Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                                 bool validated) {
+  AppendResult r;
+  auto w = reserve(records, leader_epoch, now_ms, validated, &r);
+  if (!w) return w.status();
+  auto file = (*w)->segment->log_file();
+  Status written = file ? (*file)->write_at((*w)->position, records) : file.status();
+  complete(*w, written);
+  if (!written.is_ok()) return written;
+  std::unique_lock lock(append_mu_);
+  finished_cv_.wait(lock, [&] { return (*w)->finished; });
+  if (!(*w)->outcome.is_ok()) return (*w)->outcome;
   return r;
+}
+
+Result<AppendResult> Log::append_async(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                                       io::Ring* ring, AppendCallback done, bool validated) {
+  AppendResult r;
+  auto reserved = reserve(records, leader_epoch, now_ms, validated, &r);
+  if (!reserved) return reserved.status();
+  std::shared_ptr<PendingWrite> w = std::move(reserved).value();
+  w->done = std::move(done);
+  auto file = w->segment->log_file();
+  if (!file) {
+    complete(w, file.status());
+    return r;
+  }
+  std::shared_ptr<io::File> f = std::move(file).value();
+  if (ring == nullptr || f->fd() < 0) {
+    complete(w, f->write_at(w->position, records));
+    return r;
+  }
+  const int fd = f->fd();
+  // The callback holds the log, the pending write and the file (an FdCache
+  // eviction cannot close the descriptor under the write).
+  Status queued = ring->submit_write(fd, w->position, records,
+                                     [self = shared_from_this(), w, f = std::move(f)](Status s) {
+                                       self->complete(w, std::move(s));
+                                     });
+  if (!queued.is_ok()) complete(w, queued);
+  return r;
+}
+
+void Log::complete(const std::shared_ptr<PendingWrite>& w, Status s) {
+  Ready ready;
+  {
+    std::lock_guard lock(append_mu_);
+    w->written = true;
+    w->status = s;
+    if (!s.is_ok() && broken_.is_ok()) {
+      if (!pending_.empty() && pending_.back() == w) {
+        // Nothing reserved after it: undo the reservation.
+        w->segment->unreserve(w->position);
+        next_offset_ = w->base_offset;
+        pending_.pop_back();
+        w->finished = true;
+        w->outcome = s;
+        ready.emplace_back(std::move(w->done), s);
+      } else {
+        broken_ = s.with_prefix(dir_ + ": a write failed with later writes in flight; the log is unusable "
+                                       "until it is reopened: ");
+        broken_from_ = w->base_offset;
+      }
+    }
+    publish_ready_locked(&ready);
+  }
+  if (!ready.empty()) finished_cv_.notify_all();
+  for (auto& [cb, st] : ready)
+    if (cb) cb(std::move(st));
+}
+
+void Log::publish_ready_locked(Ready* ready) {
+  bool published = false;
+  PendingWrite* last = nullptr;  // the last one published here, and its place in ready
+  size_t last_index = 0;
+  while (!pending_.empty() && pending_.front()->written) {
+    std::shared_ptr<PendingWrite> f = std::move(pending_.front());
+    pending_.pop_front();
+    if (!broken_.is_ok() && f->base_offset >= broken_from_) {
+      f->finished = true;
+      f->outcome = f->status.is_ok() ? broken_ : f->status;
+      ready->emplace_back(std::move(f->done), f->outcome);
+      continue;
+    }
+    f->segment->publish(f->batches, f->position + f->length);
+    log_end_offset_.store(f->end_offset, std::memory_order_release);  // readers may now see the batches
+    published = true;
+    Status outcome;
+    // A rolled segment whose last write this was: finish it now (roll()
+    // could not while the write was in flight).
+    auto list = segments();
+    if (f->segment != list->back() && (pending_.empty() || pending_.front()->segment != f->segment)) {
+      outcome = f->segment->on_become_inactive();
+      if (outcome.is_ok() && recovery_point() < f->end_offset)
+        recovery_point_.store(f->end_offset, std::memory_order_release);
+      if (!outcome.is_ok() && broken_.is_ok()) {
+        broken_ = outcome;
+        broken_from_ = f->end_offset;
+      }
+    }
+    f->finished = true;
+    f->outcome = outcome;
+    ready->emplace_back(std::move(f->done), std::move(outcome));
+    last = f.get();
+    last_index = ready->size() - 1;
+  }
+  if (published && config_.flush_messages != kNever &&
+      log_end_offset() - recovery_point() >= config_.flush_messages) {
+    Status s = flush_locked();
+    if (!s.is_ok() && last != nullptr) {
+      last->outcome = s;
+      (*ready)[last_index].second = s;
+    }
+  }
 }
 
 Result<ReadResult> Log::read(int64_t offset, uint64_t max_bytes, int64_t upper_bound_offset) const {
@@ -260,8 +394,14 @@ Status Log::flush() {
 }
 
 Status Log::flush_locked() {
-  CK_RETURN_IF_ERROR(segments()->back()->flush());
-  if (recovery_point() < next_offset_) recovery_point_.store(next_offset_, std::memory_order_release);
+  // Every segment that may hold records at or above the recovery point (the
+  // active one, and one that rolled with writes in flight).
+  const int64_t end = log_end_offset();
+  const int64_t rp = recovery_point();
+  auto list = segments();
+  for (size_t i = 0; i < list->size(); ++i)
+    if (i + 1 == list->size() || (*list)[i + 1]->base_offset() > rp) CK_RETURN_IF_ERROR((*list)[i]->flush());
+  if (recovery_point() < end) recovery_point_.store(end, std::memory_order_release);
   return Status::ok();
 }
 
@@ -269,33 +409,61 @@ Status Log::maybe_flush(int64_t now_ms) {
   std::lock_guard lock(append_mu_);
   if (closed_ || config_.flush_ms == kNever || now_ms - last_flush_ms_ < config_.flush_ms) return Status::ok();
   last_flush_ms_ = now_ms;
-  if (recovery_point() >= next_offset_) return Status::ok();
+  if (recovery_point() >= log_end_offset()) return Status::ok();
   return flush_locked();
 }
 
-Result<int64_t> Log::sync_data() {
-  std::lock_guard sync_lock(sync_mu_);
-  if (!sync_error_.is_ok()) return sync_error_;
-  int64_t target;
-  std::shared_ptr<Segment> active;
+Result<std::optional<Log::SyncPlan>> Log::prepare_sync() {
+  {
+    std::lock_guard sync_lock(sync_mu_);
+    if (!sync_error_.is_ok()) return sync_error_;
+  }
+  SyncPlan plan;
+  std::shared_ptr<const SegmentList> list;
   {
     std::lock_guard lock(append_mu_);
     if (closed_) return Status::invalid_argument(dir_ + ": sync of a closed log");
-    target = next_offset_;
-    active = segments()->back();
+    plan.target = log_end_offset();  // what is written; writes in flight are not covered
+    list = segments();
   }
-  if (recovery_point() >= target) return target;
-  // Bytes of earlier segments were flushed when they rolled; bytes written
-  // to this one after target are synced too, harmlessly.
-  Status s = active->sync_log();
-  if (!s.is_ok()) {
-    sync_error_ = s;
-    return s;
+  const int64_t rp = recovery_point();
+  if (rp >= plan.target) return std::optional<SyncPlan>{};
+  // Segments that rolled were flushed when they were finished; the ones
+  // after the recovery point's segment may hold unsynced bytes. Bytes
+  // written after target are synced too, harmlessly.
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (i + 1 < list->size() && (*list)[i + 1]->base_offset() <= rp) continue;
+    if ((*list)[i]->base_offset() >= plan.target) break;
+    auto f = (*list)[i]->log_file();
+    if (!f) return f.status();
+    plan.files.push_back(std::move(f).value());
+  }
+  return std::optional<SyncPlan>(std::move(plan));
+}
+
+Result<int64_t> Log::finish_sync(const SyncPlan& plan, const Status& synced) {
+  std::lock_guard sync_lock(sync_mu_);
+  if (!sync_error_.is_ok()) return sync_error_;
+  if (!synced.is_ok()) {
+    sync_error_ = synced;
+    return synced;
   }
   int64_t rp = recovery_point();
-  while (rp < target && !recovery_point_.compare_exchange_weak(rp, target, std::memory_order_acq_rel)) {
+  while (rp < plan.target && !recovery_point_.compare_exchange_weak(rp, plan.target, std::memory_order_acq_rel)) {
   }
-  return target;
+  return plan.target;
+}
+
+Result<int64_t> Log::sync_data() {
+  auto plan = prepare_sync();
+  if (!plan) return plan.status();
+  if (!*plan) return recovery_point();
+  Status synced;
+  for (const auto& f : (*plan)->files) {
+    synced = f->sync();
+    if (!synced.is_ok()) break;
+  }
+  return finish_sync(**plan, synced);
 }
 
 Status Log::close() {
@@ -346,6 +514,9 @@ TimestampOffset Log::max_timestamp() const {
 Status Log::delete_oldest_segments(size_t n) {
   auto current = segments();
   n = std::min(n, current->size() - 1);  // never the active segment
+  // Nor one that rolled with writes still in flight.
+  for (size_t i = 0; i < n; ++i)
+    if (has_pending_locked((*current)[i].get())) n = i;
   if (n == 0) return Status::ok();
   auto rest = std::make_shared<SegmentList>(current->begin() + static_cast<std::ptrdiff_t>(n), current->end());
   const int64_t new_start = rest->front()->base_offset();
@@ -377,9 +548,9 @@ Status Log::delete_oldest_segments(size_t n) {
 Status Log::advance_log_start_offset(int64_t offset) {
   std::lock_guard lock(append_mu_);
   if (closed_) return Status::invalid_argument(dir_ + ": DeleteRecords on a closed log");
-  if (offset > next_offset_)
+  if (offset > log_end_offset())
     return Status::offset_out_of_range(dir_ + ": log start offset " + std::to_string(offset) +
-                                       " would pass the log end offset " + std::to_string(next_offset_));
+                                       " would pass the log end offset " + std::to_string(log_end_offset()));
   if (offset <= log_start_offset()) return Status::ok();
   log_start_offset_.store(offset, std::memory_order_release);
   // Whole segments below the new start: those whose successor starts at or below it.
@@ -451,7 +622,7 @@ Status Log::replace_segment(const std::shared_ptr<Segment>& old, const SwapHook&
   if (closed_) return Status::not_found(dir_ + ": compaction swap on a closed log");
   auto current = segments();
   auto it = std::find(current->begin(), current->end(), old);
-  if (it == current->end() || it + 1 == current->end())
+  if (it == current->end() || it + 1 == current->end() || has_pending_locked(old.get()))
     return Status::not_found(dir_ + ": segment " + std::to_string(base) + " is gone or active");
   CK_RETURN_IF_ERROR(swap_in(fs_, dir_, base, hook));
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));

@@ -2,13 +2,27 @@
 // directory, the append path (validate, assign offsets, roll, write) and the
 // read path (file slices for sendfile).
 //
-// Offsets: the log end offset (LEO) is the offset the next appended record
-// gets. It advances only after a write has completed, and it is also the
-// readable end: readers see offsets below it and never a partly written
-// batch. In this slice writes are blocking File calls (io_uring Files submit
-// through the calling thread's private ring); submitting through the network
-// thread's Ring with eventfd completions comes later, at which point the
-// assigned-but-not-written offsets run ahead of the LEO.
+// Offsets: the log end offset (LEO) is the readable end: readers see
+// offsets below it and never a partly written batch. An append assigns
+// offsets from next_offset (the next offset to assign) and reserves its
+// bytes at the end of the active segment under the append lock; the write
+// itself then runs outside the lock, so assigned offsets may run ahead of
+// the LEO while writes are in flight.
+//
+// Writes through io_uring (append_async): the write of an append is queued on
+// the caller's Ring (storage/io/ring.h: one per network thread, completions
+// signalled on an eventfd the thread watches), so no network thread blocks
+// on write(2). Writes of one log submitted from several threads may complete
+// in any order; they are published in offset order: a completed write
+// becomes readable (indexes, segment size, LEO) only once every write
+// reserved before it has completed, and its callback runs then, on the
+// thread whose completion published it. append() is the same path with a
+// blocking write (tests, tools, the internal topics' coordinators).
+// A failed write that nothing was reserved after is undone (the next append
+// overwrites its range); one with later writes in flight leaves a hole, so
+// it breaks the log: that append and every later one fail, and new appends
+// are refused until the broker reopens the log (recovery truncates at the
+// hole). Kafka takes a log directory offline on the same error.
 //
 // Recovery (open): with the clean-shutdown hint every segment is trusted
 // (index sanity checks only; the last segment's end is found by a header
@@ -21,10 +35,15 @@
 // Leftover `.deleted` files are removed.
 //
 // Durability: the recovery point is the offset below which every record is
-// fdatasync'd. flush() (whole active segment, indexes too) and sync_data()
-// (the .log only, outside the append lock: what group commit uses, see
-// storage/group_commit.h) advance it. flush.messages is honoured inside
-// append(); flush.ms by maybe_flush(), which the LogManager's tick calls.
+// fdatasync'd. flush() (the segments past the recovery point, indexes too)
+// and sync_data() (their .log only, outside the append lock: what group
+// commit uses, see storage/group_commit.h; prepare_sync/finish_sync are its
+// two halves for a caller that submits the fdatasyncs through a Ring)
+// advance it, up to the LEO (a write still in flight is not durable).
+// flush.messages is honoured when writes are published; flush.ms by
+// maybe_flush(), which the LogManager's tick calls. A segment that rolls
+// while writes to it are in flight is finished (final time index entry,
+// flush) when its last write is published.
 //
 // Deletion: advance_log_start_offset (DeleteRecords) and apply_retention
 // (retention.ms / retention.bytes) drop whole segments, never the active
@@ -55,7 +74,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <limits>
@@ -67,6 +88,7 @@
 
 #include "storage/compact_swap.h"
 #include "storage/io/file.h"
+#include "storage/io/ring.h"
 #include "storage/segment.h"
 #include "storage/status.h"
 
@@ -126,9 +148,18 @@ struct ReadResult {
   uint64_t bytes = 0;            // total length
 };
 
-class Log {
+class Log : public std::enable_shared_from_this<Log> {
  public:
   using SegmentList = std::vector<std::shared_ptr<Segment>>;
+  // An asynchronous append's outcome: ok once its batches are written and
+  // readable; the write's error otherwise.
+  using AppendCallback = std::function<void(Status)>;
+  // What a sync must cover: the LEO when it was planned and the files of the
+  // segments that may hold records at or above the recovery point.
+  struct SyncPlan {
+    int64_t target = 0;
+    std::vector<std::shared_ptr<io::File>> files;
+  };
 
   // Opens the log in dir (created, with one empty segment at offset 0, when
   // it holds no segment). now_ms starts the active segment's segment.ms clock.
@@ -145,7 +176,26 @@ class Log {
   // is rewritten to the next offset and its partitionLeaderEpoch to
   // leader_epoch (both outside the CRC; the caller's buffer is modified),
   // the active segment rolls when it must, and the batches are written.
-  Result<AppendResult> append(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms);
+  // Returns once the batches are readable (or failed): after its own
+  // blocking write and, when writes reserved before it are still in flight
+  // on other threads, after those complete too. Never call it on a thread
+  // whose own Ring holds a write to this log (it would wait for a
+  // completion only that thread can reap). Options: see append_async.
+  Result<AppendResult> append(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                              bool validated = false);
+  // The same, with the write queued on ring (the calling thread's; the
+  // caller flushes it) and this result returned at once: offsets are
+  // assigned, nothing is readable yet. done(status) runs exactly once, when
+  // the write and every earlier one have completed (on the thread that
+  // reaped the last of them) or with the error; records must stay valid and
+  // unchanged until then. An error returned here means nothing was queued
+  // and done is never called. With ring == nullptr, or for an in-memory
+  // file, the write is a blocking one and done runs before this returns.
+  // validated: the caller already checked every batch's framing, magic and
+  // CRC (the broker's produce path does), so the log only re-reads headers.
+  // The log must be owned by a shared_ptr (the write in flight holds one).
+  Result<AppendResult> append_async(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                                    io::Ring* ring, AppendCallback done, bool validated = false);
 
   // Whole batches from the one containing offset, below
   // min(upper_bound_offset, LEO) (a batch is returned only when its last
@@ -191,6 +241,12 @@ class Log {
   // every later call returns the same error (after a failed fdatasync the
   // kernel may have dropped the dirty pages; nothing can be promised).
   Result<int64_t> sync_data();
+  // sync_data in two halves, for a caller that issues the fdatasyncs itself
+  // (through a Ring): the plan (nullopt when the recovery point already
+  // covers the LEO), then, once every file of the plan was synced with
+  // `synced` as the outcome, the durable offset or the (sticky) error.
+  Result<std::optional<SyncPlan>> prepare_sync();
+  Result<int64_t> finish_sync(const SyncPlan& plan, const Status& synced);
   // Flushes the active segment; appends and flushes fail afterwards. The
   // segments' files close when their last reference goes (the log's, and
   // any reader's slices), never under a reader.
@@ -200,6 +256,12 @@ class Log {
   io::FileSystem& file_system() const { return fs_; }
   int64_t log_start_offset() const { return log_start_offset_.load(std::memory_order_acquire); }
   int64_t log_end_offset() const { return log_end_offset_.load(std::memory_order_acquire); }
+  // The next offset an append will get: the LEO plus the offsets of writes
+  // in flight.
+  int64_t next_offset() const {
+    std::lock_guard lock(append_mu_);
+    return next_offset_;
+  }
   // Offsets below this are durable (flushed).
   int64_t recovery_point() const { return recovery_point_.load(std::memory_order_acquire); }
   // Bytes cut off by open()'s recovery, and how many segments it scanned.
@@ -237,10 +299,34 @@ class Log {
     std::optional<int64_t> seen_ms;  // first remove_deleted_files() that saw it
   };
 
+  // An append whose bytes are reserved and whose write may be in flight.
+  struct PendingWrite {
+    std::shared_ptr<Segment> segment;
+    uint64_t position = 0;
+    uint64_t length = 0;
+    int64_t base_offset = 0;  // first offset assigned
+    int64_t end_offset = 0;   // last offset + 1
+    std::vector<BatchMeta> batches;
+    bool written = false;     // its write completed (status says how)
+    Status status;
+    bool finished = false;    // published or failed; outcome says which
+    Status outcome;
+    AppendCallback done;
+  };
+  using Ready = std::vector<std::pair<AppendCallback, Status>>;
+
   Log(io::FileSystem& fs, std::string dir, LogConfig config);
   Status load(int64_t now_ms, const LogOpenOptions& options);
   Status roll(int64_t new_base_offset);
   Status flush_locked();
+  // Checks, assigns offsets, rolls, reserves; queues the write as pending.
+  Result<std::shared_ptr<PendingWrite>> reserve(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                                                bool validated, AppendResult* r);
+  // A write completed: publishes, in offset order, every completed write at
+  // the front of pending_, then runs their callbacks (outside the lock).
+  void complete(const std::shared_ptr<PendingWrite>& w, Status s);
+  void publish_ready_locked(Ready* ready);
+  bool has_pending_locked(const Segment* s) const;
   // Drops the first n segments (append_mu_ held; never the active one).
   Status delete_oldest_segments(size_t n);
   Status remove_segment_files(int64_t base_offset);
@@ -250,9 +336,16 @@ class Log {
   const std::string dir_;
 
   mutable std::mutex append_mu_;  // serialises append, flush, roll, close, deletion
+  std::condition_variable finished_cv_;  // a pending write finished (append() waits)
   LogConfig config_;              // under append_mu_
   int64_t next_offset_ = 0;       // under append_mu_: the next offset to assign
   bool closed_ = false;           // under append_mu_
+  // Appends reserved and not yet published, in offset order.
+  std::deque<std::shared_ptr<PendingWrite>> pending_;  // under append_mu_
+  // A write failed with later writes in flight: appends at or above
+  // broken_from_ fail with broken_, new ones are refused.
+  Status broken_;                 // under append_mu_
+  int64_t broken_from_ = 0;       // under append_mu_
   int64_t last_flush_ms_ = 0;     // under append_mu_
   uint64_t truncated_bytes_ = 0;
   uint64_t recovered_segments_ = 0;

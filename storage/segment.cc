@@ -100,23 +100,39 @@ void Segment::index_batch(uint64_t position, uint64_t size, int64_t last_offset,
   next_offset_ = last_offset + 1;
 }
 
-Result<uint64_t> Segment::append(std::span<const uint8_t> batches, int64_t now_ms) {
+uint64_t Segment::reserve(uint64_t len, int64_t now_ms) {
   const uint64_t position = size_;
+  if (!first_append_ms_) first_append_ms_ = now_ms;
+  size_ = position + len;
+  return position;
+}
+
+void Segment::unreserve(uint64_t position) { size_ = position; }
+
+void Segment::publish(std::span<const BatchMeta> batches, uint64_t end) {
+  for (const BatchMeta& b : batches) index_batch(b.position, b.size, b.last_offset, b.max_timestamp);
+  published_size_.store(end, std::memory_order_release);
+}
+
+Result<uint64_t> Segment::append(std::span<const uint8_t> batches, int64_t now_ms) {
   auto file = log_->get();
   if (!file) return file.status();
-  io::File& f = **file;
-  CK_RETURN_IF_ERROR(f.write_at(position, batches));
+  const uint64_t position = reserve(batches.size(), now_ms);
+  Status written = (*file)->write_at(position, batches);
+  if (!written.is_ok()) {
+    unreserve(position);
+    return written;
+  }
+  std::vector<BatchMeta> metas;
   protocol::BatchSplitter split(batches);
   protocol::RecordsEntry e;
   while (split.next(&e) == protocol::SplitStatus::kEntry) {
     auto view = protocol::RecordBatchView::parse(e.bytes);
-    if (!view) break;  // the log validated every batch; cannot happen
-    index_batch(position + static_cast<uint64_t>(e.bytes.data() - batches.data()), e.bytes.size(),
-                view->last_offset(), view->max_timestamp());
+    if (!view) break;  // the caller validated every batch; cannot happen
+    metas.push_back(BatchMeta{position + static_cast<uint64_t>(e.bytes.data() - batches.data()), e.bytes.size(),
+                              view->last_offset(), view->max_timestamp()});
   }
-  if (!first_append_ms_) first_append_ms_ = now_ms;
-  size_ = position + batches.size();
-  published_size_.store(size_, std::memory_order_release);
+  publish(metas, position + batches.size());
   return position;
 }
 

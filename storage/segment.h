@@ -71,6 +71,16 @@ struct FileSlice {
   int64_t first_offset = 0;  // base offset of the slice's first batch
 };
 
+// One batch of an append as the indexes need it. The log computes these
+// while it assigns offsets, so publishing a write never reads the caller's
+// buffer again.
+struct BatchMeta {
+  uint64_t position = 0;  // in the .log file
+  uint64_t size = 0;      // 12 + batchLength
+  int64_t last_offset = 0;
+  int64_t max_timestamp = 0;
+};
+
 // What a header scan learns about one batch.
 struct BatchLocation {
   uint64_t position = 0;  // where the batch starts in the .log file
@@ -114,11 +124,29 @@ class Segment {
     if (!first_append_ms_ && size_ > 0) first_append_ms_ = now_ms;
   }
 
-  // Writes batches (already validated, offsets assigned, increasing) at the
-  // end of the file; returns the position of the first. On a failed write
-  // nothing is published and the size is unchanged, so the next append
-  // overwrites whatever part of the range landed.
+  // The append path in three steps, so that the write itself can be
+  // submitted asynchronously (storage/log.h, append_async):
+  //   reserve(len)  the writer's size grows by len; returns the position the
+  //                 write goes to. Starts the segment.ms clock.
+  //   (the caller writes [position, position + len) of log_file())
+  //   publish(...)  once that write, and every write reserved before it, has
+  //                 completed: index entries for its batches (Kafka's rule),
+  //                 max timestamp, then published_size() = end, so readers
+  //                 see the batches.
+  //   unreserve(p)  a failed write that nothing was reserved after: the size
+  //                 goes back to p, so the next append overwrites whatever
+  //                 part of the range landed.
+  uint64_t reserve(uint64_t len, int64_t now_ms);
+  void publish(std::span<const BatchMeta> batches, uint64_t end);
+  void unreserve(uint64_t position);
+  // The three steps with a blocking write (tests, tools): writes batches
+  // (already validated, offsets assigned, increasing) at the end of the file;
+  // returns the position of the first. On a failed write nothing is
+  // published and the size is unchanged.
   Result<uint64_t> append(std::span<const uint8_t> batches, int64_t now_ms);
+  // The open .log (reopened through the FdCache when it was evicted); hold
+  // the pointer for the duration of one operation (a write in flight).
+  Result<std::shared_ptr<io::File>> log_file() const { return log_->get(); }
 
   // The batch containing offset (the first whose last offset is >= it),
   // looked up in the offset index and then by a scan of batch headers below

@@ -61,6 +61,8 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   int err() const { return errno_; }  // errno of the failed call, 0 if none
   const std::string& message() const { return message_; }
+  // The same error with prefix in front of its message.
+  Status with_prefix(const std::string& prefix) const { return Status(code_, errno_, prefix + message_); }
   // "ok" or "<code>: <message> (<strerror>)".
   std::string to_string() const;
 

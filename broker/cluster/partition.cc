@@ -17,6 +17,24 @@ Partition::Partition(storage::TopicPartition tp, protocol::Uuid topic_id,
 storage::Result<storage::AppendResult> Partition::append(std::span<uint8_t> records, int64_t now_ms) {
   auto result = log_->append(records, leader_epoch_, now_ms);
   if (!result.is_ok()) return result;
+  after_append();
+  return result;
+}
+
+storage::Result<storage::AppendResult> Partition::append_async(std::span<uint8_t> records, int64_t now_ms,
+                                                               storage::io::Ring* ring,
+                                                               std::function<void(storage::Status)> done,
+                                                               bool validated) {
+  return log_->append_async(
+      records, leader_epoch_, now_ms, ring,
+      [this, done = std::move(done)](storage::Status s) {
+        if (s.is_ok()) after_append();
+        done(std::move(s));
+      },
+      validated);
+}
+
+void Partition::after_append() {
   // Single node: everything written is replicated to every replica there is.
   // The HW only ever moves forward, even if two appends finish out of order.
   const int64_t leo = log_->log_end_offset();
@@ -24,7 +42,6 @@ storage::Result<storage::AppendResult> Partition::append(std::span<uint8_t> reco
   while (hw < leo && !high_watermark_.compare_exchange_weak(hw, leo, std::memory_order_acq_rel)) {
   }
   if (listeners_ != nullptr) listeners_->notify(*this);
-  return result;
 }
 
 void AppendListeners::add(AppendListener l) {

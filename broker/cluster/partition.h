@@ -70,6 +70,14 @@ class Partition {
   // Appends v2 batches (offsets and leader epoch are assigned in place),
   // then advances the HW and wakes the listeners.
   storage::Result<storage::AppendResult> append(std::span<uint8_t> records, int64_t now_ms);
+  // The same with the write queued on ring (storage::Log::append_async):
+  // offsets come back now; done(status) runs once the batches are readable
+  // (the HW has moved and the listeners were woken) or failed. The caller
+  // keeps the Partition and records alive until then. validated: the
+  // batches' CRCs were checked already (produce/prepare.h).
+  storage::Result<storage::AppendResult> append_async(std::span<uint8_t> records, int64_t now_ms,
+                                                      storage::io::Ring* ring,
+                                                      std::function<void(storage::Status)> done, bool validated);
 
   // Re-reads the LEO into the HW (after recovery or DeleteRecords).
   void refresh_high_watermark();
@@ -80,6 +88,8 @@ class Partition {
   const std::shared_ptr<storage::Log> log_;
   const int32_t leader_epoch_;
   const AppendListeners* const listeners_;  // owned by the broker; may be null
+  void after_append();
+
   std::atomic<int64_t> high_watermark_{0};
 };
 

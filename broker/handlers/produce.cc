@@ -9,14 +9,28 @@
 // one of the producer's last 5 is answered with its original offsets and
 // not written again.
 //
+// The writes go through the network thread's io_uring (server/disk_ring.h,
+// storage::Log::append_async): every partition's write is queued, the ring
+// is flushed once for the whole request, and the request waits (holding no
+// thread) in a small shared object until the last write completes; a
+// completion may arrive on another network thread when that one's
+// completion published it. Offsets are assigned when a write is queued, so
+// the idempotent producer table records a batch then; a write that fails
+// later drops the table (it reloads from the log) and answers
+// KAFKA_STORAGE_ERROR.
+//
 // acks: 0 answers nothing (but closes the connection when a partition
-// failed, as Kafka does, so the client notices); 1 answers after the
-// append; -1 with ciuic.acks.all.fsync waits for the group-commit fsync of
-// every partition written (produce/acks_all_wait.h) without holding a
-// thread, or answers after the append like a single-node Kafka when the
-// option is off. Any other acks value: INVALID_REQUIRED_ACKS everywhere.
+// failed, as Kafka does, so the client notices); 1 answers once the writes
+// completed; -1 with ciuic.acks.all.fsync then also waits for the
+// group-commit fsync of every partition written (produce/acks_all_wait.h),
+// or answers like acks=1, as a single-node Kafka does, when the option is
+// off. Any other acks value: INVALID_REQUIRED_ACKS everywhere.
+#include <atomic>
 #include <memory>
+#include <cstdio>
 #include <optional>
+#include <tuple>
+#include <vector>
 
 #include "broker/broker.h"
 #include "broker/handlers/codec.h"
@@ -25,6 +39,7 @@
 #include "broker/produce/prepare.h"
 #include "broker/produce/produce_service.h"
 #include "broker/produce/topic_settings.h"
+#include "broker/server/disk_ring.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/produce.h"
 
@@ -35,10 +50,6 @@ using protocol::ErrorCode;
 using protocol::ProduceRequest;
 using protocol::ProduceResponse;
 using PartitionResponse = ProduceResponse::PartitionProduceResponse;
-
-struct Outcome {
-  std::optional<produce::DurableTarget> durable;  // what acks=all waits for
-};
 
 void set_error(PartitionResponse& pr, ErrorCode code, std::string message = {}) {
   pr.error_code = protocol::to_wire(code);
@@ -61,9 +72,54 @@ void succeed(PartitionResponse& pr, const Partition& p, const produce::Partition
   st.partition_metrics.set_log_end_offset(p.log_end_offset());
 }
 
-Outcome produce_partition(produce::ProduceService& svc, Partition& p, const produce::TopicSettings& settings,
-                          const protocol::Records& records, int16_t version, int64_t now, PartitionResponse& pr) {
-  Outcome out;
+int16_t first_error(const ProduceResponse& resp) {
+  for (const auto& t : resp.responses)
+    for (const auto& p : t.partition_responses)
+      if (p.error_code != 0) return p.error_code;
+  return 0;
+}
+
+// One partition's write in flight.
+struct Write {
+  size_t topic = 0, partition = 0;  // where its answer goes in the response
+  std::shared_ptr<Partition> target;
+  std::shared_ptr<produce::PartitionState> state;
+  std::vector<uint8_t> buffer;      // the batches being written: alive until done
+  bool idempotent = false;
+  int64_t base_offset = -1, end_offset = -1, log_append_time = -1;
+  storage::Status status;           // set by the completion, before it counts down
+};
+
+// A produce request until its last write completes. `outstanding` counts the
+// writes in flight plus one for the handler itself, so completions that run
+// before the handler has queued everything cannot finish it early.
+struct PendingProduce {
+  RequestContext ctx;
+  ProduceResponse resp;
+  int16_t acks = 1;
+  int32_t timeout_ms = 0;
+  bool fsync = true;
+  produce::ProduceService* svc = nullptr;
+  std::vector<Write> writes;  // sized before any write is queued: never reallocated
+  // Idempotent retries answered from the producer table: no write, but
+  // acks=all still waits for their fsync. (topic, partition, target).
+  std::vector<std::tuple<size_t, size_t, produce::DurableTarget>> duplicates;
+  std::atomic<size_t> outstanding{1};
+};
+
+void finish(const std::shared_ptr<PendingProduce>& pp);
+
+void count_down(const std::shared_ptr<PendingProduce>& pp) {
+  if (pp->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(pp);
+}
+
+// Prepares and queues one partition's records; fills pr now unless a write
+// was queued (finish() answers it then).
+void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
+                       const std::shared_ptr<Partition>& owner, const produce::TopicSettings& settings,
+                       const protocol::Records& records, int16_t version, int64_t now, PartitionResponse& pr,
+                       size_t topic_index, size_t partition_index, std::vector<produce::DurableTarget>& ready) {
+  produce::ProduceService& svc = *pp->svc;
   auto st = svc.partition_state(p);
   produce::PreparedRecords prep = produce::prepare_records(records.bytes, version, settings, now);
   if (!prep.ok()) {
@@ -75,19 +131,19 @@ Outcome produce_partition(produce::ProduceService& svc, Partition& p, const prod
       pr.record_errors.push_back(std::move(m));
     }
     st->topic_metrics.failed_produce();
-    return out;
+    return;
   }
   if (prep.batches.empty()) {  // an empty message set (Produce v0-v2): nothing to write
     pr.base_offset = -1;
     pr.log_start_offset = p.log_start_offset();
-    return out;
+    return;
   }
   size_t idempotent = 0;
   for (const auto& b : prep.batches) idempotent += b.producer_id >= 0 ? 1 : 0;
   if (idempotent > 0 && prep.batches.size() != 1) {
     set_error(pr, ErrorCode::INVALID_RECORD, "Idempotent batches must be sent one per partition (Produce v3+)");
     st->topic_metrics.failed_produce();
-    return out;
+    return;
   }
 
   std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
@@ -105,44 +161,100 @@ Outcome produce_partition(produce::ProduceService& svc, Partition& p, const prod
     switch (check.verdict) {
       case produce::SeqVerdict::kDuplicate:
         succeed(pr, p, *st, check.duplicate.first_offset, settings.log_append_time ? check.duplicate.timestamp : -1);
-        out.durable = produce::DurableTarget{p.log_ptr(), check.duplicate.last_offset + 1};
-        return out;
+        ready.push_back(produce::DurableTarget{p.log_ptr(), check.duplicate.last_offset + 1});
+        return;
       case produce::SeqVerdict::kInvalidEpoch:
         set_error(pr, ErrorCode::INVALID_PRODUCER_EPOCH, check.message);
         st->topic_metrics.failed_produce();
-        return out;
+        return;
       case produce::SeqVerdict::kOutOfOrder:
         set_error(pr, ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER, check.message);
         st->topic_metrics.failed_produce();
-        return out;
+        return;
       case produce::SeqVerdict::kAppend:
         break;
     }
   }
-  auto appended = p.append(prep.buffer, now);
+  const size_t slot = pp->writes.size();
+  Write& w = pp->writes.emplace_back();
+  w.topic = topic_index;
+  w.partition = partition_index;
+  w.target = owner;
+  w.state = st;
+  w.buffer = std::move(prep.buffer);
+  w.idempotent = idempotent > 0;
+  w.log_append_time = prep.log_append_time;
+  pp->outstanding.fetch_add(1, std::memory_order_relaxed);
+  auto appended = p.append_async(
+      w.buffer, now, DiskRing::current(),
+      [pp, slot](storage::Status s) {
+        pp->writes[slot].status = std::move(s);
+        count_down(pp);
+      },
+      /*validated=*/true);
   if (!appended.is_ok()) {
+    pp->outstanding.fetch_sub(1, std::memory_order_relaxed);  // never queued: no callback
+    pp->writes.pop_back();
     set_error(pr, storage_error(appended.status()), appended.status().message());
     st->topic_metrics.failed_produce();
-    return out;
+    return;
   }
   const storage::AppendResult& r = appended.value();
+  w.base_offset = r.base_offset;
+  w.end_offset = r.last_offset + 1;
   if (idempotent > 0) {
     st->table.record(incoming, r.base_offset, r.last_offset, now);
     svc.after_append(st, now);
     lock.unlock();
   }
-  succeed(pr, p, *st, r.base_offset, prep.log_append_time);
   st->topic_metrics.add_bytes_in(records.size());
   st->topic_metrics.add_messages_in(prep.record_count);
-  out.durable = produce::DurableTarget{p.log_ptr(), r.last_offset + 1};
-  return out;
 }
 
-int16_t first_error(const ProduceResponse& resp) {
-  for (const auto& t : resp.responses)
-    for (const auto& p : t.partition_responses)
-      if (p.error_code != 0) return p.error_code;
-  return 0;
+// Every write completed (on whichever thread saw the last one): answer, or
+// wait for the fsync first.
+void finish(const std::shared_ptr<PendingProduce>& pp) {
+  std::vector<std::pair<size_t, size_t>> slots;  // (topic, partition) of each durable target
+  std::vector<produce::DurableTarget> targets;
+  for (Write& w : pp->writes) {
+    PartitionResponse& pr = pp->resp.responses[w.topic].partition_responses[w.partition];
+    if (!w.status.is_ok()) {
+      set_error(pr, storage_error(w.status), w.status.message());
+      w.state->topic_metrics.failed_produce();
+      if (w.idempotent) {
+        std::lock_guard<std::mutex> lock(w.state->mu);
+        pp->svc->forget_after_failed_write(*w.state, w.target->log());
+      }
+      continue;
+    }
+    succeed(pr, *w.target, *w.state, w.base_offset, w.log_append_time);
+    slots.emplace_back(w.topic, w.partition);
+    targets.push_back(produce::DurableTarget{w.target->log_ptr(), w.end_offset});
+  }
+  // Idempotent duplicates answered at once still wait for their fsync.
+  for (const auto& [t, p, target] : pp->duplicates) {
+    slots.emplace_back(t, p);
+    targets.push_back(target);
+  }
+  pp->writes.clear();  // the buffers are written: let them go
+  RequestContext& ctx = pp->ctx;
+  if (pp->acks == 0) {
+    ctx.respond(first_error(pp->resp) != 0 ? Response::close() : Response::none());
+    return;
+  }
+  if (pp->acks == 1 || !pp->fsync || targets.empty()) {
+    ctx.respond(make_response(ctx, pp->resp, first_error(pp->resp)));
+    return;
+  }
+  produce::wait_for_durability(*ctx.broker, std::move(targets), pp->timeout_ms,
+                               [pp, slots = std::move(slots)](const std::vector<ErrorCode>& results) {
+                                 for (size_t i = 0; i < results.size(); ++i) {
+                                   if (results[i] == ErrorCode::NONE) continue;
+                                   auto& pr = pp->resp.responses[slots[i].first].partition_responses[slots[i].second];
+                                   pr.error_code = protocol::to_wire(results[i]);
+                                 }
+                                 pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+                               });
 }
 
 void handle_produce(RequestContext&& ctx) {
@@ -152,24 +264,31 @@ void handle_produce(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  auto& svc = broker.service<produce::ProduceService>();
+  auto pp = std::make_shared<PendingProduce>();
+  pp->svc = &broker.service<produce::ProduceService>();
+  pp->acks = req.acks;
+  pp->timeout_ms = req.timeout_ms;
+  pp->fsync = broker.config().get_bool("ciuic.acks.all.fsync");
   const int16_t version = ctx.api_version();
   const int64_t now = Broker::now_ms();
   const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  size_t partitions = 0;
+  for (const auto& td : req.topic_data) partitions += td.partition_data.size();
+  pp->writes.reserve(partitions);
 
-  ProduceResponse resp;
-  // Where each durable target's answer goes: (topic index, partition index).
-  std::vector<std::pair<size_t, size_t>> slots;
-  std::vector<produce::DurableTarget> targets;
+  ProduceResponse& resp = pp->resp;
   resp.responses.reserve(req.topic_data.size());
   for (const auto& td : req.topic_data) {
-    ProduceResponse::TopicProduceResponse tr;
+    ProduceResponse::TopicProduceResponse& tr = resp.responses.emplace_back();
     tr.name = td.name;
+    const size_t topic_index = resp.responses.size() - 1;
     auto topic = acks_valid ? broker.topics().find(td.name) : nullptr;
     std::optional<produce::TopicSettings> settings;
     if (topic) settings = produce::topic_settings(broker.topics(), *topic);
+    tr.partition_responses.reserve(td.partition_data.size());
     for (const auto& pd : td.partition_data) {
-      PartitionResponse pr;
+      PartitionResponse& pr = tr.partition_responses.emplace_back();
+      const size_t partition_index = tr.partition_responses.size() - 1;
       pr.index = pd.index;
       std::shared_ptr<Partition> partition = topic ? topic->partition(pd.index) : nullptr;
       if (!acks_valid) {
@@ -181,38 +300,21 @@ void handle_produce(RequestContext&& ctx) {
         set_error(pr, ErrorCode::INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic " + td.name);
         broker.metrics().all_topics().failed_produce();
       } else {
-        Outcome o = produce_partition(svc, *partition, *settings, pd.records, version, now, pr);
-        if (o.durable) {
-          slots.emplace_back(resp.responses.size(), tr.partition_responses.size());
-          targets.push_back(std::move(*o.durable));
-        }
+        std::vector<produce::DurableTarget> dup;
+        produce_partition(pp, *partition, partition, *settings, pd.records, version, now, pr, topic_index,
+                          partition_index, dup);
+        for (auto& d : dup) pp->duplicates.emplace_back(topic_index, partition_index, std::move(d));
       }
-      tr.partition_responses.push_back(std::move(pr));
     }
-    resp.responses.push_back(std::move(tr));
   }
-
-  if (req.acks == 0) {
-    ctx.respond(first_error(resp) != 0 ? Response::close() : Response::none());
-    return;
+  pp->ctx = std::move(ctx);
+  // One submission for every write of the request.
+  if (storage::io::Ring* ring = DiskRing::current(); ring != nullptr && ring->in_flight() > 0) {
+    storage::Status flushed = ring->flush();
+    if (!flushed.is_ok())
+      std::fprintf(stderr, "[ciuickafka] produce: io_uring submit failed: %s\n", flushed.to_string().c_str());
   }
-  if (req.acks == 1 || !broker.config().get_bool("ciuic.acks.all.fsync") || targets.empty()) {
-    const int16_t err = first_error(resp);
-    ctx.respond(make_response(ctx, resp, err));
-    return;
-  }
-  auto shared_ctx = std::make_shared<RequestContext>(std::move(ctx));
-  auto shared_resp = std::make_shared<ProduceResponse>(std::move(resp));
-  produce::wait_for_durability(
-      broker, std::move(targets), req.timeout_ms,
-      [shared_ctx, shared_resp, slots = std::move(slots)](const std::vector<ErrorCode>& results) {
-        for (size_t i = 0; i < results.size(); ++i) {
-          if (results[i] == ErrorCode::NONE) continue;
-          auto& pr = shared_resp->responses[slots[i].first].partition_responses[slots[i].second];
-          pr.error_code = protocol::to_wire(results[i]);
-        }
-        shared_ctx->respond(make_response(*shared_ctx, *shared_resp, first_error(*shared_resp)));
-      });
+  count_down(pp);
 }
 
 }  // namespace

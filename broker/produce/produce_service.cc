@@ -104,6 +104,15 @@ void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   scan_log(log, from, st.table);
 }
 
+void ProduceService::forget_after_failed_write(PartitionState& st, const storage::Log& log) {
+  st.loaded = false;
+  st.table = ProducerStateTable{};
+  st.dirty = false;
+  std::lock_guard<std::mutex> file_lock(st.file_mu);
+  (void)broker_.fs().remove_file(snapshot_path(log));
+  st.written_offset = -1;
+}
+
 void ProduceService::after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms) {
   st->dirty = true;
   if (st->snapshot_queued) return;
@@ -130,7 +139,11 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
     st.snapshot_queued = false;
     if (!st.loaded || !st.dirty) return {};
     st.table.expire(now_ms, kProducerExpirationMs);
-    offset = log->log_end_offset();
+    // The table already holds batches whose writes may still be in flight
+    // (recorded when their offsets were assigned): the snapshot is taken at
+    // the assigned end, and a load that finds the log shorter (the writes
+    // were lost) ignores it and scans the log instead.
+    offset = log->next_offset();
     data = st.table.serialize(offset);
     st.dirty = false;
     st.last_snapshot_ms = now_ms;

@@ -83,6 +83,11 @@ class ProduceService {
   // st.mu held: after an idempotent append; queues a snapshot when due.
   void after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms);
 
+  // st.mu held: an idempotent append recorded in the table failed to
+  // write. The table (and its snapshot, which may hold the failed batch)
+  // are dropped; the next idempotent batch reloads them from the log.
+  void forget_after_failed_write(PartitionState& st, const storage::Log& log);
+
   // A new producer id, never handed out before.
   storage::Result<int64_t> allocate_producer_id();
 

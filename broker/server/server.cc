@@ -43,7 +43,10 @@ bool Server::start(std::string* error) {
 
   int n = broker_.config().get_int("num.network.threads");
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 0; i < n; ++i) threads_.push_back(std::make_unique<IoThread>());
+  for (int i = 0; i < n; ++i) {
+    threads_.push_back(std::make_unique<IoThread>());
+    threads_.back()->disk = DiskRing::create(threads_.back()->ioc);
+  }
 
   // Bind everything before any thread runs: a failure leaves nothing behind.
   for (const config::Endpoint& ep : broker_.listeners().bound) {
@@ -72,6 +75,7 @@ bool Server::start(std::string* error) {
 }
 
 void Server::run_thread(IoThread& t) {
+  if (t.disk) t.disk->bind_to_this_thread();
   for (;;) {
     try {
       t.ioc.run();
@@ -192,6 +196,9 @@ void Server::stop(std::chrono::milliseconds grace) {
   }
   for (auto& t : threads_)
     if (t->thread.joinable()) t->thread.join();
+  // 4. Writes still in flight on the threads' rings complete and publish.
+  for (auto& t : threads_)
+    if (t->disk) t->disk->drain();
   for (auto& t : threads_) t->gate->close();
 }
 

@@ -15,6 +15,11 @@
 // holding a connection's executor never posts into freed memory; Broker
 // must outlive the Server.
 //
+// Each thread owns an io_uring for log writes (disk_ring.h): produce queues
+// its appends there and the completions come back on the thread's
+// io_context. stop() drains those rings after joining the threads, so every
+// write submitted is published before the logs close.
+//
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
 //
@@ -35,6 +40,7 @@
 
 #include "broker/net/asio.h"
 #include "broker/server/connection.h"
+#include "broker/server/disk_ring.h"
 #include "broker/server/post_gate.h"
 #include "broker/server/request_budget.h"
 
@@ -67,6 +73,7 @@ class Server {
     asio::io_context ioc{1};
     asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
     std::shared_ptr<PostGate> gate = std::make_shared<PostGate>(ioc.get_executor());
+    std::unique_ptr<DiskRing> disk;  // null: blocking log writes (disk_ring.h)
     std::thread thread;
   };
   struct Listener {
