@@ -96,6 +96,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.cleaner_enable = c.get_bool("log.cleaner.enable") && c.get_int("log.cleaner.threads") > 0;
   lmc.cleaner_backoff_ms = c.get_long("log.cleaner.backoff.ms");
   lmc.cleaner.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
+  lmc.cleaner.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
   // Logs open with storage defaults; TopicTable::load then applies each
   // topic's effective config (broker defaults and overrides) to its logs.
   const int64_t now = now_ms();

@@ -271,7 +271,12 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("log.cleaner.io.buffer.load.factor", T::kDouble, "0.9", S::kLogCleaner,
                   "How full the cleaner's key map may get."));
   k.push_back(key("log.cleaner.io.max.bytes.per.second", T::kDouble, "1.7976931348623157E308", S::kLogCleaner,
-                  "Cap on the cleaner's read plus write rate (bytes per second)."));
+                  "Cap on the cleaner's read plus write rate (bytes per second; the default, Double.MAX_VALUE, "
+                  "is unthrottled).")
+                  .valid(V::custom("a number > 0", [](const Value& v) {
+                    const auto* d = std::get_if<double>(&v);
+                    return d && *d > 0;
+                  })));
   k.push_back(key("log.cleaner.backoff.ms", T::kLong, "15000", S::kLogCleaner,
                   "Sleep when there is nothing to clean (milliseconds).")
                   .valid(V::at_least(0)));

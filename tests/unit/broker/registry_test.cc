@@ -1,6 +1,7 @@
 // Registry: Kafka's defaults, parsing of each type, validation messages.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <set>
 
 #include "broker/config/broker_config.h"
@@ -148,6 +149,19 @@ TEST_CASE("doubles and their ranges") {
         "invalid value \"1.5\" for log.cleaner.min.cleanable.ratio: expected a number in [0, 1]");
   CHECK(error_of("log.cleaner.io.buffer.load.factor", "half") ==
         "invalid value \"half\" for log.cleaner.io.buffer.load.factor: expected a number");
+}
+
+TEST_CASE("log.cleaner.io.max.bytes.per.second: Kafka's default is unthrottled, a rate must be > 0") {
+  BrokerConfig c = BrokerConfig::defaults();
+  CHECK(c.get_double("log.cleaner.io.max.bytes.per.second") == std::numeric_limits<double>::max());
+  CHECK(std::get<double>(value_of("log.cleaner.io.max.bytes.per.second", "1048576")) == 1048576.0);
+  CHECK(std::get<double>(value_of("log.cleaner.io.max.bytes.per.second", "2.5E7")) == 2.5e7);
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "0") ==
+        "invalid value \"0\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "-1") ==
+        "invalid value \"-1\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "fast") ==
+        "invalid value \"fast\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
 }
 
 TEST_CASE("strings: one-of is case-sensitive; custom formats") {
