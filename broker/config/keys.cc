@@ -428,6 +428,10 @@ std::vector<KeyDef> detail::make_key_table() {
                   "A dynamic group member whose connection closed is evicted after at most this long unless it "
                   "speaks again from a new connection (milliseconds; -1: only session.timeout.ms evicts, as Kafka).")
                   .valid(V::at_least(-1)));
+  k.push_back(key("ciuic.log.max.open.files", T::kInt, "0", S::kCiuic,
+                  "At most this many segment .log files are held open (least recently used closed first; a "
+                  "file being read or written stays open until done). 0: half the soft RLIMIT_NOFILE.")
+                  .valid(V::between(0, 1 << 20)));
   return k;
 }
 

@@ -164,6 +164,27 @@ TEST_CASE("log.cleaner.io.max.bytes.per.second: Kafka's default is unthrottled, 
         "invalid value \"fast\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
 }
 
+TEST_CASE("ciuic.log.max.open.files: 0 (the default) or a bound up to 1048576") {
+  BrokerConfig c = BrokerConfig::defaults();
+  CHECK(c.get_int("ciuic.log.max.open.files") == 0);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "0")) == 0);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "16")) == 16);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "1048576")) == 1048576);
+  CHECK(error_of("ciuic.log.max.open.files", "-1") ==
+        "invalid value \"-1\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  CHECK(error_of("ciuic.log.max.open.files", "1048577") ==
+        "invalid value \"1048577\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  CHECK(error_of("ciuic.log.max.open.files", "many") ==
+        "invalid value \"many\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  // Through the loader, as the broker starts: the message names key and value.
+  ConfigInput in;
+  in.overrides = {"ciuic.log.max.open.files=-5"};
+  auto r = load_config(in);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("ciuic.log.max.open.files") != std::string::npos);
+  CHECK(r.error().message.find("\"-5\"") != std::string::npos);
+}
+
 TEST_CASE("strings: one-of is case-sensitive; custom formats") {
   CHECK(std::get<std::string>(value_of("compression.type", " zstd ")) == "zstd");
   CHECK(error_of("compression.type", "ZSTD") ==
