@@ -3,7 +3,8 @@
 // preserved, reads and ListOffsets after a clean, tombstones and their delete
 // horizon, compressed batches, the active segment untouched, the dirty-ratio
 // and lag rules, a crash at every step of every swap, readers and appenders
-// running during a clean, and the LogManager's cleaner thread.
+// running during a clean, the LogManager's cleaner thread, and the I/O
+// throttle (log.cleaner.io.max.bytes.per.second) on a pass and at shutdown.
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <cstdio>
