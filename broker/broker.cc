@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "storage/checkpoint.h"
+#include "storage/fd_cache.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -86,7 +87,17 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
 
-  // Storage: recover the logs, then the topics on top of them.
+  // Storage: bound the open segment files, recover the logs, then the
+  // topics on top of them.
+  if (const int max_open = c.get_int("ciuic.log.max.open.files"); max_open > 0) {
+    if (static_cast<size_t>(max_open) > 2 * storage::FdCache::capacity_for_limit())
+      std::fprintf(stderr, "[ciuickafka] WARN ciuic.log.max.open.files=%d is above the soft RLIMIT_NOFILE\n", max_open);
+    storage::FdCache::process_default().set_capacity(static_cast<size_t>(max_open));
+  } else {
+    storage::FdCache::process_default().set_capacity(storage::FdCache::capacity_for_limit());
+  }
+  std::fprintf(stderr, "[ciuickafka] segment files: at most %zu open (ciuic.log.max.open.files)\n",
+               storage::FdCache::process_default().capacity());
   storage::LogManagerConfig lmc;
   lmc.recovery_threads = static_cast<unsigned>(std::max(1, c.get_int("num.recovery.threads.per.data.dir"))) *
                          static_cast<unsigned>(dirs.size());
@@ -96,6 +107,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.cleaner_enable = c.get_bool("log.cleaner.enable") && c.get_int("log.cleaner.threads") > 0;
   lmc.cleaner_backoff_ms = c.get_long("log.cleaner.backoff.ms");
   lmc.cleaner.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
+  lmc.cleaner.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
   // Logs open with storage defaults; TopicTable::load then applies each
   // topic's effective config (broker defaults and overrides) to its logs.
   const int64_t now = now_ms();

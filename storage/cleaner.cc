@@ -20,10 +20,11 @@ namespace {
 constexpr int64_t kMaxOffset = std::numeric_limits<int64_t>::max();
 
 // Calls fn(view) for every batch of seg below its published size, reading
-// chunk bytes at a time (more when one batch is larger). Stops at the first
-// error fn returns.
+// chunk bytes at a time (more when one batch is larger). Every read is
+// counted by throttle (when set), which may sleep. Stops at the first error
+// fn returns.
 template <class Fn>
-Status for_each_batch(const Segment& seg, size_t chunk, uint64_t* bytes_read, Fn&& fn) {
+Status for_each_batch(const Segment& seg, size_t chunk, Throttler* throttle, uint64_t* bytes_read, Fn&& fn) {
   const uint64_t size = seg.published_size();
   if (size == 0) return Status::ok();
   auto first = seg.read(seg.base_offset(), 1, size, kMaxOffset, true);
@@ -37,6 +38,7 @@ Status for_each_batch(const Segment& seg, size_t chunk, uint64_t* bytes_read, Fn
     buf.resize(want);
     auto n = file->read_at(pos, buf);
     if (!n) return n.status();
+    if (throttle) throttle->acquire(*n);
     if (*n != want) return Status::corruption(seg.path() + ": short read at " + std::to_string(pos));
     protocol::BatchSplitter split(std::span<const uint8_t>(buf.data(), buf.size()));
     protocol::RecordsEntry e;
@@ -216,7 +218,7 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
   OffsetMap map(config_.dedupe_buffer_bytes);
   size_t map_end = p->first_dirty_segment;
   for (size_t i = p->first_dirty_segment; i < p->end_segment; ++i) {
-    CK_RETURN_IF_ERROR(for_each_batch(*(*segs)[i], config_.read_chunk_bytes, &stats.bytes_read,
+    CK_RETURN_IF_ERROR(for_each_batch(*(*segs)[i], config_.read_chunk_bytes, throttler_, &stats.bytes_read,
                                       [&](const protocol::RecordBatchView& b) -> Status {
                                         if (b.is_control() || b.record_count() == 0) return Status::ok();
                                         auto records = protocol::decode_records(b, config_.max_decompressed_batch_bytes);
@@ -243,8 +245,13 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
     auto writer = CleanedSegmentWriter::create(log.file_system(), dir, base, cfg.segment);
     if (!writer) return writer.status();
     cx.changed = false;
-    Status s = for_each_batch(*seg, config_.read_chunk_bytes, nullptr,
-                              [&](const protocol::RecordBatchView& b) { return rewrite_batch(b, cx, **writer); });
+    Status s = for_each_batch(*seg, config_.read_chunk_bytes, throttler_, nullptr,
+                              [&](const protocol::RecordBatchView& b) {
+                                const uint64_t before = (*writer)->size();
+                                Status w = rewrite_batch(b, cx, **writer);
+                                if (throttler_) throttler_->acquire((*writer)->size() - before);
+                                return w;
+                              });
     if (s.is_ok()) s = (*writer)->finish();
     if (!s.is_ok() || !cx.changed) {
       // An error, or nothing to change: the old segment stays as it is.

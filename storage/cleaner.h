@@ -37,6 +37,11 @@
 //   4. Swap each cleaned segment in (compact_swap.h, Log::replace_segment),
 //      then advance the log's first dirty offset.
 //
+// Throttling: with a Throttler, every chunk read (steps 2 and 3) and every
+// batch written (step 3) is counted by it, and the pass sleeps when it runs
+// ahead of log.cleaner.io.max.bytes.per.second (Kafka's rule: reads plus
+// writes).
+//
 // Readers never wait: they hold the old segment (shared_ptr) and its files,
 // which stay readable after the rename to `.deleted` and the unlink. Appends
 // wait only for step 4's renames under the log's append lock.
@@ -47,11 +52,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include "storage/compact_swap.h"
 #include "storage/log.h"
 #include "storage/status.h"
+#include "storage/throttler.h"
 
 namespace ciuickafka::storage {
 
@@ -62,6 +69,9 @@ struct CleanerConfig {
   size_t max_decompressed_batch_bytes = 64u << 20;
   // How much of a segment is read at a time (at least one whole batch).
   size_t read_chunk_bytes = 1u << 20;
+  // log.cleaner.io.max.bytes.per.second: reads plus writes. The LogManager
+  // builds one Throttler from it for all its passes; DBL_MAX: unthrottled.
+  double io_max_bytes_per_second = std::numeric_limits<double>::max();
 };
 
 struct CleanPlan {
@@ -90,7 +100,10 @@ struct CleanStats {
 
 class Cleaner {
  public:
-  explicit Cleaner(CleanerConfig config = {}) : config_(config) {}
+  // throttler (optional, not owned) counts every byte read and written and
+  // sleeps when the pass goes faster than its rate (storage/throttler.h).
+  explicit Cleaner(CleanerConfig config = {}, Throttler* throttler = nullptr)
+      : config_(config), throttler_(throttler) {}
 
   // What a pass would clean now; nullopt when the log is not due.
   std::optional<CleanPlan> plan(const Log& log, int64_t now_ms) const;
@@ -99,6 +112,7 @@ class Cleaner {
 
  private:
   CleanerConfig config_;
+  Throttler* throttler_ = nullptr;
 };
 
 }  // namespace ciuickafka::storage

@@ -44,7 +44,10 @@ std::string unique_id() {
 }  // namespace
 
 LogManager::LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config)
-    : fs_(fs), dirs_(std::move(dirs)), config_(std::move(config)) {}
+    : fs_(fs),
+      dirs_(std::move(dirs)),
+      config_(std::move(config)),
+      cleaner_throttle_(config_.cleaner.io_max_bytes_per_second) {}
 
 LogManager::~LogManager() {
   // Not a clean shutdown unless shutdown() ran: no marker is written here.
@@ -357,7 +360,7 @@ Status LogManager::shutdown() {
 
 Status LogManager::clean_now(int64_t now_ms) {
   std::lock_guard pass(cleaner_pass_mu_);
-  const Cleaner cleaner(config_.cleaner);
+  const Cleaner cleaner(config_.cleaner, &cleaner_throttle_);
   Status first;
   CleanerManagerStats delta;
   for (const auto& [tp, log] : all()) {
@@ -391,8 +394,13 @@ Status LogManager::clean_now(int64_t now_ms) {
 }
 
 CleanerManagerStats LogManager::cleaner_stats() const {
-  std::lock_guard lock(cleaner_mu_);
-  return cleaner_stats_;
+  CleanerManagerStats s;
+  {
+    std::lock_guard lock(cleaner_mu_);
+    s = cleaner_stats_;
+  }
+  s.throttle = cleaner_throttle_.stats();
+  return s;
 }
 
 void LogManager::cleaner_loop() {
@@ -415,6 +423,7 @@ void LogManager::stop_cleaner() {
     cleaner_stop_ = true;
     cleaner_cv_.notify_all();
   }
+  cleaner_throttle_.cancel();  // a pass asleep in the throttle finishes at once
   if (cleaner_thread_.joinable()) cleaner_thread_.join();
 }
 

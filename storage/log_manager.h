@@ -21,6 +21,9 @@
 // (log.cleaner.enable), tick() also wakes the cleaner thread every
 // cleaner_backoff_ms (log.cleaner.backoff.ms); it runs one pass of
 // storage/cleaner.h over every log whose cleanup.policy includes compact.
+// Every pass's reads and writes go through one Throttler at
+// log.cleaner.io.max.bytes.per.second (CleanerConfig); stopping the cleaner
+// cancels it, so shutdown never waits out a throttle delay.
 // Its progress (each log's first dirty offset) is written to
 // `cleaner-offset-checkpoint` with the other checkpoints and read back at
 // open. The manager owns two threads: group commit's flusher (sync_to) and
@@ -80,6 +83,9 @@ struct CleanerManagerStats {
   uint64_t bytes_written = 0;
   uint64_t errors = 0;
   std::string last_error;
+  // log.cleaner.io.max.bytes.per.second at work (storage/throttler.h):
+  // bytes counted, and the sleeps it imposed on the passes.
+  Throttler::Stats throttle;
 };
 
 struct LogManagerStats {
@@ -183,6 +189,8 @@ class LogManager {
   CleanerManagerStats cleaner_stats_;          // under cleaner_mu_
   uint64_t cleaner_errors_reported_ = 0;       // under cleaner_mu_: errors tick() has returned
   std::thread cleaner_thread_;
+  // Every pass's reads and writes, one rate for all (cancelled at stop).
+  Throttler cleaner_throttle_;
 };
 
 }  // namespace ciuickafka::storage

@@ -9,11 +9,15 @@
 // saying so; an empty change set is accepted (it changes nothing). A
 // resource named twice in one request is INVALID_REQUEST, as in Kafka.
 //
+// alter_each_resource() is the per-resource response loop both handlers
+// share over their different generated request/response types.
+//
 // Header-only (inline functions): small, and used by several handler files.
 // Thread-safety: pure functions (reads the topic table).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +67,28 @@ std::vector<bool> duplicate_resources(const std::vector<Resource>& resources) {
   dup.reserve(resources.size());
   for (const auto& r : resources) dup.push_back(count[{r.resource_type, r.resource_name}] > 1);
   return dup;
+}
+
+// The response to an AlterConfigs-shaped request (AlterConfigs,
+// IncrementalAlterConfigs): one entry per resource, in request order, with
+// the resource's type and name, INVALID_REQUEST for a resource named twice,
+// else the error alter(resource) returns (its message only on an error).
+template <class Response, class Request, class Alter>
+Response alter_each_resource(const Request& req, Alter&& alter) {
+  const std::vector<bool> dup = duplicate_resources(req.resources);
+  Response resp;
+  resp.responses.reserve(req.resources.size());
+  for (size_t i = 0; i < req.resources.size(); ++i) {
+    const auto& r = req.resources[i];
+    const TopicError e =
+        dup[i] ? TopicError{protocol::ErrorCode::INVALID_REQUEST, "Error due to duplicate resources"} : alter(r);
+    auto& out = resp.responses.emplace_back();
+    out.resource_type = r.resource_type;
+    out.resource_name = r.resource_name;
+    out.error_code = protocol::to_wire(e.code);
+    out.error_message = e.ok() ? std::nullopt : std::optional<std::string>(e.message);
+  }
+  return resp;
 }
 
 }  // namespace ciuickafka::broker::admin

@@ -271,7 +271,12 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("log.cleaner.io.buffer.load.factor", T::kDouble, "0.9", S::kLogCleaner,
                   "How full the cleaner's key map may get."));
   k.push_back(key("log.cleaner.io.max.bytes.per.second", T::kDouble, "1.7976931348623157E308", S::kLogCleaner,
-                  "Cap on the cleaner's read plus write rate (bytes per second)."));
+                  "Cap on the cleaner's read plus write rate (bytes per second; the default, Double.MAX_VALUE, "
+                  "is unthrottled).")
+                  .valid(V::custom("a number > 0", [](const Value& v) {
+                    const auto* d = std::get_if<double>(&v);
+                    return d && *d > 0;
+                  })));
   k.push_back(key("log.cleaner.backoff.ms", T::kLong, "15000", S::kLogCleaner,
                   "Sleep when there is nothing to clean (milliseconds).")
                   .valid(V::at_least(0)));
@@ -423,6 +428,10 @@ std::vector<KeyDef> detail::make_key_table() {
                   "A dynamic group member whose connection closed is evicted after at most this long unless it "
                   "speaks again from a new connection (milliseconds; -1: only session.timeout.ms evicts, as Kafka).")
                   .valid(V::at_least(-1)));
+  k.push_back(key("ciuic.log.max.open.files", T::kInt, "0", S::kCiuic,
+                  "At most this many segment .log files are held open (least recently used closed first; a "
+                  "file being read or written stays open until done). 0: half the soft RLIMIT_NOFILE.")
+                  .valid(V::between(0, 1 << 20)));
   return k;
 }
 

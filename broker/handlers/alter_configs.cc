@@ -21,7 +21,6 @@ namespace {
 using protocol::AlterConfigsRequest;
 using protocol::AlterConfigsResponse;
 using protocol::ErrorCode;
-using protocol::to_wire;
 
 TopicError alter(Broker& broker, const AlterConfigsRequest::AlterConfigsResource& r, bool validate_only) {
   bool nothing_to_do = false;
@@ -42,19 +41,8 @@ void handle_alter_configs(RequestContext&& ctx) {
     ctx.respond(Response::close());
     return;
   }
-  const std::vector<bool> dup = admin::duplicate_resources(req.resources);
-  AlterConfigsResponse resp;
-  for (size_t i = 0; i < req.resources.size(); ++i) {
-    const auto& r = req.resources[i];
-    TopicError e = dup[i] ? TopicError{ErrorCode::INVALID_REQUEST, "Error due to duplicate resources"}
-                          : alter(*ctx.broker, r, req.validate_only);
-    AlterConfigsResponse::AlterConfigsResourceResponse out;
-    out.resource_type = r.resource_type;
-    out.resource_name = r.resource_name;
-    out.error_code = to_wire(e.code);
-    out.error_message = e.ok() ? std::nullopt : std::optional<std::string>(e.message);
-    resp.responses.push_back(std::move(out));
-  }
+  const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
+      req, [&](const auto& r) { return alter(*ctx.broker, r, req.validate_only); });
   ctx.respond(make_response(ctx, resp));
 }
 

@@ -27,7 +27,6 @@ namespace {
 using protocol::ErrorCode;
 using protocol::IncrementalAlterConfigsRequest;
 using protocol::IncrementalAlterConfigsResponse;
-using protocol::to_wire;
 
 enum Op : int8_t { kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3 };
 
@@ -102,19 +101,8 @@ void handle_incremental_alter_configs(RequestContext&& ctx) {
     ctx.respond(Response::close());
     return;
   }
-  const std::vector<bool> dup = admin::duplicate_resources(req.resources);
-  IncrementalAlterConfigsResponse resp;
-  for (size_t i = 0; i < req.resources.size(); ++i) {
-    const auto& r = req.resources[i];
-    TopicError e = dup[i] ? TopicError{ErrorCode::INVALID_REQUEST, "Error due to duplicate resources"}
-                          : alter(*ctx.broker, r, req.validate_only);
-    IncrementalAlterConfigsResponse::AlterConfigsResourceResponse out;
-    out.resource_type = r.resource_type;
-    out.resource_name = r.resource_name;
-    out.error_code = to_wire(e.code);
-    out.error_message = e.ok() ? std::nullopt : std::optional<std::string>(e.message);
-    resp.responses.push_back(std::move(out));
-  }
+  const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
+      req, [&](const auto& r) { return alter(*ctx.broker, r, req.validate_only); });
   ctx.respond(make_response(ctx, resp));
 }
 

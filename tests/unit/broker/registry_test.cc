@@ -1,6 +1,7 @@
 // Registry: Kafka's defaults, parsing of each type, validation messages.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <set>
 
 #include "broker/config/broker_config.h"
@@ -148,6 +149,40 @@ TEST_CASE("doubles and their ranges") {
         "invalid value \"1.5\" for log.cleaner.min.cleanable.ratio: expected a number in [0, 1]");
   CHECK(error_of("log.cleaner.io.buffer.load.factor", "half") ==
         "invalid value \"half\" for log.cleaner.io.buffer.load.factor: expected a number");
+}
+
+TEST_CASE("log.cleaner.io.max.bytes.per.second: Kafka's default is unthrottled, a rate must be > 0") {
+  BrokerConfig c = BrokerConfig::defaults();
+  CHECK(c.get_double("log.cleaner.io.max.bytes.per.second") == std::numeric_limits<double>::max());
+  CHECK(std::get<double>(value_of("log.cleaner.io.max.bytes.per.second", "1048576")) == 1048576.0);
+  CHECK(std::get<double>(value_of("log.cleaner.io.max.bytes.per.second", "2.5E7")) == 2.5e7);
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "0") ==
+        "invalid value \"0\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "-1") ==
+        "invalid value \"-1\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
+  CHECK(error_of("log.cleaner.io.max.bytes.per.second", "fast") ==
+        "invalid value \"fast\" for log.cleaner.io.max.bytes.per.second: expected a number > 0");
+}
+
+TEST_CASE("ciuic.log.max.open.files: 0 (the default) or a bound up to 1048576") {
+  BrokerConfig c = BrokerConfig::defaults();
+  CHECK(c.get_int("ciuic.log.max.open.files") == 0);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "0")) == 0);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "16")) == 16);
+  CHECK(std::get<int32_t>(value_of("ciuic.log.max.open.files", "1048576")) == 1048576);
+  CHECK(error_of("ciuic.log.max.open.files", "-1") ==
+        "invalid value \"-1\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  CHECK(error_of("ciuic.log.max.open.files", "1048577") ==
+        "invalid value \"1048577\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  CHECK(error_of("ciuic.log.max.open.files", "many") ==
+        "invalid value \"many\" for ciuic.log.max.open.files: expected an integer in [0, 1048576]");
+  // Through the loader, as the broker starts: the message names key and value.
+  ConfigInput in;
+  in.overrides = {"ciuic.log.max.open.files=-5"};
+  auto r = load_config(in);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message.find("ciuic.log.max.open.files") != std::string::npos);
+  CHECK(r.error().message.find("\"-5\"") != std::string::npos);
 }
 
 TEST_CASE("strings: one-of is case-sensitive; custom formats") {
