@@ -36,7 +36,8 @@ std::shared_ptr<const SegmentIndexes> IndexCache::lookup(uint64_t key) {
   return it->second->indexes;
 }
 
-std::shared_ptr<const SegmentIndexes> IndexCache::insert(uint64_t key, std::shared_ptr<const SegmentIndexes> indexes) {
+std::shared_ptr<const SegmentIndexes> IndexCache::insert(uint64_t key,
+                                                         std::shared_ptr<const SegmentIndexes> indexes) {
   List dropped;
   std::lock_guard lock(mu_);
   auto it = index_.find(key);

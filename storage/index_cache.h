@@ -84,12 +84,12 @@ class IndexCache {
   void note_rebuild();
 
   struct Stats {
-    size_t held = 0;         // segments whose indexes the cache holds now
-    size_t bytes = 0;        // what they cost (never above capacity() after a call returns)
+    size_t held = 0;   // segments whose indexes the cache holds now
+    size_t bytes = 0;  // what they cost (never above capacity() after a call returns)
     uint64_t hits = 0;
-    uint64_t misses = 0;     // inserts: releases by the writer and reloads by readers
+    uint64_t misses = 0;  // inserts: releases by the writer and reloads by readers
     uint64_t evictions = 0;
-    uint64_t rebuilds = 0;   // reloads that rebuilt from the .log
+    uint64_t rebuilds = 0;  // reloads that rebuilt from the .log
   };
   Stats stats() const;
 

@@ -39,7 +39,7 @@ class OffsetIndex {
                                   uint32_t max_index_bytes = kDefaultMaxIndexBytes, bool writable = true);
   // Empty and read-only, never reading or writing path (IndexFile::in_memory).
   static OffsetIndex in_memory(io::FileSystem& fs, const std::string& path, int64_t base_offset,
-                        uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
+                               uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
     return OffsetIndex(IndexFile::in_memory(fs, path, kEntrySize, max_index_bytes), base_offset);
   }
 

@@ -69,8 +69,8 @@ Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::st
   }
   FdCache& cache = config.fd_cache != nullptr ? *config.fd_cache : FdCache::process_default();
   auto lazy = std::make_unique<LazyFile>(fs, cache, std::move(log).value());
-  std::unique_ptr<Segment> seg(new Segment(base_offset, config, std::move(lazy), std::move(oi).value(),
-                                           std::move(ti).value(), *size));
+  std::unique_ptr<Segment> seg(
+      new Segment(base_offset, config, std::move(lazy), std::move(oi).value(), std::move(ti).value(), *size));
   seg->fs_ = &fs;
   seg->index_cache_ = config.index_cache != nullptr ? config.index_cache : &IndexCache::process_default();
   seg->index_key_ = seg->index_cache_->new_key();

@@ -22,7 +22,8 @@ Status Segment::release_indexes() {
   std::lock_guard lock(index_mu_);
   released_offset_ = {offset_index_.entries(), offset_index_.fingerprint()};
   released_time_ = {time_index_.entries(), time_index_.fingerprint()};
-  auto held = std::make_shared<const SegmentIndexes>(SegmentIndexes{std::move(offset_index_), std::move(time_index_)});
+  auto held = std::make_shared<const SegmentIndexes>(
+      SegmentIndexes{std::move(offset_index_), std::move(time_index_)});
   offset_index_ = OffsetIndex::in_memory(*fs_, index_path_, base_offset_, config_.max_index_bytes);
   time_index_ = TimeIndex::in_memory(*fs_, time_index_path_, base_offset_, config_.max_index_bytes);
   released_ = true;
@@ -98,7 +99,8 @@ Result<std::shared_ptr<const SegmentIndexes>> Segment::load_indexes() const {
     if (!oi || Fingerprint{oi->entries(), oi->fingerprint()} != want_offset) continue;
     auto ti = TimeIndex::open(*fs_, time_index_path_ + sfx, base_offset_, config_.max_index_bytes, false);
     if (!ti || Fingerprint{ti->entries(), ti->fingerprint()} != want_time) continue;
-    return std::make_shared<const SegmentIndexes>(SegmentIndexes{std::move(oi).value(), std::move(ti).value()});
+    return std::make_shared<const SegmentIndexes>(
+        SegmentIndexes{std::move(oi).value(), std::move(ti).value()});
   }
   // Missing, unreadable, corrupt or not the same: rebuild from the .log.
   index_cache_->note_rebuild();
@@ -145,7 +147,8 @@ Result<std::shared_ptr<const SegmentIndexes>> Segment::rebuild_indexes() const {
 OffsetIndex Segment::offset_index() const {
   auto pin = pin_indexes();
   if (!pin) {
-    std::fprintf(stderr, "Segment %s: indexes cannot be loaded: %s\n", path().c_str(), pin.status().to_string().c_str());
+    std::fprintf(stderr, "Segment %s: indexes cannot be loaded: %s\n", path().c_str(),
+                 pin.status().to_string().c_str());
     std::abort();
   }
   return *pin->offset;
@@ -154,7 +157,8 @@ OffsetIndex Segment::offset_index() const {
 TimeIndex Segment::time_index() const {
   auto pin = pin_indexes();
   if (!pin) {
-    std::fprintf(stderr, "Segment %s: indexes cannot be loaded: %s\n", path().c_str(), pin.status().to_string().c_str());
+    std::fprintf(stderr, "Segment %s: indexes cannot be loaded: %s\n", path().c_str(),
+                 pin.status().to_string().c_str());
     std::abort();
   }
   return *pin->time;

@@ -40,7 +40,7 @@ class TimeIndex {
                                 uint32_t max_index_bytes = kDefaultMaxIndexBytes, bool writable = true);
   // Empty and read-only, never reading or writing path (IndexFile::in_memory).
   static TimeIndex in_memory(io::FileSystem& fs, const std::string& path, int64_t base_offset,
-                        uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
+                             uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
     return TimeIndex(IndexFile::in_memory(fs, path, kEntrySize, max_index_bytes), base_offset);
   }
 

@@ -2,9 +2,11 @@
 // segments' indexes (storage/index_cache.h): the LRU itself, the bound on
 // what a log's segments hold, identical answers at any budget, reloads from
 // missing or corrupt files, and readers racing eviction and rolls.
-#include <catch2/catch.hpp>
+#include "storage/index_cache.h"
+
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <limits>
 #include <map>
 #include <random>
@@ -15,7 +17,6 @@
 #include "fs_fixtures.h"
 #include "log_test_util.h"
 #include "storage/file_names.h"
-#include "storage/index_cache.h"
 #include "storage/segment.h"
 
 namespace ciuickafka::storage::test {
@@ -240,7 +241,8 @@ TEMPLATE_TEST_CASE("A reload from missing, corrupt or foreign index files rebuil
     REQUIRE(last.position < 0x7fff);
   }
   // s3: garbage over the time index's first entries.
-  overwrite(env.fs, index_file(*log, s3, SegmentFileKind::kTimeIndex), 5, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+  overwrite(env.fs, index_file(*log, s3, SegmentFileKind::kTimeIndex), 5,
+            {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
   // s4: a shorter index (sane, only fewer entries, as an older copy of the
   // file would be): not what was unloaded, so it is rebuilt, not trusted.
   {
@@ -315,8 +317,10 @@ TEMPLATE_TEST_CASE("Readers racing eviction and rolls see the same answers", "",
           auto it = by_time.lower_bound(std::uniform_int_distribution<int64_t>(995, 2490)(rng));
           if (it == by_time.end()) continue;
           auto f = log->offset_for_timestamp(it->first);
-          if (!f) ++errors;
-          else if (*f != it->second) ++mismatches;
+          if (!f)
+            ++errors;
+          else if (*f != it->second)
+            ++mismatches;
         }
       }
     });
