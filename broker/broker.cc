@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "storage/checkpoint.h"
+#include "storage/index_cache.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -86,7 +87,10 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
 
-  // Storage: recover the logs, then the topics on top of them.
+  // Storage: recover the logs, then the topics on top of them. The index
+  // budget is set first: opening releases inactive segments' indexes into it.
+  storage::IndexCache::process_default().set_capacity(
+      static_cast<size_t>(c.get_long("ciuic.log.index.cache.bytes")));
   storage::LogManagerConfig lmc;
   lmc.recovery_threads = static_cast<unsigned>(std::max(1, c.get_int("num.recovery.threads.per.data.dir"))) *
                          static_cast<unsigned>(dirs.size());

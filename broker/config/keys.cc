@@ -423,6 +423,11 @@ std::vector<KeyDef> detail::make_key_table() {
                   "A dynamic group member whose connection closed is evicted after at most this long unless it "
                   "speaks again from a new connection (milliseconds; -1: only session.timeout.ms evicts, as Kafka).")
                   .valid(V::at_least(-1)));
+  k.push_back(key("ciuic.log.index.cache.bytes", T::kLong, "67108864", S::kCiuic,
+                  "The memory the offset and time indexes of inactive segments may hold, all logs together: past "
+                  "it the least recently used are unloaded, and reloaded from their files when next looked up "
+                  "(bytes; each log's active segment is not counted; Kafka has no such bound, it mmaps every index).")
+                  .valid(V::at_least(0)));
   return k;
 }
 
