@@ -1,6 +1,8 @@
 // broker/broker.cc: opening the broker's state and shutting it down.
 #include "broker/broker.h"
 
+#include <prometheus/metric_family.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,12 +11,44 @@
 
 #include "storage/checkpoint.h"
 #include "storage/fd_cache.h"
+#include "storage/index_cache.h"
 
 namespace ciuickafka::broker {
 namespace {
 
 constexpr char kMetaProperties[] = "meta.properties";
 constexpr auto kTickInterval = std::chrono::seconds(1);
+
+// The index budget's figures (storage/index_cache.h), read at scrape time.
+void collect_index_cache(std::vector<prometheus::MetricFamily>& out) {
+  const storage::IndexCache& cache = storage::IndexCache::process_default();
+  const storage::IndexCache::Stats s = cache.stats();
+  const auto add = [&out](const char* name, const char* help, prometheus::MetricType type, double value) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = type;
+    prometheus::ClientMetric m;
+    if (type == prometheus::MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    f.metric.push_back(m);
+    out.push_back(std::move(f));
+  };
+  add("ciuic_log_index_cache_bytes",
+      "Memory held by the indexes of inactive segments (ciuic.log.index.cache.bytes bounds it).",
+      prometheus::MetricType::Gauge, static_cast<double>(s.bytes));
+  add("ciuic_log_index_cache_capacity_bytes", "ciuic.log.index.cache.bytes.", prometheus::MetricType::Gauge,
+      static_cast<double>(cache.capacity()));
+  add("ciuic_log_index_cache_evictions_total",
+      "Inactive segments whose indexes were unloaded to stay in the budget.", prometheus::MetricType::Counter,
+      static_cast<double>(s.evictions));
+  add("ciuic_log_index_cache_rebuilds_total",
+      "Index reloads that found the files missing or changed and rebuilt the indexes from the .log.",
+      prometheus::MetricType::Counter, static_cast<double>(s.rebuilds));
+}
 
 // Reads `key=value` lines of a Kafka meta.properties; empty when absent.
 std::string read_meta(const std::string& path, const std::string& key) {
@@ -98,6 +132,10 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   }
   std::fprintf(stderr, "[ciuickafka] segment files: at most %zu open (ciuic.log.max.open.files)\n",
                storage::FdCache::process_default().capacity());
+  // The index budget is set before the logs open: opening releases
+  // inactive segments' indexes into it.
+  storage::IndexCache::process_default().set_capacity(
+      static_cast<size_t>(c.get_long("ciuic.log.index.cache.bytes")));
   storage::LogManagerConfig lmc;
   lmc.recovery_threads = static_cast<unsigned>(std::max(1, c.get_int("num.recovery.threads.per.data.dir"))) *
                          static_cast<unsigned>(dirs.size());
@@ -124,6 +162,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   }
 
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
+  b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
   b->metrics_->partition_count().Set(static_cast<double>(b->topics_->partition_count()));
 
   b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);

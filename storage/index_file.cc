@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "protocol/records/crc32c.h"
+
 namespace ciuickafka::storage {
 
 Result<IndexFile> IndexFile::open(io::FileSystem& fs, const std::string& path, size_t entry_size,
@@ -42,11 +44,28 @@ Result<IndexFile> IndexFile::open(io::FileSystem& fs, const std::string& path, s
   return ix;
 }
 
-void IndexFile::append(const uint8_t* entry) { bytes_.insert(bytes_.end(), entry, entry + entry_size_); }
+IndexFile IndexFile::in_memory(io::FileSystem& fs, const std::string& path, size_t entry_size,
+                               uint32_t max_index_bytes) {
+  IndexFile ix;
+  ix.fs_ = &fs;
+  ix.path_ = path;
+  ix.open_ = true;
+  ix.entry_size_ = entry_size;
+  ix.max_entries_ = max_index_bytes / entry_size;
+  return ix;
+}
+
+uint32_t IndexFile::fingerprint() const { return protocol::crc32c(bytes_); }
+
+void IndexFile::append(const uint8_t* entry) {
+  bytes_.insert(bytes_.end(), entry, entry + entry_size_);
+  dirty_ = true;
+}
 
 void IndexFile::truncate_entries(size_t n) {
   if (n * entry_size_ >= bytes_.size()) return;
   bytes_.resize(n * entry_size_);
+  dirty_ = true;
   flushed_bytes_ = std::min(flushed_bytes_, bytes_.size());
 }
 
@@ -70,7 +89,9 @@ Status IndexFile::flush() {
     file_size_ = std::max<uint64_t>(file_size_, bytes_.size());
   }
   CK_RETURN_IF_ERROR(file.sync());
-  return file.close();
+  CK_RETURN_IF_ERROR(file.close());
+  dirty_ = false;
+  return Status::ok();
 }
 
 Status IndexFile::close() {

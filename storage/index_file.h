@@ -18,9 +18,10 @@
 //     for each flush (storage/fd_cache.h bounds the segments' `.log` fds).
 // Memory: an index costs its entries, 8 bytes (offset) or 12 bytes (time)
 // per index.interval.bytes of log (default 4096): about 0.5 % of the data,
-// 5 MiB per GiB of log, plus ~100 bytes of bookkeeping per index. They stay
-// loaded for the segment's life (dropping cold indexes is not implemented;
-// see storage/README.md).
+// 5 MiB per GiB of log, plus ~100 bytes of bookkeeping per index. The
+// active segment's indexes stay loaded; those of inactive segments are
+// unloaded and reloaded under a process-wide byte budget
+// (storage/index_cache.h, ciuic.log.index.cache.bytes).
 //
 // Opening trims trailing all-zero entries: Kafka preallocates an active
 // index to its maximum size (zeros past the last entry) and trims it only on
@@ -84,6 +85,11 @@ class IndexFile {
   // entry_size, rounded down.
   static Result<IndexFile> open(io::FileSystem& fs, const std::string& path, size_t entry_size,
                                 uint32_t max_index_bytes, bool writable);
+  // An empty, read-only index for path that never touches the file: the
+  // start of an index rebuilt in memory, or the placeholder a segment keeps
+  // while the IndexCache holds its indexes.
+  static IndexFile in_memory(io::FileSystem& fs, const std::string& path, size_t entry_size,
+                             uint32_t max_index_bytes);
 
   const std::string& path() const { return path_; }
   size_t entry_size() const { return entry_size_; }
@@ -94,6 +100,11 @@ class IndexFile {
   uint64_t size_at_open() const { return size_at_open_; }
   size_t zero_entries_trimmed() const { return zero_entries_trimmed_; }
   size_t memory_bytes() const { return bytes_.capacity(); }
+  // Whether entries were added or removed since the last flush (or open):
+  // the file then differs from memory, and a reload would lose them.
+  bool dirty() const { return dirty_; }
+  // CRC32C of the entries' bytes: a reload must find exactly these.
+  uint32_t fingerprint() const;
 
   // Adds one entry (entry_size bytes); the caller has checked capacity and order.
   void append(const uint8_t* entry);
@@ -117,6 +128,7 @@ class IndexFile {
   uint64_t file_size_ = 0;    // the file's current size
   uint64_t size_at_open_ = 0;
   size_t zero_entries_trimmed_ = 0;
+  bool dirty_ = false;
 };
 
 }  // namespace ciuickafka::storage

@@ -130,6 +130,10 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
     recovered_segments_ += seg.recover_count();
     list->push_back(std::move(s).value());
   }
+  // Every segment but the last is written no more: its indexes go under the
+  // IndexCache's budget (check_indexes released most already). A failed
+  // flush of rebuilt indexes leaves them loaded: correct, only unbudgeted.
+  for (size_t i = 0; i + 1 < list->size(); ++i) (void)(*list)[i]->release_indexes();
   Segment& active = *list->back();
   next_offset_ = active.next_offset().value_or(active.base_offset());
   active.start_roll_clock(now_ms);

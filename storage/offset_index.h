@@ -37,6 +37,11 @@ class OffsetIndex {
 
   static Result<OffsetIndex> open(io::FileSystem& fs, const std::string& path, int64_t base_offset,
                                   uint32_t max_index_bytes = kDefaultMaxIndexBytes, bool writable = true);
+  // Empty and read-only, never reading or writing path (IndexFile::in_memory).
+  static OffsetIndex in_memory(io::FileSystem& fs, const std::string& path, int64_t base_offset,
+                               uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
+    return OffsetIndex(IndexFile::in_memory(fs, path, kEntrySize, max_index_bytes), base_offset);
+  }
 
   const std::string& path() const { return file_.path(); }
   int64_t base_offset() const { return base_offset_; }
@@ -44,6 +49,8 @@ class OffsetIndex {
   size_t max_entries() const { return file_.max_entries(); }
   bool full() const { return entries() >= max_entries(); }
   size_t memory_bytes() const { return file_.memory_bytes(); }
+  bool dirty() const { return file_.dirty(); }
+  uint32_t fingerprint() const { return file_.fingerprint(); }
   // Entry n (n < entries(); aborts otherwise).
   OffsetPosition entry(size_t n) const;
   // The last entry's offset; the base offset when empty (as Kafka's lastOffset).

@@ -69,9 +69,17 @@ Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::st
   }
   FdCache& cache = config.fd_cache != nullptr ? *config.fd_cache : FdCache::process_default();
   auto lazy = std::make_unique<LazyFile>(fs, cache, std::move(log).value());
-  return std::unique_ptr<Segment>(new Segment(base_offset, config, std::move(lazy),
-                                              std::move(oi).value(), std::move(ti).value(), *size));
+  std::unique_ptr<Segment> seg(
+      new Segment(base_offset, config, std::move(lazy), std::move(oi).value(), std::move(ti).value(), *size));
+  seg->fs_ = &fs;
+  seg->index_cache_ = config.index_cache != nullptr ? config.index_cache : &IndexCache::process_default();
+  seg->index_key_ = seg->index_cache_->new_key();
+  seg->index_path_ = name(SegmentFileKind::kIndex);
+  seg->time_index_path_ = name(SegmentFileKind::kTimeIndex);
+  return seg;
 }
+
+Segment::~Segment() { index_cache_->erase(index_key_); }
 
 bool Segment::should_roll(uint64_t batch_bytes, int64_t last_offset, int64_t now_ms) const {
   if (!offset_index_.can_hold(last_offset)) return true;
@@ -168,8 +176,9 @@ Result<std::optional<BatchLocation>> Segment::find_position(io::File& f, int64_t
                                                             uint64_t max_position) const {
   OffsetPosition start;
   {
-    std::lock_guard lock(index_mu_);
-    start = offset_index_.lookup(offset);
+    auto pin = pin_indexes();
+    if (!pin) return pin.status();
+    start = pin->offset->lookup(offset);
   }
   // One read of the 61-byte header per batch: the 12-byte offset/length
   // prefix alone cannot tell the batch's last offset.
@@ -187,11 +196,12 @@ Result<uint64_t> Segment::last_boundary(io::File& f, uint64_t from, uint64_t bud
   uint64_t pos = from;
   {
     // Index positions are batch starts: jump to the furthest one in range.
-    std::lock_guard lock(index_mu_);
+    auto pin = pin_indexes();
+    if (!pin) return pin.status();
+    const OffsetIndex& oi = *pin->offset;
     long slot = largest_lower_bound(
-        offset_index_.entries(), [this](size_t i) { return uint64_t{offset_index_.entry(i).position}; },
-        budget_end);
-    if (slot >= 0) pos = std::max<uint64_t>(pos, offset_index_.entry(static_cast<size_t>(slot)).position);
+        oi.entries(), [&oi](size_t i) { return uint64_t{oi.entry(i).position}; }, budget_end);
+    if (slot >= 0) pos = std::max<uint64_t>(pos, oi.entry(static_cast<size_t>(slot)).position);
   }
   while (pos + v2::kLogOverhead <= max_position) {
     uint8_t h[v2::kLogOverhead];
@@ -240,6 +250,7 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
 }
 
 Result<uint64_t> Segment::recover() {
+  CK_RETURN_IF_ERROR(reclaim_indexes());
   auto file = log_->get();
   if (!file) return file.status();
   io::File& f = **file;
@@ -296,9 +307,12 @@ Result<uint64_t> Segment::recover() {
 }
 
 Status Segment::check_indexes() {
-  if (offset_index_.sanity_check().is_ok() && time_index_.sanity_check().is_ok()) return Status::ok();
-  auto r = recover();
-  return r ? Status::ok() : r.status();
+  if (released_) return Status::ok();  // checked (or built) before they were released
+  if (!offset_index_.sanity_check().is_ok() || !time_index_.sanity_check().is_ok()) {
+    auto r = recover();
+    if (!r) return r.status();
+  }
+  return release_indexes();
 }
 
 Status Segment::load_tail() {
@@ -353,8 +367,9 @@ Result<std::optional<TimestampOffset>> Segment::find_offset_for_timestamp(int64_
   max_position = std::min(max_position, published_size());
   int64_t from_offset;
   {
-    std::lock_guard lock(index_mu_);
-    from_offset = std::max(time_index_.lookup(target).offset, min_offset);
+    auto pin = pin_indexes();
+    if (!pin) return pin.status();
+    from_offset = std::max(pin->time->lookup(target).offset, min_offset);
   }
   auto file = log_->get();
   if (!file) return file.status();
@@ -422,19 +437,23 @@ Status Segment::sync_log() {
 
 Status Segment::flush() {
   CK_RETURN_IF_ERROR(sync_log());
+  if (released_) return Status::ok();  // released indexes are on disk already
   CK_RETURN_IF_ERROR(offset_index_.flush());
   return time_index_.flush();
 }
 
 Status Segment::on_become_inactive() {
+  if (released_) return Status::ok();
   if (max_timestamp_ != kNoTimestamp) {
     std::lock_guard lock(index_mu_);
     CK_RETURN_IF_ERROR(time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_, true));
   }
-  return flush();
+  CK_RETURN_IF_ERROR(flush());
+  return release_indexes();
 }
 
 Status Segment::close() {
+  index_cache_->erase(index_key_);
   Status s = log_->close();
   Status a = offset_index_.close();
   Status b = time_index_.close();

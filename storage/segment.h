@@ -22,6 +22,17 @@
 // append lock).
 // Concurrent read_at with write_at of other ranges is safe for all three File
 // implementations (pread, a per-thread ring, a locked in-memory image).
+//
+// Index memory (storage/index_cache.h): while the segment is written its
+// indexes live in offset_index_ / time_index_, guarded by index_mu_. Once it
+// is inactive (on_become_inactive, check_indexes, or release_indexes at log
+// open) they are flushed and handed to the IndexCache, which may drop them;
+// a lookup then pins them (pin_indexes: a shared_ptr held for that lookup,
+// no segment lock held) and on a miss reloads them from the files, one
+// reload per segment at a time (load_mu_), verified against a fingerprint
+// taken when they were handed over, or rebuilt from the `.log` when the
+// files are missing, corrupt or not the same. Lock order: load_mu_, then
+// index_mu_, then the cache's mutex.
 #pragma once
 
 #include <atomic>
@@ -33,6 +44,7 @@
 #include <string>
 
 #include "storage/fd_cache.h"
+#include "storage/index_cache.h"
 #include "storage/io/file.h"
 #include "storage/lazy_file.h"
 #include "storage/offset_index.h"
@@ -57,6 +69,9 @@ struct SegmentConfig {
   // The LRU that bounds open `.log` files (storage/fd_cache.h); nullptr:
   // FdCache::process_default(). Not owned; must outlive the segments.
   FdCache* fd_cache = nullptr;
+  // The byte budget for inactive segments' indexes (storage/index_cache.h);
+  // nullptr: IndexCache::process_default(). Not owned; must outlive the segments.
+  IndexCache* index_cache = nullptr;
 };
 
 // A byte range of a segment file that holds whole batches.
@@ -96,6 +111,7 @@ class Segment {
   // are; call recover() or check_indexes() before trusting them.
   static Result<std::unique_ptr<Segment>> open(io::FileSystem& fs, const std::string& dir,
                                                int64_t base_offset, const SegmentConfig& config, bool create);
+  ~Segment();
 
   int64_t base_offset() const { return base_offset_; }
   // The .log file's path when the segment was opened.
@@ -179,8 +195,21 @@ class Segment {
   // invalid byte and rebuilds both indexes. Returns the bytes truncated.
   Result<uint64_t> recover();
   // Checks both indexes (sanity_check); rebuilds them by recover() when
-  // either fails. For segments that are not the active one.
+  // either fails, then release_indexes(). For segments that are not the
+  // active one.
   Status check_indexes();
+  // The segment will not be written again: flushes the indexes when they
+  // changed and hands them to the IndexCache (which may unload them; lookups
+  // reload them). Writer thread; idempotent. When the flush fails they stay
+  // loaded and the error is returned (lookups stay correct). recover() takes
+  // them back.
+  Status release_indexes();
+  // Whether the IndexCache holds (or dropped) the indexes rather than the
+  // segment itself.
+  bool indexes_released() const;
+  // Bytes of index entries the segment itself holds: the active segment's;
+  // 0 once released.
+  size_t owned_index_bytes() const;
   // For the last segment of a log that shut down cleanly: trusts the file
   // and the indexes, and finds the next offset (and the max timestamp of the
   // batches after the last index entry) by a scan of batch headers from the
@@ -197,13 +226,15 @@ class Segment {
   // segments past the recovery point are rebuilt by recovery). Any thread.
   Status sync_log();
   // The segment stops being the active one: the time index gets its final
-  // entry (max timestamp so far) and everything is flushed.
+  // entry (max timestamp so far), everything is flushed, and the indexes are
+  // released to the IndexCache.
   Status on_become_inactive();
   Status close();
 
-  // For tests and tools.
-  const OffsetIndex& offset_index() const { return offset_index_; }
-  const TimeIndex& time_index() const { return time_index_; }
+  // For tests and tools: copies of the indexes (reloaded when unloaded;
+  // aborts with a message when they cannot be loaded or rebuilt).
+  OffsetIndex offset_index() const;
+  TimeIndex time_index() const;
   // Whether the .log is held open by the FdCache now.
   bool file_cached() const { return log_->cached(); }
 
@@ -213,6 +244,23 @@ class Segment {
   // The open .log (reopened through the FdCache when it was evicted); hold
   // it for the duration of one operation.
   Result<std::shared_ptr<io::File>> file() const { return log_->get(); }
+  // The indexes for one lookup: the segment's own under index_mu_ (held by
+  // `lock`), or the IndexCache's, kept alive by `held`. Keep it only for the
+  // lookup, never across I/O on the .log.
+  struct IndexPin {
+    std::unique_lock<std::mutex> lock;
+    std::shared_ptr<const SegmentIndexes> held;
+    const OffsetIndex* offset = nullptr;
+    const TimeIndex* time = nullptr;
+  };
+  Result<IndexPin> pin_indexes() const;
+  // Reload of released indexes: from the files when they hold exactly what
+  // was released, else rebuilt from the .log (rebuild_indexes).
+  Result<std::shared_ptr<const SegmentIndexes>> load_indexes() const;
+  Result<std::shared_ptr<const SegmentIndexes>> rebuild_indexes() const;
+  // Writer: takes released indexes back (reopened from the files) before
+  // changing them.
+  Status reclaim_indexes();
   Result<std::optional<BatchLocation>> find_position(io::File& f, int64_t offset, uint64_t max_position) const;
   // Index bookkeeping for one batch written at position (append and recover).
   void index_batch(uint64_t position, uint64_t size, int64_t last_offset, int64_t max_timestamp);
@@ -225,9 +273,23 @@ class Segment {
   SegmentConfig config_;
   std::string path_;
   std::unique_ptr<LazyFile> log_;
-  mutable std::mutex index_mu_;  // guards both indexes against concurrent lookups
+  io::FileSystem* fs_ = nullptr;
+  IndexCache* index_cache_ = nullptr;
+  uint64_t index_key_ = 0;
+  std::string index_path_, time_index_path_;
+  mutable std::mutex load_mu_;   // one reload of released indexes at a time
+  mutable std::mutex index_mu_;  // guards both indexes against concurrent lookups, and released_
+  // Owned while the segment is written; empty placeholders once released.
   OffsetIndex offset_index_;
   TimeIndex time_index_;
+  bool released_ = false;  // written by the writer under index_mu_
+  // What was released: a reload from the files must find exactly this.
+  struct Fingerprint {
+    size_t entries = 0;
+    uint32_t crc = 0;
+    bool operator==(const Fingerprint&) const = default;
+  };
+  Fingerprint released_offset_, released_time_;
   uint64_t size_ = 0;
   std::atomic<uint64_t> published_size_{0};
   uint64_t bytes_since_index_entry_ = 0;

@@ -38,6 +38,11 @@ class TimeIndex {
 
   static Result<TimeIndex> open(io::FileSystem& fs, const std::string& path, int64_t base_offset,
                                 uint32_t max_index_bytes = kDefaultMaxIndexBytes, bool writable = true);
+  // Empty and read-only, never reading or writing path (IndexFile::in_memory).
+  static TimeIndex in_memory(io::FileSystem& fs, const std::string& path, int64_t base_offset,
+                             uint32_t max_index_bytes = kDefaultMaxIndexBytes) {
+    return TimeIndex(IndexFile::in_memory(fs, path, kEntrySize, max_index_bytes), base_offset);
+  }
 
   const std::string& path() const { return file_.path(); }
   int64_t base_offset() const { return base_offset_; }
@@ -45,6 +50,8 @@ class TimeIndex {
   size_t max_entries() const { return file_.max_entries(); }
   bool full() const { return entries() + 1 >= max_entries(); }
   size_t memory_bytes() const { return file_.memory_bytes(); }
+  bool dirty() const { return file_.dirty(); }
+  uint32_t fingerprint() const { return file_.fingerprint(); }
   TimestampOffset entry(size_t n) const;  // n < entries(); aborts otherwise
   // The last entry; {kNoTimestamp, base_offset} when empty.
   TimestampOffset last_entry() const;

@@ -432,6 +432,11 @@ std::vector<KeyDef> detail::make_key_table() {
                   "At most this many segment .log files are held open (least recently used closed first; a "
                   "file being read or written stays open until done). 0: half the soft RLIMIT_NOFILE.")
                   .valid(V::between(0, 1 << 20)));
+  k.push_back(key("ciuic.log.index.cache.bytes", T::kLong, "67108864", S::kCiuic,
+                  "The memory the offset and time indexes of inactive segments may hold, all logs together: past "
+                  "it the least recently used are unloaded, and reloaded from their files when next looked up "
+                  "(bytes; each log's active segment is not counted; Kafka has no such bound, it mmaps every index).")
+                  .valid(V::at_least(0)));
   return k;
 }
 

@@ -65,6 +65,15 @@ TEST_CASE("a bad value hidden by a higher source is not an error; the winner is 
         "invalid value \"maybe\" for log.preallocate: expected true or false (from server.properties:2)");
 }
 
+TEST_CASE("ciuic.log.index.cache.bytes: 64 MiB by default, a bad value named with its key") {
+  CHECK(load_ok(input("")).config.get_long("ciuic.log.index.cache.bytes") == 64 * 1024 * 1024);
+  CHECK(load_ok(input("ciuic.log.index.cache.bytes=0\n")).config.get_long("ciuic.log.index.cache.bytes") == 0);
+  CHECK(load_error(input("ciuic.log.index.cache.bytes=-5\n")) ==
+        "invalid value \"-5\" for ciuic.log.index.cache.bytes: expected an integer >= 0 (from server.properties:1)");
+  CHECK(load_error(input("", {"ciuic.log.index.cache.bytes=lots"})) ==
+        "invalid value \"lots\" for ciuic.log.index.cache.bytes: expected an integer >= 0 (from --override)");
+}
+
 TEST_CASE("later duplicates in one source win") {
   CHECK(load_ok(input("num.partitions=2\nnum.partitions=9\n")).config.get_int("num.partitions") == 9);
   CHECK(load_ok(input("", {"num.partitions=2", "num.partitions=8"})).config.get_int("num.partitions") == 8);
