@@ -115,9 +115,11 @@ enum class Backend { kPosix, kUring };
 // punts the write to an io-wq worker thread (a wake-up and two context
 // switches per write). Measured with tests/bench/storage_bench on ext4,
 // kernel 6.18: 1 KiB appends 111 MB/s (posix) vs 43 MB/s (io_uring), 1 MiB
-// appends 1688 vs 687 MB/s, and 2.5x the CPU per GB. io_uring pays off
-// once appends are submitted asynchronously from the network threads
-// (storage/io/ring.h), which is not wired yet.
+// appends 1688 vs 687 MB/s, and 2.5x the CPU per GB. The asynchronous
+// path does not go through these calls: Log::append_async queues its write
+// on the network thread's Ring (storage/io/ring.h) by the file's
+// descriptor, whichever backend opened it, and group commit queues its
+// fdatasyncs on its own ring.
 std::unique_ptr<FileSystem> make_file_system(Status* uring_status = nullptr);
 // backend kUring: io_uring when io_uring_queue_init succeeds on this
 // thread, else POSIX, with the status of the attempt in *uring_status (ok
