@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "metrics/process_metrics.h"
 #include "storage/checkpoint.h"
 #include "storage/fd_cache.h"
 #include "storage/index_cache.h"
@@ -24,18 +25,7 @@ void collect_index_cache(std::vector<prometheus::MetricFamily>& out) {
   const storage::IndexCache& cache = storage::IndexCache::process_default();
   const storage::IndexCache::Stats s = cache.stats();
   const auto add = [&out](const char* name, const char* help, prometheus::MetricType type, double value) {
-    prometheus::MetricFamily f;
-    f.name = name;
-    f.help = help;
-    f.type = type;
-    prometheus::ClientMetric m;
-    if (type == prometheus::MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    f.metric.push_back(m);
-    out.push_back(std::move(f));
+    out.push_back(metrics::single_sample_family(name, help, type, value));
   };
   add("ciuic_log_index_cache_bytes",
       "Memory held by the indexes of inactive segments (ciuic.log.index.cache.bytes bounds it).",

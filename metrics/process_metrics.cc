@@ -15,21 +15,6 @@
 namespace ciuickafka::metrics {
 namespace {
 
-prometheus::MetricFamily one(const char* name, const char* help, prometheus::MetricType type, double v) {
-  prometheus::MetricFamily fam;
-  fam.name = name;
-  fam.help = help;
-  fam.type = type;
-  prometheus::ClientMetric m;
-  if (type == prometheus::MetricType::Counter) {
-    m.counter.value = v;
-  } else {
-    m.gauge.value = v;
-  }
-  fam.metric.push_back(std::move(m));
-  return fam;
-}
-
 // Seconds since boot at which this process started, or <0.
 double start_since_boot() {
   std::ifstream in("/proc/self/stat");
@@ -79,22 +64,24 @@ double process_start_time_seconds() {
 
 void collect_process(std::vector<prometheus::MetricFamily>& out) {
   using prometheus::MetricType;
-  out.push_back(one("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds",
-                    MetricType::Gauge, process_start_time_seconds()));
+  out.push_back(single_sample_family("process_start_time_seconds",
+                                     "Start time of the process since the Unix epoch, in seconds",
+                                     MetricType::Gauge, process_start_time_seconds()));
 
   rusage ru{};
   if (getrusage(RUSAGE_SELF, &ru) == 0) {
     double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                  static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-    out.push_back(one("process_cpu_seconds_total", "User and system CPU time spent, in seconds",
-                      MetricType::Counter, cpu));
+    out.push_back(single_sample_family(
+        "process_cpu_seconds_total", "User and system CPU time spent, in seconds", MetricType::Counter, cpu));
   }
 
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;
   if (statm >> pages_total >> pages_resident) {
-    out.push_back(one("process_resident_memory_bytes", "Resident memory size, in bytes", MetricType::Gauge,
-                      static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE))));
+    out.push_back(single_sample_family(
+        "process_resident_memory_bytes", "Resident memory size, in bytes", MetricType::Gauge,
+        static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE))));
   }
 
   if (DIR* dir = opendir("/proc/self/fd")) {
@@ -103,9 +90,26 @@ void collect_process(std::vector<prometheus::MetricFamily>& out) {
       if (e->d_name[0] != '.') ++n;
     }
     closedir(dir);
-    out.push_back(one("process_open_fds", "Open file descriptors", MetricType::Gauge,
-                      static_cast<double>(n > 0 ? n - 1 : 0)));  // less the directory's own fd
+    out.push_back(
+        single_sample_family("process_open_fds", "Open file descriptors", MetricType::Gauge,
+                             static_cast<double>(n > 0 ? n - 1 : 0)));  // less the directory's own fd
   }
+}
+
+prometheus::MetricFamily single_sample_family(const char* name, const char* help, prometheus::MetricType type,
+                                              double v) {
+  prometheus::MetricFamily fam;
+  fam.name = name;
+  fam.help = help;
+  fam.type = type;
+  prometheus::ClientMetric m;
+  if (type == prometheus::MetricType::Counter) {
+    m.counter.value = v;
+  } else {
+    m.gauge.value = v;
+  }
+  fam.metric.push_back(std::move(m));
+  return fam;
 }
 
 }  // namespace ciuickafka::metrics

@@ -22,4 +22,9 @@ double process_start_time_seconds();
 
 void collect_process(std::vector<prometheus::MetricFamily>& out);
 
+// A family with one unlabelled sample (a gauge or a counter): what
+// scrape-time collectors (this file, the broker's index-cache figures) emit.
+prometheus::MetricFamily single_sample_family(const char* name, const char* help, prometheus::MetricType type,
+                                              double value);
+
 }  // namespace ciuickafka::metrics

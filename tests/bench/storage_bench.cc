@@ -198,6 +198,18 @@ std::unique_ptr<io::FileSystem> make_fs(const std::string& kind, std::string* ch
   return fs;
 }
 
+// After a run: closes the log (its final flush is outside the timed region),
+// removes its files and drains dirty pages, so the next run starts clean.
+template <class LogPtr>
+void close_and_remove(io::FileSystem& fs, LogPtr log, const std::string& log_dir) {
+  auto s = log->close();
+  if (!s) fail("Log::close: " + s.to_string());
+  log.reset();
+  s = io::remove_tree(fs, log_dir);
+  if (!s) fail("remove_tree: " + s.to_string());
+  drop_dirty();
+}
+
 // Appends pool batches round-robin until total bytes are written (or, when
 // time_cap_s > 0, until that many seconds passed), flushing after every
 // append when flush_each.
@@ -230,12 +242,7 @@ Measure log_append(io::FileSystem& fs, const std::string& dir, const std::string
     }
   }
   t.stop(m);
-  auto s = log->close();  // flushes: outside the timed region
-  if (!s) fail("Log::close: " + s.to_string());
-  log.reset();
-  s = io::remove_tree(fs, log_dir);
-  if (!s) fail("remove_tree: " + s.to_string());
-  drop_dirty();
+  close_and_remove(fs, std::move(log), log_dir);
   return m;
 }
 
@@ -287,12 +294,7 @@ Measure group_commit(io::FileSystem& fs, const std::string& dir, int appenders, 
   std::snprintf(note, sizeof note, "%.1f acks per fdatasync%s", st.syncs ? double(st.requests) / double(st.syncs) : 0.0,
                 capped ? ", time-capped" : "");
   m.note = note;
-  auto s = log->close();
-  if (!s) fail("Log::close: " + s.to_string());
-  log.reset();
-  s = io::remove_tree(fs, log_dir);
-  if (!s) fail("remove_tree: " + s.to_string());
-  drop_dirty();
+  close_and_remove(fs, std::move(log), log_dir);
   return m;
 }
 
@@ -355,12 +357,7 @@ Measure log_append_async(io::FileSystem& fs, const std::string& dir, const std::
     if (!ring->wait_completions(1)) fail("wait_completions");
   t.stop(m);
   m.note = "validated by the caller";
-  auto s = log->close();
-  if (!s) fail("Log::close: " + s.to_string());
-  log.reset();
-  s = io::remove_tree(fs, log_dir);
-  if (!s) fail("remove_tree: " + s.to_string());
-  drop_dirty();
+  close_and_remove(fs, std::move(log), log_dir);
   return m;
 }
 
@@ -441,12 +438,7 @@ Measure group_commit_async(io::FileSystem& fs, const std::string& dir, int appen
                 st.syncs ? double(st.requests) / double(st.syncs) : 0.0, st.ring ? ", syncs via io_uring" : "",
                 capped ? ", time-capped" : "");
   m.note = note;
-  auto s = log->close();
-  if (!s) fail("Log::close: " + s.to_string());
-  log.reset();
-  s = io::remove_tree(fs, log_dir);
-  if (!s) fail("remove_tree: " + s.to_string());
-  drop_dirty();
+  close_and_remove(fs, std::move(log), log_dir);
   return m;
 }
 

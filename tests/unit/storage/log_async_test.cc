@@ -60,6 +60,31 @@ std::map<int64_t, Bytes> read_all(const Log& log) {
   return out;
 }
 
+// Writes past the file-size limit fail with EFBIG (SIGXFSZ ignored) while
+// this lives: a deterministic way to make a ring write fail.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(uint64_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old_;
+    small.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  }
+  ~FileSizeLimit() { lift(); }
+  void lift() {
+    if (lifted_) return;
+    lifted_ = true;
+    (void)::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  struct rlimit old_ {};
+  sighandler_t old_handler_ = SIG_DFL;
+  bool lifted_ = false;
+};
+
 }  // namespace
 
 TEST_CASE("log async: a queued write is not readable until its completion is reaped", "[storage][log][uring]") {
@@ -236,14 +261,8 @@ TEST_CASE("log async: a write that fails with a later write in flight breaks the
   REQUIRE(log->append(first, 0, 0).is_ok());
   const uint64_t good_size = log->size_bytes();
 
-  // Writes past RLIMIT_FSIZE fail with EFBIG (SIGXFSZ ignored): the file
-  // may grow by less than one batch from here.
-  struct rlimit old_limit {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = old_limit;
-  small.rlim_cur = good_size + 100;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  // The file may grow by less than one batch from here.
+  FileSizeLimit limit(good_size + 100);
 
   Bytes a = make_batch(3, 200, 200);
   Bytes b = make_batch(3, 300, 200);
@@ -267,8 +286,7 @@ TEST_CASE("log async: a write that fails with a later write in flight breaks the
   auto refused = log->append(c, 0, 0);
   CHECK_FALSE(refused.is_ok());
   REQUIRE(ring2->wait_completions(1).is_ok());
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-  ::signal(SIGXFSZ, old_handler);
+  limit.lift();
 
   CHECK(calls == 2);
   CHECK_FALSE(sa.is_ok());
@@ -295,18 +313,12 @@ TEST_CASE("log async: a failed write with nothing after it is undone and the log
   Bytes first = make_batch(3, 100, 200);
   REQUIRE(log->append(first, 0, 0).is_ok());
   const uint64_t good_size = log->size_bytes();
-  struct rlimit old_limit {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit small = old_limit;
-  small.rlim_cur = good_size + 100;
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  FileSizeLimit limit(good_size + 100);
   Bytes a = make_batch(3, 200, 200);
   Status sa;
   REQUIRE(log->append_async(a, 0, 0, ring.get(), [&](Status s) { sa = std::move(s); }));
   REQUIRE(ring->wait_completions(1).is_ok());
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &old_limit) == 0);
-  ::signal(SIGXFSZ, old_handler);
+  limit.lift();
   CHECK_FALSE(sa.is_ok());
   CHECK(log->log_end_offset() == 3);
   // The offsets and bytes of the failed append are reused.
