@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -148,37 +149,48 @@ TEST_CASE("log async: writes from several rings, completing in any order, publis
   std::mutex mu;
   std::vector<Done> done;             // every callback, in the order they ran
   std::map<int64_t, Bytes> expected;  // base offset -> the bytes written there
+  std::vector<std::string> errors;    // under mu: Catch2 assertions are for the main thread only
+  auto error = [&](std::string e) {
+    std::lock_guard lock(mu);
+    errors.push_back(std::move(e));
+  };
+  // Batches are built here (the builder's checks use Catch2 too).
+  std::vector<std::vector<Bytes>> batches(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    std::mt19937 rng(static_cast<uint32_t>(t + 1));
+    for (int i = 0; i < kAppends; ++i) batches[t].push_back(random_batch(rng, 1000 + i));
+  }
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       auto rr = io::Ring::create(64);
-      REQUIRE(rr.is_ok());
+      if (!rr) return error("Ring::create: " + rr.status().to_string());
       auto ring = std::move(rr).value();
-      std::mt19937 rng(static_cast<uint32_t>(t + 1));
-      std::vector<std::unique_ptr<Bytes>> buffers;  // alive until their callbacks
       for (int i = 0; i < kAppends; ++i) {
-        buffers.push_back(std::make_unique<Bytes>(random_batch(rng, 1000 + i)));
-        Bytes& b = *buffers.back();
+        Bytes& b = batches[t][i];  // alive until the threads are joined
         std::shared_ptr<int64_t> base = std::make_shared<int64_t>(-1);
         auto r = log->append_async(b, t, 0, ring.get(), [&, base](Status s) {
-          REQUIRE(s.is_ok());
+          if (!s.is_ok()) error("append_async callback: " + s.to_string());
           std::lock_guard lock(mu);
           done.push_back({*base, log->log_end_offset()});
         });
-        REQUIRE(r.is_ok());
+        if (!r) return error("append_async: " + r.status().to_string());
         *base = r->base_offset;  // set before the ring is flushed: the callback sees it
         {
           std::lock_guard lock(mu);
           expected[r->base_offset] = b;  // offsets assigned, bytes final
         }
-        if (i % 7 == 6) REQUIRE(ring->flush().is_ok());
+        if (i % 7 == 6 && !ring->flush().is_ok()) return error("flush");
         ring->poll_completions();
       }
-      while (ring->in_flight() > 0) REQUIRE(ring->wait_completions(1).is_ok());
+      while (ring->in_flight() > 0)
+        if (!ring->wait_completions(1)) return error("wait_completions");
     });
   }
   for (auto& th : threads) th.join();
 
+  for (const auto& e : errors) UNSCOPED_INFO(e);
+  CHECK(errors.empty());
   REQUIRE(done.size() == kThreads * kAppends);
   // A callback runs only once its write and every earlier one are readable
   // (callbacks of different threads may run in either order: they run
