@@ -316,6 +316,8 @@ void Log::publish_ready_locked(Ready* ready) {
   bool published = false;
   PendingWrite* last = nullptr;  // the last one published here, and its place in ready
   size_t last_index = 0;
+  // The list cannot change while the append lock is held: one snapshot.
+  std::shared_ptr<const SegmentList> list;
   while (!pending_.empty() && pending_.front()->written) {
     std::shared_ptr<PendingWrite> f = std::move(pending_.front());
     pending_.pop_front();
@@ -331,7 +333,7 @@ void Log::publish_ready_locked(Ready* ready) {
     Status outcome;
     // A rolled segment whose last write this was: finish it now (roll()
     // could not while the write was in flight).
-    auto list = segments();
+    if (!list) list = segments();
     if (f->segment != list->back() && (pending_.empty() || pending_.front()->segment != f->segment)) {
       outcome = f->segment->on_become_inactive();
       if (outcome.is_ok() && recovery_point() < f->end_offset)
