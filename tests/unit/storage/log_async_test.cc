@@ -61,6 +61,16 @@ std::map<int64_t, Bytes> read_all(const Log& log) {
   return out;
 }
 
+// A new log holding one written batch of 3 records (offsets 0-2): what the
+// failed-write tests start from.
+std::shared_ptr<Log> log_with_one_batch(io::FileSystem& fs, const std::string& dir) {
+  auto log = open_shared(fs, dir, LogConfig{});
+  Bytes first = make_batch(3, 100, 200);
+  REQUIRE(log->append(first, 0, 0).is_ok());
+  REQUIRE(log->log_end_offset() == 3);
+  return log;
+}
+
 // Writes past the file-size limit fail with EFBIG (SIGXFSZ ignored) while
 // this lives: a deterministic way to make a ring write fail.
 class FileSizeLimit {
@@ -268,9 +278,7 @@ TEST_CASE("log async: a write that fails with a later write in flight breaks the
   io::PosixFileSystem fs;
   auto ring1 = make_ring();
   auto ring2 = make_ring();
-  auto log = open_shared(fs, dir / "t-0", LogConfig{});
-  Bytes first = make_batch(3, 100, 200);
-  REQUIRE(log->append(first, 0, 0).is_ok());
+  auto log = log_with_one_batch(fs, dir / "t-0");
   const uint64_t good_size = log->size_bytes();
 
   // The file may grow by less than one batch from here.
@@ -321,9 +329,7 @@ TEST_CASE("log async: a failed write with nothing after it is undone and the log
   auto ring = make_ring();
   TempDir dir;
   io::PosixFileSystem fs;
-  auto log = open_shared(fs, dir / "t-0", LogConfig{});
-  Bytes first = make_batch(3, 100, 200);
-  REQUIRE(log->append(first, 0, 0).is_ok());
+  auto log = log_with_one_batch(fs, dir / "t-0");
   const uint64_t good_size = log->size_bytes();
   FileSizeLimit limit(good_size + 100);
   Bytes a = make_batch(3, 200, 200);
