@@ -1,0 +1,55 @@
+// replication/result.h: errors as values for the pure replication code
+// (JSON, znode payloads, assignment, election).
+//
+// Error carries a message that says what is wrong and where ("field 'port':
+// expected an integer"). Result<T> holds a T or an Error. Nothing in these
+// modules throws; reading the wrong side of a Result is a broken invariant
+// and aborts with a message.
+//
+// Thread-safety: plain value types.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ciuickafka::replication {
+
+struct Error {
+  std::string message;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}    // NOLINT: implicit by design
+  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  const T& value() const& { check(true); return std::get<0>(v_); }
+  T& value() & { check(true); return std::get<0>(v_); }
+  T&& value() && { check(true); return std::get<0>(std::move(v_)); }
+  const Error& error() const { check(false); return std::get<1>(v_); }
+  const T* operator->() const { return &value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  void check(bool want_value) const {
+    if (ok() != want_value) {
+      std::fprintf(stderr, "replication::Result: read the %s of a Result holding %s\n",
+                   want_value ? "value" : "error", ok() ? "a value" : get_if_error());
+      std::abort();
+    }
+  }
+  const char* get_if_error() const {
+    const Error* e = std::get_if<1>(&v_);
+    return e ? e->message.c_str() : "";
+  }
+  std::variant<T, Error> v_;
+};
+
+}  // namespace ciuickafka::replication
