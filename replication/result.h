@@ -35,7 +35,9 @@ class [[nodiscard]] Result {
   T&& value() && { check(true); return std::get<0>(std::move(v_)); }
   const Error& error() const { check(false); return std::get<1>(v_); }
   const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
   const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
 
  private:
   void check(bool want_value) const {
@@ -53,3 +55,10 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace ciuickafka::replication
+
+// Declares `name` from a Result-returning expression, or returns its error
+// from the enclosing function (which returns a Result of any type).
+#define CK_TRY(name, expr)                                  \
+  auto name##_result_ = (expr);                             \
+  if (!name##_result_) return name##_result_.error();       \
+  auto name = std::move(name##_result_).value()
