@@ -12,14 +12,18 @@
 //   0, -1 in a call means "any version").
 // - Ephemeral nodes belong to the session that made them and vanish when it
 //   ends (close or expiry). Stat::ephemeral_owner is that session's id.
-// - Sequential nodes get a 10-digit, zero-padded counter suffix taken from
-//   the parent's cversion.
+// - Sequential nodes get a 10-digit, zero-padded counter suffix: the number
+//   of children ever created under the parent (ZooKeeper's internal
+//   cversion). Stat::cversion counts creates and deletes, so after a delete
+//   the suffix is less than the cversion the parent's Stat shows.
 // - Watches are one-shot: a watch set by get/exists fires once on the next
 //   change of that node (created, deleted, data changed); one set by
 //   children fires once on the next child created or deleted (or the node
 //   deleted).
 // - multi() applies all ops atomically or none; results[i] says which op
-//   failed (the others carry kRuntimeInconsistency or kOk as ZooKeeper does).
+//   failed: the ops before it carry kOk, the failing one its code, the ops
+//   after it kRuntimeInconsistency (as ZooKeeper 3.8 answers); the call
+//   returns the failing op's code.
 //
 // Errors are values (Code); nothing here throws. A call made while the
 // connection is lost returns kConnectionLoss (the session may still be alive:
