@@ -2,7 +2,8 @@
 // (JSON, znode payloads, assignment, election).
 //
 // Error carries a message that says what is wrong and where ("field 'port':
-// expected an integer"). Result<T> holds a T or an Error. Nothing in these
+// expected an integer"). Result<T> holds a T or an Error (or another error
+// type E with a `message` member). Nothing in these
 // modules throws; reading the wrong side of a Result is a broken invariant
 // and aborts with a message.
 //
@@ -21,11 +22,12 @@ struct Error {
   std::string message;
 };
 
-template <class T>
+// E is Error unless a module needs a code its caller maps (assignment.h).
+template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}    // NOLINT: implicit by design
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit by design
+  Result(E error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -33,7 +35,7 @@ class [[nodiscard]] Result {
   const T& value() const& { check(true); return std::get<0>(v_); }
   T& value() & { check(true); return std::get<0>(v_); }
   T&& value() && { check(true); return std::get<0>(std::move(v_)); }
-  const Error& error() const { check(false); return std::get<1>(v_); }
+  const E& error() const { check(false); return std::get<1>(v_); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
   const T& operator*() const& { return value(); }
@@ -48,10 +50,10 @@ class [[nodiscard]] Result {
     }
   }
   const char* get_if_error() const {
-    const Error* e = std::get_if<1>(&v_);
+    const E* e = std::get_if<1>(&v_);
     return e ? e->message.c_str() : "";
   }
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
 }  // namespace ciuickafka::replication

@@ -108,6 +108,8 @@ Result<BrokerEndPoint> parse_endpoint(std::string_view s, const std::vector<std:
   if (sep == std::string_view::npos) return err("expected LISTENER://host:port");
   BrokerEndPoint e;
   e.listener = std::string(s.substr(0, sep));
+  for (char& c : e.listener)  // ListenerName.normalised (ASCII upper case)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   std::string_view rest = s.substr(sep + 3);
   size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos) return err("expected LISTENER://host:port");
@@ -142,7 +144,9 @@ std::string encode_broker_registration(const BrokerRegistration& b) {
   // BrokerIdZNode.encode: a mutable.Map of six, then rack, the listener map and features.
   Json::Object m;
   m.emplace_back("version", Json::integer(b.version));
-  m.emplace_back("host", plaintext ? Json::string(plaintext->host) : Json::null());
+  // Kafka keeps an empty (wildcard) host as null.
+  bool has_host = plaintext != nullptr && !plaintext->host.empty();
+  m.emplace_back("host", has_host ? Json::string(plaintext->host) : Json::null());
   m.emplace_back("port", Json::integer(plaintext ? plaintext->port : -1));
   m.emplace_back("endpoints", std::move(endpoints));
   m.emplace_back("jmx_port", Json::integer(b.jmx_port));

@@ -68,8 +68,8 @@ std::string delete_topic_path(std::string_view topic);                          
 
 // ---- /brokers/ids/N (ephemeral)
 struct BrokerEndPoint {
-  std::string listener;           // listener name, e.g. "PLAINTEXT" or "CLIENT"
-  std::string host;               // may be empty (bind all); IPv6 without brackets
+  std::string listener;           // listener name, upper case, e.g. "PLAINTEXT" or "CLIENT"
+  std::string host;               // empty: the wildcard (Kafka's null); IPv6 without brackets
   int32_t port = 0;
   std::string security_protocol;  // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
   bool operator==(const BrokerEndPoint&) const = default;

@@ -111,6 +111,21 @@ TEST_CASE("zk_data: broker registration decodes every version Kafka accepts") {
   CHECK(v4->endpoints == std::vector<BrokerEndPoint>{{"CLIENT", "host1", 9092, "SASL_PLAINTEXT"},
                                                      {"REPLICATION", "fe80::1", 9093, "SSL"}});
   CHECK_FALSE(v4->rack.has_value());
+  // Listener names are normalised to upper case before the map lookup; an
+  // empty host is the wildcard.
+  auto lower = decode_broker_registration(
+      R"({"version":4,"jmx_port":-1,"endpoints":["client://:9092"],"listener_security_protocol_map":{"CLIENT":"SSL"}})");
+  REQUIRE(lower.ok());
+  CHECK(lower->endpoints == std::vector<BrokerEndPoint>{{"CLIENT", "", 9092, "SSL"}});
+}
+
+TEST_CASE("zk_data: a wildcard PLAINTEXT host is written as null, as Kafka's EndPoint(null, port)") {
+  BrokerRegistration b;
+  b.timestamp_ms = 1;
+  b.endpoints.push_back({"PLAINTEXT", "", 9092, "PLAINTEXT"});
+  CHECK(encode_broker_registration(b) ==
+        R"({"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://:9092"],)"
+        R"("jmx_port":-1,"port":9092,"host":null,"version":5,"timestamp":"1"})");
 }
 
 TEST_CASE("zk_data: malformed broker registrations are errors naming the field") {
