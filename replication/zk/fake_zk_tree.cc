@@ -48,9 +48,10 @@ const Node* Tree::find(const std::string& path) const {
   return it == nodes_.end() ? nullptr : &it->second;
 }
 
-Code Tree::create(const std::string& path, std::string_view data, CreateMode mode, int64_t owner, int64_t zxid,
-                  std::string* made, std::vector<Trigger>* out) {
-  const bool sequential = mode == CreateMode::kPersistentSequential || mode == CreateMode::kEphemeralSequential;
+Code Tree::create(const std::string& path, std::string_view data, CreateMode mode, int64_t owner,
+                  int64_t zxid, std::string* made, std::vector<Trigger>* out) {
+  const bool sequential =
+      mode == CreateMode::kPersistentSequential || mode == CreateMode::kEphemeralSequential;
   const bool ephemeral = mode == CreateMode::kEphemeral || mode == CreateMode::kEphemeralSequential;
   if (!valid_path(sequential ? path + "1" : path) || path == "/") return Code::kBadArguments;
   auto parent = nodes_.find(parent_of(path));

@@ -41,8 +41,8 @@ class Tree {
   Tree();  // holds "/"
 
   const Node* find(const std::string& path) const;
-  Code create(const std::string& path, std::string_view data, CreateMode mode, int64_t owner, int64_t zxid,
-              std::string* made, std::vector<Trigger>* out);
+  Code create(const std::string& path, std::string_view data, CreateMode mode, int64_t owner,
+              int64_t zxid, std::string* made, std::vector<Trigger>* out);
   Code set(const std::string& path, std::string_view data, int32_t version, int64_t zxid, Stat* stat,
            std::vector<Trigger>* out);
   Code remove(const std::string& path, int32_t version, int64_t zxid, std::vector<Trigger>* out);

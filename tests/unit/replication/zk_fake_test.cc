@@ -103,8 +103,8 @@ TEST_CASE("zk fake: callbacks run outside its lock [fake]", "[fake]") {
   auto s = connect_or_fail(b, b.connect_string());
   size_t seen = 0;
   // A callback that calls the fake would deadlock if it ran under the lock.
-  REQUIRE(s->exists("/x", nullptr, [&](EventType, const std::string&) { seen = b.server().session_ids().size(); }) ==
-          Code::kNoNode);
+  const WatchFn calls_fake = [&](EventType, const std::string&) { seen = b.server().session_ids().size(); };
+  REQUIRE(s->exists("/x", nullptr, calls_fake) == Code::kNoNode);
   REQUIRE(s->create("/x", "", CreateMode::kPersistent) == Code::kOk);
   CHECK(seen == 1);
 }
