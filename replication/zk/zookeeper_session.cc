@@ -11,8 +11,7 @@
 // ZNONODE), so the context is freed at once. Whatever is left (watches that
 // never fired, those of an expired session) is freed after zookeeper_close,
 // which has joined the client's threads by then: never leaked, never freed
-// twice, never touched after free (the registry is looked up by address
-// before the context is read).
+// twice.
 //
 // The C client logs WARN and above to stderr; CK_ZK_DEBUG=1 in the
 // environment turns on its DEBUG log (every packet and watcher call).
@@ -273,8 +272,10 @@ class ZkSession final : public Session {
 };
 
 void node_watcher(zhandle_t*, int type, int, const char* path, void* ctx) {
-  // ctx is only read once the owner's registry confirms it is live; the
-  // owner outlives every callback (its destructor joins the C threads).
+  // The C client only calls contexts it holds registered (a failed call's
+  // context was never registered and is freed by that call), and the owner
+  // outlives every callback (its destructor joins the C threads). fire()
+  // still checks the registry before running or freeing anything.
   auto* w = static_cast<WatchCtx*>(ctx);
   w->owner->fire(w, type, path);
 }
@@ -363,7 +364,9 @@ class ZkClient final : public Client {
 
 std::unique_ptr<Client> make_zookeeper_client() {
   static std::once_flag quiet;
-  std::call_once(quiet, [] { zoo_set_debug_level(std::getenv("CK_ZK_DEBUG") ? ZOO_LOG_LEVEL_DEBUG : ZOO_LOG_LEVEL_WARN); });
+  std::call_once(quiet, [] {
+    zoo_set_debug_level(std::getenv("CK_ZK_DEBUG") != nullptr ? ZOO_LOG_LEVEL_DEBUG : ZOO_LOG_LEVEL_WARN);
+  });
   return std::make_unique<ZkClient>();
 }
 

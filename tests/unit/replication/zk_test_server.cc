@@ -135,9 +135,10 @@ bool ZkTestServer::launch(std::string* error) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
     }
-    const char* argv[] = {"java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-Dzookeeper.admin.enableServer=false",
-                          "-cp", cp.c_str(), "org.apache.zookeeper.server.ZooKeeperServerMain", cfg.c_str(),
-                          nullptr};
+    const char* argv[] = {"java",      "-Xmx128m",   "-XX:TieredStopAtLevel=1",
+                          "-Dzookeeper.admin.enableServer=false",
+                          "-cp",       cp.c_str(), "org.apache.zookeeper.server.ZooKeeperServerMain",
+                          cfg.c_str(), nullptr};
     ::execvp("java", const_cast<char* const*>(argv));
     ::_exit(127);
   }
