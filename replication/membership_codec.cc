@@ -1,0 +1,48 @@
+// replication/membership_codec.cc: ListenerEndpoint lists and ids to and
+// from Kafka's payloads (zk_data.h).
+#include "replication/membership_codec.h"
+
+#include <charconv>
+#include <random>
+
+#include "replication/zk_data.h"
+#include "storage/checkpoint.h"
+
+namespace ciuickafka::replication {
+
+std::string encode_registration(const std::vector<ListenerEndpoint>& endpoints, const std::optional<std::string>& rack,
+                                int64_t timestamp_ms) {
+  BrokerRegistration b;
+  b.version = 5;
+  for (const auto& e : endpoints) b.endpoints.push_back({e.listener, e.host, e.port, e.security_protocol});
+  b.timestamp_ms = timestamp_ms;
+  b.rack = rack;
+  return encode_broker_registration(b);
+}
+
+bool decode_registration(std::string_view data, std::vector<ListenerEndpoint>* endpoints,
+                         std::optional<std::string>* rack, std::string* error) {
+  auto r = decode_broker_registration(data);
+  if (!r.ok()) {
+    *error = r.error().message;
+    return false;
+  }
+  endpoints->clear();
+  for (const auto& e : r->endpoints) endpoints->push_back({e.listener, e.security_protocol, e.host, e.port});
+  *rack = r->rack;
+  return true;
+}
+
+bool parse_broker_id(std::string_view name, int32_t* id) {
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), *id);
+  return !name.empty() && ec == std::errc() && end == name.data() + name.size() && *id >= 0;
+}
+
+std::string random_cluster_id() {
+  std::random_device rd;
+  protocol::Uuid id;
+  for (auto& b : id.bytes) b = static_cast<uint8_t>(rd());
+  return storage::uuid_to_string(id);
+}
+
+}  // namespace ciuickafka::replication

@@ -1,0 +1,30 @@
+// replication/membership_codec.h: registrations in the shape
+// ClusterMembership uses (ListenerEndpoint lists) over Kafka's codec in
+// zk_data.h, broker ids from znode names, and new cluster ids.
+//
+// Thread-safety: pure functions (random_cluster_id uses its own generator).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "replication/membership.h"
+
+namespace ciuickafka::replication {
+
+// /brokers/ids/N, version 5.
+std::string encode_registration(const std::vector<ListenerEndpoint>& endpoints, const std::optional<std::string>& rack,
+                                int64_t timestamp_ms);
+bool decode_registration(std::string_view data, std::vector<ListenerEndpoint>* endpoints,
+                         std::optional<std::string>* rack, std::string* error);
+
+// A child name of /brokers/ids ("3"); false for anything else.
+bool parse_broker_id(std::string_view name, int32_t* id);
+
+// A new cluster id in Kafka's form (a random UUID, base64url, 22 chars).
+std::string random_cluster_id();
+
+}  // namespace ciuickafka::replication

@@ -1,0 +1,250 @@
+// tests/unit/replication/membership_test.cc: ClusterMembership against the
+// in-memory ZooKeeper (fake_zk.h): registration payloads and broker epochs,
+// the cluster id rules, controller election (one winner, fencing epoch),
+// failover on session expiry, re-registration with a new epoch, waiting out
+// a stale registration, and riding out an outage.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "replication/membership.h"
+#include "replication/zk/fake_zk.h"
+#include "replication/zk_data.h"
+
+namespace ciuickafka::replication {
+namespace {
+
+using namespace std::chrono_literals;
+
+MembershipConfig config_for(int32_t id, std::string local_cluster_id = "") {
+  MembershipConfig c;
+  c.zk.connect = "fake:2181/kafka";
+  c.zk.session_timeout_ms = 6000;
+  c.zk.connection_timeout_ms = 2000;
+  c.broker_id = id;
+  c.local_cluster_id = std::move(local_cluster_id);
+  c.retry_backoff_ms = 20;
+  if (id == 2) c.rack = "r2";
+  return c;
+}
+
+std::vector<ListenerEndpoint> endpoints_for(int32_t id) {
+  return {{"PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9090 + id}, {"INTERNAL", "PLAINTEXT", "10.0.0.1", 19090 + id}};
+}
+
+// Waits until pred(view) holds for m (views change on its event thread).
+template <class Pred>
+bool eventually(const ClusterMembership& m, Pred pred, std::chrono::milliseconds timeout = 5s) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto v = m.view();
+    if (v && pred(*v)) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(5ms);  // polling a snapshot; no ordering relies on it
+  }
+}
+
+struct Cluster {
+  zk::FakeZkServer server;
+  std::unique_ptr<zk::Client> client = server.client();
+  std::vector<std::unique_ptr<ClusterMembership>> members;
+
+  ClusterMembership& add(int32_t id, std::string local_id = "") {
+    std::string error;
+    auto m = ClusterMembership::open(*client, config_for(id, std::move(local_id)), &error);
+    INFO(error);
+    REQUIRE(m);
+    REQUIRE(m->start(endpoints_for(id), 5000, &error));
+    members.push_back(std::move(m));
+    return *members.back();
+  }
+
+  // A session that reads the tree as a tool would (in the chroot).
+  std::unique_ptr<zk::Session> reader() {
+    std::string error;
+    zk::ConnectOptions o;
+    o.connect = "fake:2181/kafka";
+    auto s = client->connect(o, {}, &error);
+    REQUIRE(s);
+    return s;
+  }
+};
+
+int32_t count_controllers(const Cluster& c) {
+  int32_t n = 0;
+  for (const auto& m : c.members) {
+    auto v = m->view();
+    if (v && v->this_is_controller) ++n;
+  }
+  return n;
+}
+
+TEST_CASE("three brokers register with Kafka's payloads and agree on one controller") {
+  Cluster c;
+  c.add(1);
+  c.add(2);
+  c.add(3);
+  for (const auto& m : c.members)
+    REQUIRE(eventually(*m, [](const ClusterView& v) { return v.brokers.size() == 3 && v.controller_id > 0; }));
+  auto reader = c.reader();
+  std::vector<std::string> ids;
+  REQUIRE(reader->children("/brokers/ids", &ids) == zk::Code::kOk);
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids == std::vector<std::string>{"1", "2", "3"});
+
+  std::string data;
+  zk::Stat st;
+  REQUIRE(reader->get("/brokers/ids/2", &data, &st) == zk::Code::kOk);
+  auto reg = decode_broker_registration(data);
+  REQUIRE(reg.ok());
+  CHECK(reg->version == 5);
+  REQUIRE(reg->endpoints.size() == 2);
+  CHECK(reg->endpoints[0] == BrokerEndPoint{"PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"});
+  CHECK(reg->endpoints[1] == BrokerEndPoint{"INTERNAL", "10.0.0.1", 19092, "PLAINTEXT"});
+  CHECK(reg->rack == std::optional<std::string>("r2"));
+  CHECK(st.ephemeral_owner != 0);
+  // The broker epoch is the registration's czxid (KIP-380).
+  CHECK(c.members[1]->view()->broker_epoch == st.czxid);
+
+  // One controller, named by /controller, and the epoch it bumped.
+  CHECK(count_controllers(c) == 1);
+  REQUIRE(reader->get("/controller", &data) == zk::Code::kOk);
+  auto ctl = decode_controller(data);
+  REQUIRE(ctl.ok());
+  REQUIRE(reader->get("/controller_epoch", &data) == zk::Code::kOk);
+  CHECK(data == "1");
+  for (const auto& m : c.members) {
+    CHECK(m->view()->controller_id == ctl->broker_id);
+    CHECK(m->view()->controller_epoch == 1);
+  }
+  // Every persistent path Kafka creates exists under the chroot.
+  for (std::string_view p : kPersistentPaths) CHECK(reader->exists(std::string(p)) == zk::Code::kOk);
+  // The view carries the others' endpoints and racks.
+  const auto& brokers = c.members[0]->view()->brokers;
+  REQUIRE(brokers.size() == 3);
+  CHECK(brokers[1].id == 2);
+  CHECK(brokers[1].rack == std::optional<std::string>("r2"));
+  CHECK(brokers[2].endpoints == endpoints_for(3));
+}
+
+TEST_CASE("the cluster id comes from ZooKeeper; a log dir of another cluster is refused") {
+  Cluster c;
+  c.add(1, "Zm9vYmFyYmF6cXV4cXV1eA");  // a single-node data dir's id is proposed
+  CHECK(c.members[0]->cluster_id() == "Zm9vYmFyYmF6cXV4cXV1eA");
+  auto& fresh = c.add(2);  // a new dir takes ZooKeeper's
+  CHECK(fresh.cluster_id() == "Zm9vYmFyYmF6cXV4cXV1eA");
+  std::string error;
+  auto wrong = ClusterMembership::open(*c.client, config_for(3, "AAAAAAAAAAAAAAAAAAAAAA"), &error);
+  CHECK_FALSE(wrong);
+  CHECK(error.find("AAAAAAAAAAAAAAAAAAAAAA") != std::string::npos);
+  CHECK(error.find("Zm9vYmFyYmF6cXV4cXV1eA") != std::string::npos);
+  CHECK(error.find("wrong cluster") != std::string::npos);
+}
+
+TEST_CASE("when the controller's session expires another broker takes over with a higher epoch") {
+  Cluster c;
+  c.add(1);
+  c.add(2);
+  c.add(3);
+  for (const auto& m : c.members) REQUIRE(eventually(*m, [](const ClusterView& v) { return v.controller_id > 0; }));
+  const int32_t first = c.members[0]->view()->controller_id;
+  ClusterMembership& old = *c.members[first - 1];
+  const int64_t old_epoch = old.view()->broker_epoch;
+
+  // Expire the controller's session (as ZooKeeper does after a kill -9 or
+  // a long pause): its ephemerals go, the others elect.
+  auto reader = c.reader();
+  std::string data;
+  zk::Stat st;
+  REQUIRE(reader->get("/brokers/ids/" + std::to_string(first), &data, &st) == zk::Code::kOk);
+  c.server.expire_session(st.ephemeral_owner);
+
+  for (const auto& m : c.members)
+    REQUIRE(eventually(*m, [&](const ClusterView& v) { return v.controller_id > 0 && v.controller_epoch == 2; }));
+  // The expired broker came back with a new session and a new broker epoch.
+  REQUIRE(eventually(old, [&](const ClusterView& v) { return v.broker_epoch > old_epoch && v.brokers.size() == 3; }));
+  CHECK(old.session_expirations() == 1);
+  CHECK(count_controllers(c) == 1);
+  REQUIRE(reader->get("/controller_epoch", &data) == zk::Code::kOk);
+  CHECK(data == "2");
+}
+
+TEST_CASE("a registration left by an earlier session is waited out") {
+  Cluster c;
+  c.add(1);
+  // A stale /brokers/ids/2 owned by another session (a process killed a
+  // moment ago whose session has not timed out).
+  auto stale = c.reader();
+  REQUIRE(zk::ensure_path(*stale, "/brokers/ids") == zk::Code::kOk);
+  REQUIRE(stale->create("/brokers/ids/2", "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+  const int64_t stale_id = stale->session_id();
+
+  std::string error;
+  auto m = ClusterMembership::open(*c.client, config_for(2), &error);
+  REQUIRE(m);
+  bool started = false;
+  std::thread starter([&] { started = m->start(endpoints_for(2), 5000, &error); });
+  // Expire the holder once start() has found the node held and retried.
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (m->registration_attempts() < 2 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(2ms);
+  const uint64_t attempts_while_held = m->registration_attempts();
+  c.server.expire_session(stale_id);
+  starter.join();
+  CHECK(attempts_while_held >= 2);
+  INFO(error);
+  REQUIRE(started);
+  auto reader = c.reader();
+  std::string data;
+  zk::Stat st;
+  REQUIRE(reader->get("/brokers/ids/2", &data, &st) == zk::Code::kOk);
+  CHECK(st.ephemeral_owner != stale_id);
+  CHECK(decode_broker_registration(data).ok());
+
+  // Held for longer than the deadline: start() gives up and says why.
+  REQUIRE(stale.get() != nullptr);
+  auto holder = c.reader();
+  REQUIRE(holder->create("/brokers/ids/5", "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+  auto blocked = ClusterMembership::open(*c.client, config_for(5), &error);
+  REQUIRE(blocked);
+  CHECK_FALSE(blocked->start(endpoints_for(5), 200, &error));
+  CHECK(error.find("broker.id 5 is registered by another live broker") != std::string::npos);
+}
+
+TEST_CASE("an outage leaves the view as it was; on return everything is registered") {
+  Cluster c;
+  c.add(1);
+  c.add(2);
+  for (const auto& m : c.members)
+    REQUIRE(eventually(*m, [](const ClusterView& v) { return v.brokers.size() == 2 && v.controller_id > 0; }));
+  const uint64_t gen = c.members[0]->view()->generation;
+  c.server.set_available(false);
+  std::this_thread::sleep_for(100ms);  // retries run against the outage meanwhile
+  CHECK(c.members[0]->view()->brokers.size() == 2);
+  CHECK(c.members[0]->view()->generation == gen);
+  c.server.set_available(true);
+  c.add(3);
+  for (const auto& m : c.members)
+    REQUIRE(eventually(*m, [](const ClusterView& v) { return v.brokers.size() == 3 && v.controller_id > 0; }));
+  CHECK(count_controllers(c) == 1);
+}
+
+TEST_CASE("a clean stop removes the registration and hands the controller over at once") {
+  Cluster c;
+  c.add(1);
+  c.add(2);
+  for (const auto& m : c.members) REQUIRE(eventually(*m, [](const ClusterView& v) { return v.controller_id > 0; }));
+  const int32_t ctl = c.members[0]->view()->controller_id;
+  c.members[ctl - 1]->stop();
+  ClusterMembership& other = *c.members[ctl == 1 ? 1 : 0];
+  REQUIRE(eventually(other, [&](const ClusterView& v) {
+    return v.this_is_controller && v.brokers.size() == 1 && v.controller_epoch == 2;
+  }));
+}
+
+}  // namespace
+}  // namespace ciuickafka::replication
