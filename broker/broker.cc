@@ -74,6 +74,17 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   b->listeners_ = listeners.value();
   b->node_id_ = c.node_id() >= 0 ? c.node_id() : 1;
 
+  // A KRaft stack with several voters is a cluster, and our clusters run
+  // over ZooKeeper: say so rather than start as a lone node that the other
+  // brokers' clients would mistake for the cluster.
+  if (c.is_null("zookeeper.connect") && !c.get_list("process.roles").empty() &&
+      c.get_list("controller.quorum.voters").size() > 1) {
+    *error = "controller.quorum.voters names " + std::to_string(c.get_list("controller.quorum.voters").size()) +
+             " voters: a CiuicKafka cluster runs over ZooKeeper, not KRaft; set zookeeper.connect "
+             "(KAFKA_ZOOKEEPER_CONNECT) to the ZooKeeper ensemble's host:port";
+    return nullptr;
+  }
+
   const auto dirs = c.log_dirs();
   if (dirs.empty()) {
     *error = "log.dirs: no log directory configured";
@@ -94,6 +105,13 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     if (!b->cluster_id_.empty()) break;
   }
   if (b->cluster_id_.empty() && !c.is_null("cluster.id")) b->cluster_id_ = c.get_string("cluster.id");
+  // In a cluster, ZooKeeper's /cluster/id is the truth (created from ours
+  // when absent; a different one there stops startup).
+  if (!c.is_null("zookeeper.connect")) {
+    b->cluster_ = ZkCluster::open(c, b->node_id_, b->cluster_id_, error);
+    if (!b->cluster_) return nullptr;
+    b->cluster_id_ = b->cluster_->cluster_id();
+  }
   if (b->cluster_id_.empty()) b->cluster_id_ = random_cluster_id();
 
   storage::Status fs_status;
@@ -154,6 +172,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
   b->metrics_->partition_count().Set(static_cast<double>(b->topics_->partition_count()));
+  if (b->cluster_) b->cluster_->export_metrics(b->metrics_registry_);
 
   b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);
   b->schedule_tick();
@@ -174,8 +193,16 @@ void Broker::schedule_tick() {
   });
 }
 
+bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints, std::string* error) {
+  if (!cluster_) return true;
+  return cluster_->start(std::move(endpoints), error);
+}
+
 bool Broker::shutdown() {
   if (shut_down_.exchange(true)) return true;
+  // Leave the cluster first: the registration goes, so the others stop
+  // counting on this broker while it finishes.
+  if (cluster_) cluster_->stop();
   // Services first (they may hold waiting requests), newest first.
   std::vector<Service> services;
   {

@@ -28,6 +28,7 @@
 
 #include "broker/cluster/partition.h"
 #include "broker/cluster/topic_table.h"
+#include "broker/cluster/zk_cluster.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/listeners.h"
 #include "broker/net/asio.h"
@@ -51,6 +52,13 @@ class Broker {
   const config::Listeners& listeners() const { return listeners_; }
   int32_t node_id() const { return node_id_; }
   const std::string& cluster_id() const { return cluster_id_; }
+
+  // The ZooKeeper-mode cluster this broker belongs to; null in single-node
+  // mode (no zookeeper.connect).
+  ZkCluster* cluster() { return cluster_.get(); }
+  // Registers the broker in ZooKeeper with its advertised endpoints (called
+  // once the listeners are bound). True at once in single-node mode.
+  bool start_cluster(std::vector<replication::ListenerEndpoint> endpoints, std::string* error);
 
   TopicTable& topics() { return *topics_; }
   storage::LogManager& logs() { return *logs_; }
@@ -100,6 +108,7 @@ class Broker {
   config::Listeners listeners_;
   int32_t node_id_ = 1;
   std::string cluster_id_;
+  std::unique_ptr<ZkCluster> cluster_;
 
   std::unique_ptr<storage::io::FileSystem> fs_;
   std::unique_ptr<storage::LogManager> logs_;

@@ -111,6 +111,20 @@ int main(int argc, char** argv) {
   const std::vector<uint16_t> bound = server.bound_ports();
   for (size_t i = 0; i < bound.size() && i < broker->listeners().bound.size(); ++i)
     broker->service<ciuickafka::broker::admin::BoundPorts>().set(broker->listeners().bound[i].name, bound[i]);
+  {
+    std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
+    for (const auto& e : broker->listeners().advertised) {
+      const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
+      endpoints.push_back({e.name, std::string(cfg::to_string(e.protocol)), ep.host, ep.port});
+    }
+    if (!broker->start_cluster(std::move(endpoints), &error)) {
+      std::fprintf(stderr, "ciuickafka: zookeeper.connect: %s\n", error.c_str());
+      server.stop(std::chrono::seconds(1));
+      server_owner.reset();
+      broker->shutdown();
+      return 1;
+    }
+  }
   std::string ports;
   for (uint16_t p : bound) {
     if (!ports.empty()) ports += ',';

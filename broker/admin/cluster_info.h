@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "broker/broker.h"
 
@@ -87,6 +89,66 @@ inline AdvertisedEndpoint advertised_endpoint(Broker& broker, std::string_view l
   out.port = ep->port;
   if (out.port == 0) out.port = broker.service<BoundPorts>().get(ep->name);
   return out;
+}
+
+// One broker as Metadata and DescribeCluster list it.
+struct BrokerRow {
+  int32_t id = -1;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+};
+
+inline bool same_listener(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+// The brokers a client reaching us over `listener` should know. Single node:
+// this one. Cluster: every broker registered in ZooKeeper that has an
+// endpoint on that listener (Kafka leaves out brokers without it), and this
+// broker even before its own registration shows up in the view.
+inline std::vector<BrokerRow> live_brokers(Broker& broker, std::string_view listener) {
+  std::vector<BrokerRow> out;
+  const auto self = [&] {
+    const AdvertisedEndpoint ep = advertised_endpoint(broker, listener);
+    BrokerRow r{broker.node_id(), ep.host, ep.port, std::nullopt};
+    if (!broker.config().is_null("broker.rack") && !broker.config().get_string("broker.rack").empty())
+      r.rack = broker.config().get_string("broker.rack");
+    return r;
+  };
+  ZkCluster* cluster = broker.cluster();
+  auto view = cluster ? cluster->view() : nullptr;
+  if (!view) {
+    out.push_back(self());
+    return out;
+  }
+  bool saw_self = false;
+  for (const auto& b : view->brokers) {
+    if (b.id == broker.node_id()) {
+      out.push_back(self());
+      saw_self = true;
+      continue;
+    }
+    for (const auto& e : b.endpoints) {
+      if (!same_listener(e.listener, listener)) continue;
+      out.push_back(BrokerRow{b.id, e.host, e.port, b.rack});
+      break;
+    }
+  }
+  if (!saw_self) out.push_back(self());
+  return out;
+}
+
+// The controller's id: this node on a single node; in a cluster the broker
+// holding /controller (-1 while none is elected, as Kafka answers).
+inline int32_t controller_id(Broker& broker) {
+  ZkCluster* cluster = broker.cluster();
+  if (cluster == nullptr) return broker.node_id();
+  auto view = cluster->view();
+  return view ? view->controller_id : -1;
 }
 
 // Kafka's AclOperation codes.

@@ -19,7 +19,7 @@ constexpr const char* kNull = nullptr;
 constexpr int64_t kMsPerMinute = 60'000;
 constexpr int64_t kMsPerHour = 3'600'000;
 
-constexpr std::string_view kSingleNode = "a single node has no quorum or ZooKeeper (until the replication issue)";
+constexpr std::string_view kSingleNode = "KRaft is not implemented: a cluster uses ZooKeeper (zookeeper.connect)";
 constexpr std::string_view kNoJava = "CiuicKafka loads no Java classes";
 constexpr std::string_view kNoTls = "TLS is not implemented yet";
 
@@ -96,6 +96,32 @@ V protocol_map_validator() {
         }
         return true;
       });
+}
+
+// zookeeper.connect: hosts, then an optional absolute chroot.
+Validator zookeeper_connect_validator() {
+  return Validator::custom("a host:port[,host:port...][/chroot] list", [](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    if (s == nullptr) return true;  // null: single node
+    std::string_view text = *s;
+    const size_t slash = text.find('/');
+    std::string_view hosts = text.substr(0, slash);
+    if (hosts.empty()) return false;
+    if (slash != std::string_view::npos) {
+      std::string_view chroot = text.substr(slash);
+      if (chroot.size() > 1 && (chroot.back() == '/' || chroot.find("//") != std::string_view::npos)) return false;
+    }
+    size_t start = 0;
+    while (start <= hosts.size()) {
+      size_t comma = hosts.find(',', start);
+      std::string_view hp = hosts.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      const size_t colon = hp.rfind(':');
+      if (hp.empty() || colon == 0 || colon == std::string_view::npos || !valid_port(hp.substr(colon + 1))) return false;
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+    return true;
+  });
 }
 
 V host_port_validator() {
@@ -384,12 +410,22 @@ std::vector<KeyDef> detail::make_key_table() {
                   .topic("unclean.leader.election.enable"));
   k.push_back(key("replica.lag.time.max.ms", T::kLong, "30000", S::kReplication,
                   "A follower that has not caught up for this long leaves the ISR (milliseconds)."));
+  k.push_back(key("broker.rack", T::kString, kNull, S::kReplication,
+                  "The rack of this broker, registered in ZooKeeper and answered in Metadata."));
 
   // --- ZooKeeper and KRaft
-  k.push_back(key("zookeeper.connect", T::kString, kNull, S::kQuorum, "ZooKeeper connection string host:port[/chroot].")
-                  .ignored(kSingleNode));
-  k.push_back(key("zookeeper.session.timeout.ms", T::kInt, "18000", S::kQuorum, "ZooKeeper session timeout.")
-                  .ignored(kSingleNode));
+  k.push_back(key("zookeeper.connect", T::kString, kNull, S::kQuorum,
+                  "ZooKeeper connection string host:port[,host:port...][/chroot]. Unset: a single node, no "
+                  "ZooKeeper; set: this broker joins the cluster registered there (a missing chroot is created).")
+                  .valid(zookeeper_connect_validator()));
+  k.push_back(key("zookeeper.session.timeout.ms", T::kInt, "18000", S::kQuorum,
+                  "ZooKeeper session timeout: a broker that ZooKeeper has not heard from for this long is "
+                  "considered gone (milliseconds; the server may clamp it to 2-20 ticks).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("zookeeper.connection.timeout.ms", T::kInt, kNull, S::kQuorum,
+                  "How long startup waits for the first ZooKeeper connection (milliseconds; unset: "
+                  "zookeeper.session.timeout.ms).")
+                  .valid(V::at_least(1)));
   k.push_back(key("process.roles", T::kList, "", S::kQuorum, "KRaft roles of this process: broker, controller.")
                   .valid(V::list_of({"broker", "controller"}))
                   .ignored(kSingleNode));

@@ -229,7 +229,7 @@ std::string_view section_title(Section s) {
     case Section::kGroups: return "Offsets and consumer groups";
     case Section::kTransactions: return "Transactions";
     case Section::kReplication: return "Replication";
-    case Section::kQuorum: return "ZooKeeper and KRaft (accepted, ignored on a single node)";
+    case Section::kQuorum: return "ZooKeeper (a cluster) and KRaft (accepted, ignored)";
     case Section::kIgnored: return "Java classes and secrets (accepted for compatibility, unused)";
     case Section::kCiuic: return "CiuicKafka";
   }

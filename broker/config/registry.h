@@ -56,7 +56,7 @@ enum class Section : uint8_t {
   kGroups,
   kTransactions,
   kReplication,
-  kQuorum,   // ZooKeeper and KRaft keys: accepted, ignored on a single node
+  kQuorum,   // ZooKeeper keys (a cluster) and KRaft keys (accepted, ignored)
   kIgnored,  // Java class names and secrets kept only for compatibility
   kCiuic,    // CiuicKafka's own keys (ciuic.*)
 };

@@ -1,7 +1,7 @@
 // broker/handlers/describe_cluster.cc: DescribeCluster (key 60), versions 0-1.
 //
-// The cluster is this node: it is the only broker and the controller, at the
-// advertised endpoint of the listener the request came in on. v1's
+// The brokers and the controller as Metadata answers them
+// (admin/cluster_info.h): this node alone, or the ZooKeeper cluster's. v1's
 // endpoint_type asks for brokers (1) or controllers (2); a broker answers
 // MISMATCHED_ENDPOINT_TYPE for controllers, as Kafka does, and
 // UNSUPPORTED_ENDPOINT_TYPE for any other value. Cluster authorized
@@ -44,14 +44,15 @@ void handle_describe_cluster(RequestContext&& ctx) {
     return;
   }
   resp.cluster_id = broker.cluster_id();
-  resp.controller_id = broker.node_id();
-  const admin::AdvertisedEndpoint ep = admin::advertised_endpoint(broker, ctx.listener);
-  DescribeClusterResponse::DescribeClusterBroker b;
-  b.broker_id = broker.node_id();
-  b.host = ep.host;
-  b.port = ep.port;
-  b.rack = std::nullopt;
-  resp.brokers.push_back(std::move(b));
+  resp.controller_id = admin::controller_id(broker);
+  for (const admin::BrokerRow& row : admin::live_brokers(broker, ctx.listener)) {
+    DescribeClusterResponse::DescribeClusterBroker b;
+    b.broker_id = row.id;
+    b.host = row.host;
+    b.port = row.port;
+    b.rack = row.rack;
+    resp.brokers.push_back(std::move(b));
+  }
   resp.cluster_authorized_operations =
       req.include_cluster_authorized_operations ? admin::kClusterOperations : admin::kOperationsOmitted;
   ctx.respond(make_response(ctx, resp));

@@ -1,9 +1,11 @@
 // broker/handlers/metadata.cc: Metadata (key 3), versions 0-12.
 //
-// One node is the whole cluster: it is the only broker, the controller and
-// the leader of every partition (replicas = isr = [this node]). Its host and
-// port are the advertised listener the request came in on
-// (admin/cluster_info.h).
+// Brokers and the controller: this node alone on a single node; in a
+// ZooKeeper cluster the brokers registered there and the broker holding
+// /controller (admin/cluster_info.h). Hosts and ports are those of the
+// listener the request came in on. Partitions: this node leads the topics
+// of its own log dirs (replicas = isr = [this node]); topics in ZooKeeper
+// come with the controller's partition state machine.
 //
 // Which topics: v0 an empty list, v1+ a null list = every topic; otherwise
 // the ones named (v10+ may name them by topic id instead; an unknown id is
@@ -73,15 +75,16 @@ void handle_metadata(RequestContext&& ctx) {
   const int32_t node = broker.node_id();
 
   MetadataResponse resp;
-  const admin::AdvertisedEndpoint ep = admin::advertised_endpoint(broker, ctx.listener);
-  MetadataResponse::MetadataResponseBroker b;
-  b.node_id = node;
-  b.host = ep.host;
-  b.port = ep.port;
-  b.rack = std::nullopt;
-  resp.brokers.push_back(std::move(b));
+  for (const admin::BrokerRow& row : admin::live_brokers(broker, ctx.listener)) {
+    MetadataResponse::MetadataResponseBroker b;
+    b.node_id = row.id;
+    b.host = row.host;
+    b.port = row.port;
+    b.rack = row.rack;
+    resp.brokers.push_back(std::move(b));
+  }
   resp.cluster_id = broker.cluster_id();
-  resp.controller_id = node;
+  resp.controller_id = admin::controller_id(broker);
   // The cluster field exists in v8-10 only, the topic one in v8+.
   if (version >= 8 && version <= 10 && req.include_cluster_authorized_operations)
     resp.cluster_authorized_operations = admin::kClusterOperations;

@@ -102,22 +102,29 @@ TEST_CASE("unknown keys warn, naming where they came from") {
   CHECK(l.warnings[2] == "unknown configuration key \"made.up\" (from KAFKA_MADE_UP); ignored");
 }
 
-TEST_CASE("ZooKeeper and KRaft keys are accepted with a warning") {
-  LoadedConfig l = load_ok(input("zookeeper.connect=zk:2181\nprocess.roles=broker,controller\n"
-                                 "controller.quorum.voters=1@localhost:9093\n",
+TEST_CASE("ZooKeeper keys are taken; KRaft keys are accepted with a warning") {
+  LoadedConfig l = load_ok(input("zookeeper.connect=zk:2181/kafka\nprocess.roles=broker,controller\n"
+                                 "controller.quorum.voters=1@localhost:9093\nzookeeper.connection.timeout.ms=4000\n",
                                  {}, {{"CLUSTER_ID", "MkU3OEVBNTcwNTJENDM2Qk"}}));
-  REQUIRE(l.warnings.size() == 4);
+  REQUIRE(l.warnings.size() == 3);
   CHECK(l.warnings[0] ==
-        "zookeeper.connect is accepted but ignored: a single node has no quorum or ZooKeeper (until the "
-        "replication issue) (from server.properties:1)");
-  CHECK(l.warnings[1].starts_with("process.roles is accepted but ignored"));
-  CHECK(l.warnings[2].starts_with("controller.quorum.voters is accepted but ignored"));
-  CHECK(l.warnings[3].starts_with("cluster.id is accepted but ignored"));
-  CHECK(l.warnings[3].ends_with("(from CLUSTER_ID)"));
+        "process.roles is accepted but ignored: KRaft is not implemented: a cluster uses ZooKeeper "
+        "(zookeeper.connect) (from server.properties:2)");
+  CHECK(l.warnings[1].starts_with("controller.quorum.voters is accepted but ignored"));
+  CHECK(l.warnings[2].starts_with("cluster.id is accepted but ignored"));
+  CHECK(l.warnings[2].ends_with("(from CLUSTER_ID)"));
   CHECK(l.config.get_string("cluster.id") == "MkU3OEVBNTcwNTJENDM2Qk");
-  // Empty values say nothing; bad ones are still errors.
+  CHECK(l.config.get_string("zookeeper.connect") == "zk:2181/kafka");
+  CHECK(l.config.get_int("zookeeper.connection.timeout.ms") == 4000);
+  CHECK(l.config.is_null(std::string_view("broker.rack")));
+  // Empty values say nothing; bad ones are still errors, naming key and value.
   CHECK(load_ok(input("process.roles=\nauthorizer.class.name=\n")).warnings.empty());
   CHECK(load_error(input("process.roles=observer\n")).starts_with("invalid value \"observer\" for process.roles"));
+  for (const char* bad : {"zk", ":2181", "zk:2181/kafka/", "zk:99999", "zk:2181,", "zk:2181//x"})
+    CHECK(load_error(input(std::string("zookeeper.connect=") + bad + "\n"))
+              .starts_with(std::string("invalid value \"") + bad + "\" for zookeeper.connect"));
+  CHECK(load_ok(input("zookeeper.connect=a:1,b:2,[::1]:3/chroot/x\n")).warnings.empty());
+  CHECK(load_error(input("zookeeper.session.timeout.ms=0\n")).starts_with("invalid value \"0\" for zookeeper.session.timeout.ms"));
 }
 
 TEST_CASE("a malformed --override is an error") {

@@ -1,0 +1,62 @@
+// broker/cluster/zk_cluster.h: the broker's link to a ZooKeeper-mode cluster.
+//
+// Made by Broker::open when zookeeper.connect is set (single-node mode has
+// none). It owns the ZooKeeper client and replication::ClusterMembership:
+// open() connects and settles the cluster id before the log dirs' metadata
+// is written; start() registers /brokers/ids/N once the listeners are bound
+// (their real ports go into the registration); stop() deregisters first
+// thing at shutdown, so the controller sees the broker leave at once.
+//
+// Handlers read view() (live brokers, controller) for Metadata and
+// DescribeCluster. Topics are not in ZooKeeper yet: every broker still leads
+// the topics in its own log dirs (replication/README.md says what comes next).
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/config/broker_config.h"
+#include "broker/config/listeners.h"
+#include "replication/membership.h"
+
+namespace ciuickafka::metrics {
+class Registry;
+}
+
+namespace ciuickafka::broker {
+
+class ZkCluster {
+ public:
+  // Connects to zookeeper.connect; local_cluster_id is what the log dirs'
+  // meta.properties says (empty when new). nullptr with *error on failure.
+  static std::unique_ptr<ZkCluster> open(const config::BrokerConfig& config, int32_t broker_id,
+                                         const std::string& local_cluster_id, std::string* error);
+  ~ZkCluster();
+
+  const std::string& cluster_id() const { return membership_->cluster_id(); }
+
+  // Registers the broker with these endpoints (advertised listeners with
+  // their bound ports) and joins the controller election.
+  bool start(std::vector<replication::ListenerEndpoint> endpoints, std::string* error);
+  void stop();
+
+  // The cluster as last read from ZooKeeper; null before start().
+  std::shared_ptr<const replication::ClusterView> view() const { return membership_->view(); }
+
+  // Active controller count and session expirations, read at scrape time.
+  void export_metrics(metrics::Registry& registry);
+
+ private:
+  ZkCluster() = default;
+  std::unique_ptr<replication::zk::Client> client_;
+  std::unique_ptr<replication::ClusterMembership> membership_;
+  int32_t session_timeout_ms_ = 18000;
+  metrics::Registry* registry_ = nullptr;
+  uint64_t collector_id_ = 0;
+};
+
+}  // namespace ciuickafka::broker
