@@ -33,8 +33,9 @@ ZkCluster::~ZkCluster() { stop(); }
 
 bool ZkCluster::start(std::vector<replication::ListenerEndpoint> endpoints, std::string* error) {
   // Waiting out a registration left by an earlier process of this broker
-  // id takes up to a session timeout; give it that and a little more.
-  return membership_->start(std::move(endpoints), int64_t{session_timeout_ms_} + 5000, error);
+  // id takes up to a session timeout (a ZooKeeper that restarted gives the
+  // sessions it restored a fresh one): allow two and a little more.
+  return membership_->start(std::move(endpoints), 2 * int64_t{session_timeout_ms_} + 5000, error);
 }
 
 void ZkCluster::stop() {
