@@ -4,8 +4,8 @@ Usage: test_groups_burrow.py --broker BIN --work DIR
 
 Burrow 1.2.1 will not start without a ZooKeeper (its zookeeper coordinator
 panics on "No Zookeeper servers specified"), so the test starts Debian's
-ZooKeeper standalone (ZooKeeperServerMain) on a free 127.0.0.1 port with a
-data directory under the work directory, admin server off, killed at the end.
+ZooKeeper standalone on a free 127.0.0.1 port (tests/integration/zookeeper.py),
+killed at the end.
 
 A 3-partition topic gets 1,000 messages per partition; a consumer-group
 member (confluent-kafka) commits 600, 300 and 1,000. Burrow (kafka cluster
@@ -18,17 +18,16 @@ the group commits 1,000 on partition 1: Burrow must report lags 400, 0, 500.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
 
 BURROW = "/usr/bin/Burrow"
-ZK_JAR = "/usr/share/java/zookeeper.jar"
 TOPIC, GROUP, PARTS = "burrow-topic", "ck-it-burrow-group", 3
 
 
@@ -58,31 +57,6 @@ class Proc:
         print("[test] ---- %s (last %d lines) ----" % (self.log, min(n, len(lines))))
         for line in lines[-n:]:
             print("  | " + line[:400])
-
-
-def start_zookeeper(ctx):
-    check(shutil.which("java") is not None and os.path.exists(ZK_JAR),
-          "ZooKeeper not installed (apt-get install zookeeper): Burrow 1.2.1 needs one")
-    port = harness.free_port()
-    data = os.path.join(ctx.work, "zk-data")
-    os.makedirs(data)
-    cfg = os.path.join(ctx.work, "zoo.cfg")
-    with open(cfg, "w") as f:
-        f.write("tickTime=500\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
-                "admin.enableServer=false\nmaxClientCnxns=20\n" % (data, port))
-    zk = Proc("zookeeper", ["java", "-Xmx128m", "-Dzookeeper.admin.enableServer=false",
-                            "-cp", "/etc/zookeeper/conf:" + ZK_JAR,
-                            "org.apache.zookeeper.server.ZooKeeperServerMain", cfg], ctx.work)
-    ctx.procs.append(zk)
-
-    def ready():
-        zk.check_alive()
-        import socket
-        with socket.create_connection(("127.0.0.1", port), 1) as s:
-            s.sendall(b"srvr")  # a four-letter word allowed by default
-            return s.recv(100).startswith(b"Zookeeper version")
-    wait_until(ready, 40, "ZooKeeper on 127.0.0.1:%d" % port, interval=0.2)
-    return port
 
 
 def start_burrow(ctx, b, zk_port):
@@ -197,8 +171,10 @@ def expect(http, committed, ends, what):
 
 def main(ctx):
     ctx.procs = []
+    zk = None
     try:
-        zk_port = start_zookeeper(ctx)
+        zk = zookeeper.ZooKeeper(ctx.work, tick_ms=500).start()
+        zk_port = zk.port
         b = ctx.broker({"group.initial.rebalance.delay.ms": "0"})
         b.create_topic(TOPIC, PARTS)
         produce(b, {0: 1000, 1: 1000, 2: 1000})
@@ -220,6 +196,8 @@ def main(ctx):
     finally:
         for p in ctx.procs:
             p.stop()
+        if zk is not None:
+            zk.stop()
 
 
 if __name__ == "__main__":
