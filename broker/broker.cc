@@ -99,6 +99,10 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
 
+  // One broker per log dir: lock them all before reading or writing a byte
+  // there (a second broker on the same dir stops here, having changed nothing).
+  if (!b->dir_locks_.lock(dirs, error)) return nullptr;
+
   // Cluster id: meta.properties of any dir, else cluster.id, else new.
   for (const std::string& d : dirs) {
     b->cluster_id_ = read_meta(d + "/" + kMetaProperties, "cluster.id");
@@ -163,6 +167,24 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     return nullptr;
   }
   b->logs_ = std::move(logs.value());
+  {
+    const storage::LogManagerStats& st = b->logs_->open_stats();
+    std::string names;
+    for (const std::string& d : dirs) names += (names.empty() ? "" : ",") + d;
+    if (st.logs_opened == 0) {
+      std::fprintf(stderr, "[ciuickafka] log dirs %s: no logs yet\n", names.c_str());
+    } else if (st.dirs_clean == dirs.size()) {
+      std::fprintf(stderr, "[ciuickafka] log dirs %s: %zu logs opened after a clean shutdown\n", names.c_str(),
+                   st.logs_opened);
+    } else {
+      std::fprintf(stderr,
+                   "[ciuickafka] log dirs %s: %zu logs opened with recovery (no clean-shutdown marker in %zu of %zu "
+                   "dirs): %llu segments scanned, %llu bytes truncated\n",
+                   names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
+                   static_cast<unsigned long long>(st.segments_recovered),
+                   static_cast<unsigned long long>(st.bytes_truncated));
+    }
+  }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
   if (auto s = b->topics_->load(now); !s.is_ok()) {
     *error = "cannot load topics: " + s.to_string();

@@ -31,6 +31,7 @@
 #include "broker/cluster/zk_cluster.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/listeners.h"
+#include "broker/dir_lock.h"
 #include "broker/net/asio.h"
 #include "metrics/broker_metrics.h"
 #include "metrics/registry.h"
@@ -109,6 +110,7 @@ class Broker {
   int32_t node_id_ = 1;
   std::string cluster_id_;
   std::unique_ptr<ZkCluster> cluster_;
+  DirLocks dir_locks_;  // released last, when the process is done with the dirs
 
   std::unique_ptr<storage::io::FileSystem> fs_;
   std::unique_ptr<storage::LogManager> logs_;
