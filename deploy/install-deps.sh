@@ -12,11 +12,13 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
   libboost-dev liburing-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler prometheus-cpp-dev catch2 libisal-dev libzookeeper-mt-dev)
-# Tests: clang for libFuzzer, the real Kafka clients the tests drive, the
+# Tests: clang and its sanitizer/libFuzzer runtimes (libclang-rt-14-dev, only
+# a Recommends of clang, which --no-install-recommends leaves out), the real
+# Kafka clients the tests drive, the
 # broker benchmark's librdkafka and iperf3, Burrow (lag monitor), ZooKeeper
 # (the cluster tests and Burrow run it standalone on 127.0.0.1) and kazoo, an
 # independent ZooKeeper client the cluster tests read Kafka's znodes with.
-TEST_PKGS=(clang kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
+TEST_PKGS=(clang libclang-rt-14-dev kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
   python3-zstandard golang-go golang-github-shopify-sarama-dev
   librdkafka-dev iperf3 burrow zookeeper python3-kazoo)
 
