@@ -35,8 +35,8 @@ Status LeaderEpochCache::assign(int32_t epoch, int64_t start_offset) {
 Status LeaderEpochCache::assign(std::span<const EpochEntry> entries) {
   for (const EpochEntry& e : entries)
     if (e.epoch < 0 || e.start_offset < 0)
-      return Status::invalid_argument(path_ + ": invalid leader epoch entry (" + std::to_string(e.epoch) + ", " +
-                                      std::to_string(e.start_offset) + ")");
+      return Status::invalid_argument(path_ + ": invalid leader epoch entry (" + std::to_string(e.epoch) +
+                                      ", " + std::to_string(e.start_offset) + ")");
   std::lock_guard w(write_mu_);
   bool changed = false;
   {
@@ -117,9 +117,12 @@ Status LeaderEpochCache::truncate_from_end(int64_t end_offset) {
   std::lock_guard w(write_mu_);
   {
     std::lock_guard lock(mu_);
-    const bool drop = end_offset >= 0 && !entries_.empty() && entries_.back().start_offset >= end_offset;
-    if (!drop && !dirty_) return Status::ok();
-    while (!entries_.empty() && entries_.back().start_offset >= end_offset && end_offset >= 0) entries_.pop_back();
+    const auto past_end = [&] { return !entries_.empty() && entries_.back().start_offset >= end_offset; };
+    if (end_offset < 0 || !past_end()) {
+      if (!dirty_) return Status::ok();
+    } else {
+      while (past_end()) entries_.pop_back();
+    }
   }
   return persist();
 }

@@ -166,7 +166,8 @@ TEST_CASE("epoch cache: truncate_from_end drops entries starting at or after the
   }
 }
 
-TEST_CASE("epoch cache: truncate_from_start moves the last entry below the start up to it", "[storage][epoch]") {
+TEST_CASE("epoch cache: truncate_from_start moves the last entry below the start up to it",
+          "[storage][epoch]") {
   struct Case {
     const char* rule;
     int64_t start;
