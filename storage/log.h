@@ -249,7 +249,12 @@ class Log : public std::enable_shared_from_this<Log> {
   // (kInvalidArgument) while appends are in flight, on a closed or broken
   // log, or for a negative offset. A reader racing a truncation may get a
   // slice of bytes that are gone (a short read); readers that start after
-  // it returns see only the truncated log.
+  // it returns see only the truncated log. The cut segment continues as a
+  // new Segment object (a compaction that read it before the cut cannot
+  // swap the old contents back in: replace_segment refuses the old object).
+  // The recovery point it lowers must reach recovery-point-offset-checkpoint
+  // before more is appended: call LogManager::truncate_to, which writes the
+  // checkpoints right after.
   Result<int64_t> truncate_to(int64_t offset, int64_t now_ms);
   // Deletes every segment and starts over with one empty segment at offset
   // (Kafka's truncateFullyAndStartAt): LEO, log start, recovery point =

@@ -126,11 +126,23 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   }
   CK_RETURN_IF_ERROR(result);
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
-  Segment& active = *rest->back();
-  auto cut = active.truncate_to(offset, now_ms);
+  Segment& cut_segment = *rest->back();
+  auto cut = cut_segment.truncate_to(offset, now_ms);
   if (!cut) return cut.status();
   // The cut is durable before the epoch cache forgets the epochs it held.
-  CK_RETURN_IF_ERROR(active.flush());
+  CK_RETURN_IF_ERROR(cut_segment.flush());
+  // The cut segment goes on as a new Segment object over the same files: a
+  // compaction that read the old contents holds the old object, and
+  // replace_segment refuses an object no longer in the list (it would swap
+  // the truncated batches back in).
+  auto fresh = Segment::open(fs_, dir_, cut_segment.base_offset(), config_.segment, false);
+  if (!fresh) return fresh.status();
+  CK_RETURN_IF_ERROR((*fresh)->load_tail());
+  (*fresh)->start_roll_clock(now_ms);
+  const Segment& active = **fresh;
+  auto next = std::make_shared<SegmentList>(*rest);
+  next->back() = std::move(fresh).value();
+  publish_segments(std::move(next));
   const int64_t end = active.next_offset().value_or(active.base_offset());
   next_offset_ = end;
   log_end_offset_.store(end, std::memory_order_release);

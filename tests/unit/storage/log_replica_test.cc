@@ -16,6 +16,7 @@
 #include "storage/checkpoint.h"
 #include "storage/file_names.h"
 #include "storage/io/ring.h"
+#include "storage/log_manager.h"
 
 using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::test;
@@ -417,6 +418,23 @@ TEST_CASE("log truncation: at every interesting point, then appends, then reopen
   }
 }
 
+TEST_CASE("log truncation: a compaction that read the cut segment cannot swap it back in",
+          "[storage][log][truncate]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/k-0", small_segments());
+  const Bytes all = fill_leader(*log, 60);
+  auto before = log->segments();
+  REQUIRE(before->size() >= 3);
+  const std::shared_ptr<Segment> old = (*before)[1];  // what a cleaner would hold
+  const int64_t target = old->base_offset() + 1;
+  REQUIRE(log->truncate_to(target, 0).is_ok());
+  auto after = log->segments();
+  REQUIRE(after->size() == 2);
+  CHECK(after->back()->base_offset() == old->base_offset());
+  CHECK(after->back() != old);
+  CHECK(log->replace_segment(old).code() == StatusCode::kNotFound);
+}
+
 TEST_CASE("log truncation: durable once it returns, a crash right after keeps it",
           "[storage][log][truncate]") {
   MemFs t;
@@ -525,4 +543,40 @@ TEST_CASE("log follower: the ring path, and truncation refused while writes are 
   CHECK(ok);
   CHECK(read_bytes(*f, 0, 1 << 30) == all);
   CHECK(f->leader_epochs().entries() == epochs_of(infos));
+}
+
+TEST_CASE("log manager truncation: the checkpoints follow the truncated log at once",
+          "[storage][manager][truncate]") {
+  MemFs t;
+  LogManagerConfig mc;
+  mc.default_config = small_segments();
+  mc.default_config.retention_ms = -1;
+  auto opened = LogManager::open(t.fs, {"/t/a"}, mc, 0);
+  REQUIRE(opened.is_ok());
+  auto m = std::move(opened).value();
+  ciuickafka::protocol::Uuid id;
+  id.bytes.fill(4);
+  const TopicPartition tp{"orders", 0};
+  auto created = m->create(tp, id, mc.default_config);
+  REQUIRE(created.is_ok());
+  std::shared_ptr<Log> log = *created;
+  const Bytes all = fill_leader(*log, 40);
+  REQUIRE(log->flush().is_ok());
+  REQUIRE(m->checkpoint().is_ok());
+  const auto infos = batches_of(all);
+  const auto checkpointed = [&](std::string_view file) {
+    auto e = read_offset_checkpoint(t.fs, "/t/a/" + std::string(file));
+    REQUIRE(e.is_ok());
+    REQUIRE(e->size() == 1);
+    return (*e)[0].offset;
+  };
+  CHECK(checkpointed(kRecoveryPointCheckpointFile) == infos.back().last + 1);
+  auto end = m->truncate_to(tp, infos[12].base, 0);
+  REQUIRE(end.is_ok());
+  CHECK(*end == infos[12].base);
+  CHECK(checkpointed(kRecoveryPointCheckpointFile) == infos[12].base);
+  REQUIRE(m->truncate_fully_and_start_at(tp, 5000, 0).is_ok());
+  CHECK(checkpointed(kRecoveryPointCheckpointFile) == 5000);
+  CHECK(checkpointed(kLogStartOffsetCheckpointFile) == 5000);
+  CHECK(m->truncate_to({"orders", 9}, 0, 0).status().code() == StatusCode::kNotFound);
 }
