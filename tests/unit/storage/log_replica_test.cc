@@ -580,3 +580,50 @@ TEST_CASE("log manager truncation: the checkpoints follow the truncated log at o
   CHECK(checkpointed(kLogStartOffsetCheckpointFile) == 5000);
   CHECK(m->truncate_to({"orders", 9}, 0, 0).status().code() == StatusCode::kNotFound);
 }
+
+TEST_CASE("log truncation: a write or sync failing at any step, then a crash, recovers a consistent prefix",
+          "[storage][log][truncate][crash]") {
+  for (bool fail_sync : {true, false}) {
+    for (uint64_t n = 1;; ++n) {
+      INFO((fail_sync ? "sync " : "write ") << n << " fails");
+      REQUIRE(n < 100);
+      MemFs t;
+      const std::string dir = "/t/f-0";
+      auto log = open_log(t.fs, dir, small_segments());
+      const Bytes all = fill_leader(*log, 60);
+      REQUIRE(log->flush().is_ok());
+      const auto infos = batches_of(all);
+      const int64_t leo = log->log_end_offset();
+      const int64_t target = infos[12].base;
+      const uint64_t writes = t.fs.write_count(), syncs = t.fs.sync_count();
+      if (fail_sync) {
+        t.fs.fail_nth_sync(n);
+      } else {
+        t.fs.fail_nth_write(n);
+      }
+      auto r = log->truncate_to(target, 0);
+      const bool hit = fail_sync ? t.fs.sync_count() - syncs >= n : t.fs.write_count() - writes >= n;
+      t.fs.clear_faults();
+      if (r.is_ok()) {
+        CHECK(*r == target);
+      } else {
+        Bytes b = make_batch(1, 1, 1);
+        CHECK_FALSE(log->append(b, 9, 0).is_ok());  // broken until reopened
+      }
+      t.fs.crash();
+      log.reset();
+      log = open_log(t.fs, dir, small_segments());
+      const int64_t end = log->log_end_offset();
+      CHECK(end >= target);
+      CHECK(end <= leo);
+      const Bytes now = read_bytes(*log, 0, 1 << 30);
+      CHECK(now == prefix_below(all, end));
+      CHECK(log->leader_epochs().entries() == epochs_of(batches_of(now)));
+      if (r.is_ok()) CHECK(end == target);
+      if (!hit) {  // the truncation did fewer than n of them: every step was covered
+        CHECK(n > 1);
+        break;
+      }
+    }
+  }
+}
