@@ -627,3 +627,37 @@ TEST_CASE("log truncation: a write or sync failing at any step, then a crash, re
     }
   }
 }
+
+TEST_CASE("log follower: a crash with part of the tail on disk recovers a prefix and its epochs",
+          "[storage][log][follower][crash]") {
+  for (size_t keep_num : {0, 1, 2, 3}) {
+    INFO("a fraction " << keep_num << "/3 of each unsynced tail survives");
+    MemFs t;
+    auto leader = open_log(t.fs, "/t/l-0", small_segments());
+    const Bytes all = fill_leader(*leader, 60);
+    const auto infos = batches_of(all);
+    auto f = open_log(t.fs, "/t/f-0", small_segments());
+    size_t at = 0;
+    for (size_t i = 0; i < infos.size(); i += 3) {
+      size_t len = 0;
+      for (size_t k = i; k < std::min(infos.size(), i + 3); ++k) len += infos[k].size;
+      Bytes fetched(all.begin() + static_cast<long>(at), all.begin() + static_cast<long>(at + len));
+      REQUIRE(f->append_as_follower(fetched, 0).is_ok());
+      at += len;
+      if (i == 30) REQUIRE(f->flush().is_ok());  // the first half is durable
+    }
+    t.fs.crash([&](const std::string&, size_t tail) { return tail * keep_num / 3; });
+    f.reset();
+    f = open_log(t.fs, "/t/f-0", small_segments());
+    const Bytes now = read_bytes(*f, 0, 1 << 30);
+    CHECK(now.size() >= prefix_below(all, infos[33].base).size());
+    CHECK(now == prefix_below(all, f->log_end_offset()));
+    CHECK(f->leader_epochs().entries() == epochs_of(batches_of(now)));
+    // And the follower goes on from where it stands.
+    size_t skip = now.size();
+    Bytes rest(all.begin() + static_cast<long>(skip), all.end());
+    if (!rest.empty()) REQUIRE(f->append_as_follower(rest, 0).is_ok());
+    CHECK(read_bytes(*f, 0, 1 << 30) == all);
+    CHECK(f->leader_epochs().entries() == epochs_of(infos));
+  }
+}
