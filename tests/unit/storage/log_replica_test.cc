@@ -4,10 +4,12 @@
 // recovery; the follower append (the leader's bytes kept bit-exact; the
 // ring path; refusals; crashes).
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fs_fixtures.h"
@@ -273,4 +275,36 @@ TEST_CASE("log follower: a crash with part of the tail on disk recovers a prefix
     CHECK(read_bytes(*f, 0, 1 << 30) == all);
     CHECK(f->leader_epochs().entries() == epochs_of(infos));
   }
+}
+
+TEST_CASE("log epochs: readers query the cache while appends change epochs", "[storage][log][epoch]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/q-0", LogConfig{});
+  // Built here: make_batch checks with Catch2, which is for the main thread only.
+  std::vector<Bytes> batches;
+  for (int i = 0; i < 200; ++i) batches.push_back(make_batch(2, i, 10));
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r)
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const int64_t leo = log->log_end_offset();
+        const auto entries = log->leader_epochs().entries();
+        for (size_t i = 1; i < entries.size(); ++i)
+          if (entries[i].epoch <= entries[i - 1].epoch || entries[i].start_offset <= entries[i - 1].start_offset)
+            ++bad;
+        const auto latest = log->leader_epochs().latest_epoch();
+        if (latest && log->end_offset_for_epoch(*latest).end_offset < leo) ++bad;
+        if (leo > 0 && !log->leader_epochs().epoch_for_offset(leo - 1)) ++bad;
+      }
+    });
+  for (int i = 0; i < 200; ++i) {
+    auto r = log->append(batches[static_cast<size_t>(i)], i / 10, 0);  // a new epoch every 10 appends
+    REQUIRE(r.is_ok());
+  }
+  stop = true;
+  for (auto& th : readers) th.join();
+  CHECK(bad == 0);
+  CHECK(log->leader_epochs().entries().size() == 20);
 }
