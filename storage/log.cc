@@ -144,6 +144,7 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
   first_dirty_offset_.store(std::max(start, options.cleaner_checkpoint.value_or(start)));
   recovery_point_.store(options.clean_shutdown ? next_offset_ : std::min(recovery_from, next_offset_),
                         std::memory_order_release);
+  CK_RETURN_IF_ERROR(load_leader_epochs(*list, bases.empty()));
   publish_segments(std::move(list));
   log_end_offset_.store(next_offset_, std::memory_order_release);
   return Status::ok();
@@ -189,25 +190,34 @@ bool Log::has_pending_locked(const Segment* s) const {
   return std::any_of(pending_.begin(), pending_.end(), [s](const auto& w) { return w->segment.get() == s; });
 }
 
-Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> records, int32_t leader_epoch,
-                                                        int64_t now_ms, bool validated, AppendResult* r) {
-  std::vector<std::span<uint8_t>> batches;
-  CK_RETURN_IF_ERROR(validate_records(records, validated, &batches));
-
-  std::lock_guard lock(append_mu_);
-  if (closed_) return Status::invalid_argument(dir_ + ": append to a closed log");
-  if (!broken_.is_ok()) return broken_;
-  auto w = std::make_shared<PendingWrite>();
+Status Log::assign_offsets(std::span<const std::span<uint8_t>> batches, std::span<uint8_t> records,
+                           AppendMode mode, PendingWrite* w, AppendResult* r, std::vector<EpochEntry>* epochs) {
   w->batches.reserve(batches.size());
-  r->base_offset = next_offset_;
   int64_t next = next_offset_;
-  for (auto b : batches) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    std::span<uint8_t> b = batches[i];
     auto view = protocol::RecordBatchView::parse(b);
     const int32_t delta = view->last_offset_delta();
+    if (mode.follower) {
+      // The leader's offsets, kept: never below what this log holds (or has
+      // in flight), never overlapping the previous batch; gaps are allowed.
+      const int64_t base = view->base_offset();
+      if (base < next)
+        return Status::offset_out_of_range(
+            dir_ + ": follower batch at offset " + std::to_string(base) +
+            (i == 0 ? " is below the next offset " : " overlaps the previous batch, next offset ") +
+            std::to_string(next));
+      next = base;
+      const int32_t epoch = view->partition_leader_epoch();
+      if (epoch >= 0 && (epochs->empty() || epochs->back().epoch != epoch)) epochs->push_back({epoch, base});
+    }
     if (next > std::numeric_limits<int64_t>::max() - delta - 1)
       return Status::invalid_argument(dir_ + ": offsets would overflow");
-    protocol::set_base_offset(b, next);
-    protocol::set_partition_leader_epoch(b, leader_epoch);
+    if (!mode.follower) {
+      protocol::set_base_offset(b, next);
+      protocol::set_partition_leader_epoch(b, mode.leader_epoch);
+    }
+    if (i == 0) r->base_offset = next;
     if (view->max_timestamp() > r->max_timestamp) {
       r->max_timestamp = view->max_timestamp();
       r->offset_of_max_timestamp = next + delta;
@@ -217,8 +227,30 @@ Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> recor
                                    next + delta, view->max_timestamp()});
     next += int64_t{delta} + 1;
   }
+  if (!mode.follower && mode.leader_epoch >= 0) epochs->push_back({mode.leader_epoch, r->base_offset});
   r->last_offset = next - 1;
   if (r->max_timestamp == kNoTimestamp) r->offset_of_max_timestamp = r->base_offset;
+  w->base_offset = r->base_offset;
+  w->end_offset = next;
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> records, AppendMode mode,
+                                                        int64_t now_ms, bool validated, AppendResult* r) {
+  std::vector<std::span<uint8_t>> batches;
+  CK_RETURN_IF_ERROR(validate_records(records, validated, &batches));
+
+  std::lock_guard lock(append_mu_);
+  if (closed_) return Status::invalid_argument(dir_ + ": append to a closed log");
+  if (!broken_.is_ok()) return broken_;
+  auto w = std::make_shared<PendingWrite>();
+  std::vector<EpochEntry> epochs;
+  CK_RETURN_IF_ERROR(assign_offsets(batches, records, mode, w.get(), r, &epochs));
+  // The epoch cache before the data: a crash leaves an entry at or past the
+  // LEO at worst (dropped on open), never data whose epoch is unrecorded.
+  bool assign = false;
+  for (const auto& e : epochs) assign = assign || epochs_->needs_update(e.epoch, e.start_offset);
+  if (assign) CK_RETURN_IF_ERROR(epochs_->assign(epochs));
 
   auto list = segments();
   if (list->back()->should_roll(records.size(), r->last_offset, now_ms)) {
@@ -232,19 +264,28 @@ Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> recor
   w->position = active->reserve(records.size(), now_ms);
   w->length = records.size();
   for (auto& b : w->batches) b.position += w->position;
-  w->base_offset = r->base_offset;
-  w->end_offset = next;
   r->segment_base_offset = active->base_offset();
   r->position = w->position;
-  next_offset_ = next;
+  w->reserved_from = next_offset_;
+  next_offset_ = w->end_offset;
   pending_.push_back(w);
   return w;
 }
 
 Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
                                  bool validated) {
+  return append_blocking(records, AppendMode{false, leader_epoch}, now_ms, validated);
+}
+
+Result<AppendResult> Log::append_async(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+                                       io::Ring* ring, AppendCallback done, bool validated) {
+  return append_queued(records, AppendMode{false, leader_epoch}, now_ms, ring, std::move(done), validated);
+}
+
+Result<AppendResult> Log::append_blocking(std::span<uint8_t> records, AppendMode mode, int64_t now_ms,
+                                          bool validated) {
   AppendResult r;
-  auto w = reserve(records, leader_epoch, now_ms, validated, &r);
+  auto w = reserve(records, mode, now_ms, validated, &r);
   if (!w) return w.status();
   auto file = (*w)->segment->log_file();
   Status written = file ? (*file)->write_at((*w)->position, records) : file.status();
@@ -256,10 +297,10 @@ Result<AppendResult> Log::append(std::span<uint8_t> records, int32_t leader_epoc
   return r;
 }
 
-Result<AppendResult> Log::append_async(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
-                                       io::Ring* ring, AppendCallback done, bool validated) {
+Result<AppendResult> Log::append_queued(std::span<uint8_t> records, AppendMode mode, int64_t now_ms,
+                                        io::Ring* ring, AppendCallback done, bool validated) {
   AppendResult r;
-  auto reserved = reserve(records, leader_epoch, now_ms, validated, &r);
+  auto reserved = reserve(records, mode, now_ms, validated, &r);
   if (!reserved) return reserved.status();
   std::shared_ptr<PendingWrite> w = std::move(reserved).value();
   w->done = std::move(done);
@@ -294,7 +335,7 @@ void Log::complete(const std::shared_ptr<PendingWrite>& w, Status s) {
       if (!pending_.empty() && pending_.back() == w) {
         // Nothing reserved after it: undo the reservation.
         w->segment->unreserve(w->position);
-        next_offset_ = w->base_offset;
+        next_offset_ = w->reserved_from;
         pending_.pop_back();
         w->finished = true;
         w->outcome = s;
@@ -531,24 +572,33 @@ Status Log::delete_oldest_segments(size_t n) {
   Deleted d;
   Status result;
   for (size_t i = 0; i < n; ++i) {
-    const int64_t base = (*current)[i]->base_offset();
-    for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
-      const std::string from = dir_ + "/" + segment_file_name(base, kind);
-      const std::string to = dir_ + "/" + segment_file_name(base, kind, FileSuffix::kDeleted);
-      Status s = fs_.rename(from, to);
-      if (s.is_ok()) {
-        d.paths.push_back(to);
-      } else if (s.code() != StatusCode::kNotFound && result.is_ok()) {
-        result = s;
-      }
-    }
+    Status s = retire_segment_files((*current)[i]->base_offset(), &d);
+    if (!s.is_ok() && result.is_ok()) result = s;
   }
   Status synced = fs_.sync_dir(dir_);
   {
     std::lock_guard lock(deleted_mu_);
     deleted_.push_back(std::move(d));
   }
-  return result.is_ok() ? synced : result;
+  // The first epoch entry follows the log start (Kafka's truncateFromStart).
+  Status epochs = epochs_->truncate_from_start(log_start_offset());
+  if (!result.is_ok()) return result;
+  return synced.is_ok() ? epochs : synced;
+}
+
+Status Log::retire_segment_files(int64_t base_offset, Deleted* d) {
+  Status result;
+  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
+    const std::string from = dir_ + "/" + segment_file_name(base_offset, kind);
+    const std::string to = dir_ + "/" + segment_file_name(base_offset, kind, FileSuffix::kDeleted);
+    Status s = fs_.rename(from, to);
+    if (s.is_ok()) {
+      d->paths.push_back(to);
+    } else if (s.code() != StatusCode::kNotFound && result.is_ok()) {
+      result = s;
+    }
+  }
+  return result;
 }
 
 Status Log::advance_log_start_offset(int64_t offset) {
@@ -563,7 +613,9 @@ Status Log::advance_log_start_offset(int64_t offset) {
   auto list = segments();
   size_t n = 0;
   while (n + 1 < list->size() && (*list)[n + 1]->base_offset() <= offset) ++n;
-  return delete_oldest_segments(n);
+  Status deleted = delete_oldest_segments(n);
+  Status epochs = epochs_->truncate_from_start(offset);  // a no-op when the deletion did it
+  return deleted.is_ok() ? epochs : deleted;
 }
 
 Result<size_t> Log::apply_retention(int64_t now_ms) {

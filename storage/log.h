@@ -60,6 +60,26 @@
 // the old one's place. open() first completes or discards a swap that a
 // crash interrupted (recover_swap_files) and rescans the swapped segments.
 //
+// Leader epochs (storage/leader_epoch_cache.h): the log owns the cache
+// behind `leader-epoch-checkpoint`. open() loads it, or, when the file is
+// missing or corrupt and the directory held segments, rebuilds it from the
+// partitionLeaderEpoch of every batch (a header scan of every segment) and
+// writes it; then entries at or past the recovered LEO are dropped and the
+// first is moved up to the log start (Kafka's load). A leader append
+// assigns (leader_epoch, base offset) when that is new, a follower append
+// assigns each batch's own (partitionLeaderEpoch, baseOffset); both write
+// the checkpoint before the data (a crash leaves at most an entry at or past
+// the LEO, which the next open drops), and an append whose checkpoint write
+// fails is refused. Truncation writes it after the data is cut and synced.
+// Deleting from the start (DeleteRecords, retention) calls
+// truncate_from_start.
+//
+// Replication (storage/log_replica.cc): append_as_follower writes a
+// leader's batches as they are (offsets and epochs kept) through the same
+// reserve/write/publish path; truncate_to and truncate_fully_and_start_at
+// cut the log back for a follower. Truncation is refused while any append
+// is in flight (the replica fetcher truncates only between its appends).
+//
 // Thread-safety: appends, flushes and deletions are serialised by a mutex
 // whose critical section is the validation, offset assignment and write of
 // one append (or one flush / one deletion). read(), offset_for_timestamp,
@@ -89,6 +109,7 @@
 #include "storage/compact_swap.h"
 #include "storage/io/file.h"
 #include "storage/io/ring.h"
+#include "storage/leader_epoch_cache.h"
 #include "storage/segment.h"
 #include "storage/status.h"
 
@@ -197,6 +218,62 @@ class Log : public std::enable_shared_from_this<Log> {
   Result<AppendResult> append_async(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
                                     io::Ring* ring, AppendCallback done, bool validated = false);
 
+  // --- replication (storage/log_replica.cc) ---
+  // A follower's append of batches fetched from the leader, written exactly
+  // as given: baseOffset and partitionLeaderEpoch are not rewritten (the
+  // buffer is not modified). Checks framing, magic and CRC (unless
+  // validated): kCorruptRecords. Offsets: the first batch's base offset
+  // must be >= next_offset() and each batch's base above the previous
+  // batch's last offset, else kOffsetOutOfRange and nothing is written
+  // (Kafka's UnexpectedAppendOffsetException / OffsetsOutOfOrderException;
+  // the fetcher then marks the partition failed). A base offset above
+  // next_offset() is accepted, as Kafka does: a compacted leader log has
+  // gaps between batches. Each batch's (partitionLeaderEpoch, baseOffset)
+  // goes to the epoch cache (batches with a negative epoch carry none).
+  // Rolls, writes and publishes as append() / append_async() do.
+  Result<AppendResult> append_as_follower(std::span<uint8_t> records, int64_t now_ms, bool validated = false);
+  Result<AppendResult> append_as_follower_async(std::span<uint8_t> records, int64_t now_ms, io::Ring* ring,
+                                                AppendCallback done, bool validated = false);
+  // Removes every batch holding an offset at or above `offset` (Kafka's
+  // UnifiedLog.truncateTo): segments whose base is above it are deleted
+  // (`.deleted`, as retention does; highest first, so a crash leaves a
+  // prefix), the segment holding it is cut before the first batch whose
+  // last offset is >= offset (batches stay whole; its indexes are cut and
+  // it becomes the active segment), the epoch cache is truncated from the
+  // new end, and the recovery point, log start and first dirty offset are
+  // lowered to it. Returns the new LEO: offset, or the base of the batch
+  // that held it when offset fell inside a batch (Kafka would report
+  // offset). offset >= the LEO changes no data (the epoch cache is still
+  // truncated at the LEO, as Kafka does). An offset below the first
+  // segment's base truncates fully and starts at offset. Refused
+  // (kInvalidArgument) while appends are in flight, on a closed or broken
+  // log, or for a negative offset. A reader racing a truncation may get a
+  // slice of bytes that are gone (a short read); readers that start after
+  // it returns see only the truncated log. The cut segment continues as a
+  // new Segment object (a compaction that read it before the cut cannot
+  // swap the old contents back in: replace_segment refuses the old object).
+  // The recovery point it lowers must reach recovery-point-offset-checkpoint
+  // before more is appended: call LogManager::truncate_to, which writes the
+  // checkpoints right after.
+  Result<int64_t> truncate_to(int64_t offset, int64_t now_ms);
+  // Deletes every segment and starts over with one empty segment at offset
+  // (Kafka's truncateFullyAndStartAt): LEO, log start, recovery point =
+  // offset; the epoch cache is cleared. The same refusals as truncate_to.
+  // A crash part-way leaves a prefix of the old log or an empty one.
+  Status truncate_fully_and_start_at(int64_t offset, int64_t now_ms);
+  // Becoming leader (Kafka's maybeAssignEpochStartOffset): records that
+  // epoch starts at start_offset (normally the LEO).
+  Status assign_epoch_start_offset(int32_t epoch, int64_t start_offset);
+  // The epoch cache (reads only; the log changes it).
+  const LeaderEpochCache& leader_epochs() const { return *epochs_; }
+  // OffsetForLeaderEpoch: the cache's answer against the current LEO.
+  EpochEndOffset end_offset_for_epoch(int32_t requested_epoch) const {
+    return epochs_->end_offset_for(requested_epoch, log_end_offset());
+  }
+  // Whether open() rebuilt the epoch cache from the batches (the checkpoint
+  // was missing or corrupt).
+  bool leader_epochs_rebuilt() const { return epochs_rebuilt_; }
+
   // Whole batches from the one containing offset, below
   // min(upper_bound_offset, LEO) (a batch is returned only when its last
   // offset is below the bound), max_bytes in total but at least one batch
@@ -304,8 +381,9 @@ class Log : public std::enable_shared_from_this<Log> {
     std::shared_ptr<Segment> segment;
     uint64_t position = 0;
     uint64_t length = 0;
-    int64_t base_offset = 0;  // first offset assigned
-    int64_t end_offset = 0;   // last offset + 1
+    int64_t base_offset = 0;    // first offset assigned
+    int64_t end_offset = 0;     // last offset + 1
+    int64_t reserved_from = 0;  // next_offset_ before it (below base_offset after a follower's gap)
     std::vector<BatchMeta> batches;
     bool written = false;     // its write completed (status says how)
     Status status;
@@ -314,14 +392,39 @@ class Log : public std::enable_shared_from_this<Log> {
     AppendCallback done;
   };
   using Ready = std::vector<std::pair<AppendCallback, Status>>;
+  // How reserve() treats the batches: a leader append rewrites offsets and
+  // stamps leader_epoch; a follower append checks and keeps both.
+  struct AppendMode {
+    bool follower = false;
+    int32_t leader_epoch = -1;
+  };
 
   Log(io::FileSystem& fs, std::string dir, LogConfig config);
   Status load(int64_t now_ms, const LogOpenOptions& options);
   Status roll(int64_t new_base_offset);
   Status flush_locked();
   // Checks, assigns offsets, rolls, reserves; queues the write as pending.
-  Result<std::shared_ptr<PendingWrite>> reserve(std::span<uint8_t> records, int32_t leader_epoch, int64_t now_ms,
+  Result<std::shared_ptr<PendingWrite>> reserve(std::span<uint8_t> records, AppendMode mode, int64_t now_ms,
                                                 bool validated, AppendResult* r);
+  // Offsets and epochs of the batches (rewritten or checked, by mode); the
+  // epoch cache entries they need. append_mu_ held.
+  Status assign_offsets(std::span<const std::span<uint8_t>> batches, std::span<uint8_t> records,
+                        AppendMode mode, PendingWrite* w, AppendResult* r, std::vector<EpochEntry>* epochs);
+  // The two write paths, shared by leader and follower appends.
+  Result<AppendResult> append_blocking(std::span<uint8_t> records, AppendMode mode, int64_t now_ms,
+                                       bool validated);
+  Result<AppendResult> append_queued(std::span<uint8_t> records, AppendMode mode, int64_t now_ms,
+                                     io::Ring* ring, AppendCallback done, bool validated);
+  // open(): the epoch cache from its checkpoint or the batches, made
+  // consistent with the recovered log.
+  Status load_leader_epochs(const SegmentList& list, bool new_log);
+  Result<std::vector<EpochEntry>> scan_leader_epochs(const SegmentList& list) const;
+  // Truncation's refusals (append_mu_ held).
+  Status check_truncatable_locked(int64_t offset) const;
+  Result<int64_t> truncate_locked(int64_t offset, int64_t now_ms);
+  Status truncate_fully_locked(int64_t offset, int64_t now_ms);
+  // Renames a segment's three files to `.deleted`, recording them in d.
+  Status retire_segment_files(int64_t base_offset, Deleted* d);
   // A write completed: publishes, in offset order, every completed write at
   // the front of pending_, then runs their callbacks (outside the lock).
   void complete(const std::shared_ptr<PendingWrite>& w, Status s);
@@ -349,6 +452,8 @@ class Log : public std::enable_shared_from_this<Log> {
   int64_t last_flush_ms_ = 0;     // under append_mu_
   uint64_t truncated_bytes_ = 0;
   uint64_t recovered_segments_ = 0;
+  std::unique_ptr<LeaderEpochCache> epochs_;  // set by load()
+  bool epochs_rebuilt_ = false;
 
   std::mutex sync_mu_;  // one sync_data at a time; guards sync_error_
   Status sync_error_;

@@ -238,6 +238,22 @@ Status LogManager::update_config(const TopicPartition& tp, const LogConfig& conf
   return Status::ok();
 }
 
+Result<int64_t> LogManager::truncate_to(const TopicPartition& tp, int64_t offset, int64_t now_ms) {
+  auto log = get(tp);
+  if (!log) return Status::not_found("truncate_to: no log for " + partition_dir_name(tp));
+  auto end = log->truncate_to(offset, now_ms);
+  if (!end) return end.status();
+  CK_RETURN_IF_ERROR(checkpoint());
+  return end;
+}
+
+Status LogManager::truncate_fully_and_start_at(const TopicPartition& tp, int64_t offset, int64_t now_ms) {
+  auto log = get(tp);
+  if (!log) return Status::not_found("truncate_fully_and_start_at: no log for " + partition_dir_name(tp));
+  CK_RETURN_IF_ERROR(log->truncate_fully_and_start_at(offset, now_ms));
+  return checkpoint();
+}
+
 void LogManager::sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done) {
   committer_.sync_to(std::move(log), offset, std::move(done));
 }

@@ -121,6 +121,15 @@ class LogManager {
   std::optional<protocol::Uuid> topic_id(const TopicPartition& tp) const;
   Status update_config(const TopicPartition& tp, const LogConfig& config);
 
+  // Replica truncation (Kafka's LogManager.truncateTo and
+  // truncateFullyAndStartAt): Log::truncate_to / truncate_fully_and_start_at,
+  // then the checkpoints are written at once, so a restart never trusts a
+  // recovery point above the truncated end (recovery would skip segments
+  // written after the truncation). Use these rather than the Log's own
+  // calls. kNotFound when tp has no log; the Log's errors otherwise.
+  Result<int64_t> truncate_to(const TopicPartition& tp, int64_t offset, int64_t now_ms);
+  Status truncate_fully_and_start_at(const TopicPartition& tp, int64_t offset, int64_t now_ms);
+
   // Group commit (storage/group_commit.h): done(ok) once every record of
   // log below offset is fdatasync'd; concurrent requests share syncs.
   void sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done);

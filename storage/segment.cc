@@ -349,6 +349,40 @@ Status Segment::load_tail() {
   return Status::ok();
 }
 
+Result<uint64_t> Segment::truncate_to(int64_t offset, int64_t now_ms) {
+  CK_RETURN_IF_ERROR(reclaim_indexes());
+  auto file = log_->get();
+  if (!file) return file.status();
+  io::File& f = **file;
+  auto loc = find_position(f, offset, size_);
+  if (!loc) return loc.status();
+  if (!*loc) return uint64_t{0};  // every batch here ends below offset
+  const uint64_t position = (*loc)->position;
+  const uint64_t cut = size_ - position;
+  // Readers first stop at the new end, then the bytes go.
+  published_size_.store(std::min(published_size(), position), std::memory_order_release);
+  CK_RETURN_IF_ERROR(f.truncate(position));
+  size_ = position;
+  {
+    std::lock_guard lock(index_mu_);
+    offset_index_.truncate_to((*loc)->base_offset);
+    time_index_.truncate_to((*loc)->base_offset);
+    // The time index's last entry covers every batch up to the last offset
+    // index entry; load_tail scans the batches after it.
+    const TimestampOffset last = time_index_.last_entry();
+    max_timestamp_ = last.timestamp;
+    offset_of_max_timestamp_ = time_index_.entries() > 0 ? last.offset : base_offset_;
+  }
+  CK_RETURN_IF_ERROR(load_tail());
+  if (size_ == 0) {
+    bytes_since_index_entry_ = 0;
+    first_append_ms_.reset();
+  } else if (!first_append_ms_) {
+    first_append_ms_ = now_ms;
+  }
+  return cut;
+}
+
 TimestampOffset Segment::max_timestamp_so_far() const {
   std::lock_guard lock(index_mu_);
   return TimestampOffset{max_timestamp_, offset_of_max_timestamp_};

@@ -216,6 +216,15 @@ class Segment {
   // last offset index entry. kCorruption when a header breaks the format
   // (the caller then runs recover()).
   Status load_tail();
+  // Log truncation (Kafka's LogSegment.truncateTo): cuts the file before the
+  // first batch whose last offset is >= offset (batches stay whole), drops
+  // the index entries at or above that batch, and finds the next offset and
+  // the largest timestamp again (the time index's last entry, then a header
+  // scan from the last offset index entry). The segment takes its indexes
+  // back from the IndexCache: it is the active segment afterwards. Writer
+  // only, with no write reserved. Returns the bytes cut; nothing is synced
+  // (the log flushes).
+  Result<uint64_t> truncate_to(int64_t offset, int64_t now_ms);
   // How many times recover() ran (open-time statistics).
   uint64_t recover_count() const { return recover_count_; }
 

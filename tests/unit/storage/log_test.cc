@@ -11,6 +11,7 @@
 #include "fs_fixtures.h"
 #include "log_test_util.h"
 #include "protocol/records/legacy.h"
+#include "storage/checkpoint.h"
 #include "storage/file_names.h"
 
 using namespace ciuickafka::storage;
@@ -168,8 +169,9 @@ TEST_CASE("log: segments roll on segment.bytes, named by base offset, with Kafka
   REQUIRE(segs->size() > 5);
   REQUIRE(log->close().is_ok());
 
-  // Files: three per segment, 20-digit base offsets, nothing else.
-  std::vector<std::string> expected_names;
+  // Files: three per segment, 20-digit base offsets, and the leader epoch
+  // checkpoint (epoch 7 from offset 0), nothing else.
+  std::vector<std::string> expected_names{std::string(kLeaderEpochCheckpointFile)};
   for (const auto& s : *segs)
     for (auto k : {SegmentFileKind::kIndex, SegmentFileKind::kLog, SegmentFileKind::kTimeIndex})
       expected_names.push_back(segment_file_name(s->base_offset(), k));
