@@ -22,9 +22,10 @@
 // a new client (or uses ReconnectingClient).
 //
 // Thread-safety: one BrokerClient per thread. The exception is close(),
-// which any thread may call at any time: it makes a call in progress (and
-// every later one) return kClosed promptly. It never touches the socket's
-// fd, so it cannot race with the owner.
+// which any thread may call while the client exists: it makes a call in
+// progress (and every later one) return kClosed promptly. It never touches
+// the socket's fd, so it cannot race with the owner. A shutdown path that
+// may outlive the client holds interrupter() instead and triggers that.
 #pragma once
 
 #include <cstddef>
@@ -107,6 +108,8 @@ class BrokerClient {
 
   // Any thread: unblocks a call in progress; the client is dead after it.
   void close();
+  // What close() triggers, to keep beyond the client's lifetime.
+  std::shared_ptr<Interrupter> interrupter() const { return options_.interrupter; }
 
  private:
   BrokerClient(std::unique_ptr<TcpSocket> socket, ClientOptions options);

@@ -47,8 +47,11 @@ class ReconnectingClient {
   bool connected() const { return client_ != nullptr && client_->ok(); }
   // Connects made so far (successful ones).
   int64_t connects() const { return connects_; }
-  // Any thread.
+  // Any thread: stops the current call (connect, backoff wait or request)
+  // and every later one.
   void close();
+  // What close() triggers (null only if no eventfd could be made).
+  std::shared_ptr<Interrupter> interrupter() const { return options_.interrupter; }
 
  private:
   void note_failure();

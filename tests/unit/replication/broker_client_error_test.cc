@@ -158,6 +158,38 @@ TEST_CASE("connect times out when ApiVersions is never answered") {
   CHECK(seconds_since(start) < 3.0);
 }
 
+TEST_CASE("a response cut short") {
+  SECTION("by the peer closing: connection closed") {
+    FakeKafkaServer server(after_api_versions([](int fd, const FakeRequest& req) {
+      std::vector<uint8_t> frame = response_frame(3, 9, req.header.header.correlation_id,
+                                                  encode_body(protocol::MetadataResponse{}, 9));
+      frame.resize(frame.size() / 2);
+      write_all(fd, frame);
+    }));
+    auto c = connect_ok(server.port());
+    Status st = metadata_call(*c);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.kind() == NetErrorKind::kConnectionClosed);
+    CHECK_FALSE(c->ok());
+  }
+  SECTION("by a stall: the deadline covers the whole response") {
+    FakeKafkaServer server(after_api_versions([](int fd, const FakeRequest& req) {
+      std::vector<uint8_t> frame = response_frame(3, 9, req.header.header.correlation_id,
+                                                  encode_body(protocol::MetadataResponse{}, 9));
+      frame.resize(frame.size() - 1);
+      write_all(fd, frame);
+      wait_for_eof(fd);
+    }));
+    auto c = connect_ok(server.port(), quick_options(300));
+    const auto start = std::chrono::steady_clock::now();
+    Status st = metadata_call(*c);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.kind() == NetErrorKind::kTimeout);
+    CHECK(seconds_since(start) < 3.0);
+    CHECK_FALSE(c->ok());
+  }
+}
+
 TEST_CASE("a response with the wrong correlation id") {
   FakeKafkaServer server(after_api_versions([](int fd, const FakeRequest& req) {
     protocol::MetadataResponse resp;
@@ -191,12 +223,23 @@ TEST_CASE("garbage responses are malformed, never a crash") {
     body = encode_body(protocol::MetadataResponse{}, 9);
     body.push_back(0);
   }
-  SECTION("a frame too short for its header") { right_correlation = false; }
+  SECTION("a frame too short for its header") {
+    right_correlation = false;
+    body = {0, 0, 0, 2, 0, 0};
+  }
+  SECTION("a negative frame size") {
+    right_correlation = false;
+    body = {0xff, 0xff, 0xff, 0xfe};
+  }
+  SECTION("an empty frame") {
+    right_correlation = false;
+    body = {0, 0, 0, 0};
+  }
   FakeKafkaServer server(after_api_versions([&](int fd, const FakeRequest& req) {
     if (right_correlation)
       write_all(fd, response_frame(3, 9, req.header.header.correlation_id, body));
     else
-      write_all(fd, {0, 0, 0, 2, 0, 0});
+      write_all(fd, body);
     wait_for_eof(fd);
   }));
   auto c = connect_ok(server.port());
@@ -224,6 +267,37 @@ TEST_CASE("close() from another thread unblocks a waiting call") {
   CHECK(st.kind() == NetErrorKind::kClosed);
   CHECK(seconds_since(start) < 5.0);
   CHECK_FALSE(c->ok());
+}
+
+TEST_CASE("ReconnectingClient: close() cuts a backoff wait short") {
+  // A refused port: the first call fails and starts a long backoff.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ReconnectingClient rc("127.0.0.1", ntohs(a.sin_port), quick_options(), BackoffOptions{60000, 60000});
+  protocol::MetadataRequest req;
+  protocol::MetadataResponse resp;
+  Status first = rc.call(req, 9, &resp);
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.kind() == NetErrorKind::kConnectRefused);
+
+  std::shared_ptr<Interrupter> stop = rc.interrupter();
+  std::promise<Status> result;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread caller([&] { result.set_value(rc.call(req, 9, &resp)); });
+  // The caller is in (or about to enter) its 60 s backoff wait; close() ends
+  // it either way, since the trigger stays set.
+  stop->trigger();
+  Status st = result.get_future().get();
+  caller.join();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.kind() == NetErrorKind::kClosed);
+  CHECK(seconds_since(start) < 5.0);
+  ::close(fd);
 }
 
 TEST_CASE("ReconnectingClient reconnects on the next call after a failure, after the backoff") {
