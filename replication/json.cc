@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "protocol/wire/utf8.h"
+
 namespace ciuickafka::replication {
 
 const Json* Json::find(std::string_view key) const {
@@ -147,23 +149,7 @@ class Parser {
     pos_ += 4;
     return true;
   }
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
+  static void put_utf8(std::string& out, uint32_t cp) { protocol::append_utf8(out, cp); }
   // One raw UTF-8 sequence starting at pos_ (first byte >= 0x80), validated.
   bool utf8(std::string& out) {
     auto b = [&](size_t i) { return static_cast<uint8_t>(s_[pos_ + i]); };
@@ -210,13 +196,13 @@ class Parser {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
-          uint32_t cp;
+          uint32_t cp = 0;
           if (!hex4(cp)) return false;
           if (cp >= 0xDC00 && cp <= 0xDFFF) return fail("unpaired low surrogate");
           if (cp >= 0xD800 && cp <= 0xDBFF) {
             if (s_.substr(pos_, 2) != "\\u") return fail("unpaired high surrogate");
             pos_ += 2;
-            uint32_t lo;
+            uint32_t lo = 0;
             if (!hex4(lo)) return false;
             if (lo < 0xDC00 || lo > 0xDFFF) return fail("invalid low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);

@@ -569,21 +569,27 @@ Status Log::delete_oldest_segments(size_t n) {
   const int64_t new_start = rest->front()->base_offset();
   if (log_start_offset() < new_start) log_start_offset_.store(new_start, std::memory_order_release);
   publish_segments(std::move(rest));
-  Deleted d;
-  Status result;
-  for (size_t i = 0; i < n; ++i) {
-    Status s = retire_segment_files((*current)[i]->base_offset(), &d);
-    if (!s.is_ok() && result.is_ok()) result = s;
-  }
+  const Status result = retire_segments(*current, 0, n, /*highest_first=*/false);
   Status synced = fs_.sync_dir(dir_);
-  {
-    std::lock_guard lock(deleted_mu_);
-    deleted_.push_back(std::move(d));
-  }
   // The first epoch entry follows the log start (Kafka's truncateFromStart).
   Status epochs = epochs_->truncate_from_start(log_start_offset());
   if (!result.is_ok()) return result;
   return synced.is_ok() ? epochs : synced;
+}
+
+Status Log::retire_segments(const SegmentList& list, size_t from, size_t to, bool highest_first) {
+  Deleted d;
+  Status result;
+  for (size_t k = 0; k < to - from; ++k) {
+    const size_t i = highest_first ? to - 1 - k : from + k;
+    Status s = retire_segment_files(list[i]->base_offset(), &d);
+    if (!s.is_ok() && result.is_ok()) result = s;
+  }
+  if (!d.paths.empty()) {
+    std::lock_guard lock(deleted_mu_);
+    deleted_.push_back(std::move(d));
+  }
+  return result;
 }
 
 Status Log::retire_segment_files(int64_t base_offset, Deleted* d) {

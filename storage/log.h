@@ -423,6 +423,10 @@ class Log : public std::enable_shared_from_this<Log> {
   Status check_truncatable_locked(int64_t offset) const;
   Result<int64_t> truncate_locked(int64_t offset, int64_t now_ms);
   Status truncate_fully_locked(int64_t offset, int64_t now_ms);
+  // Renames the files of list[from, to) to `.deleted` (highest first when
+  // asked) and queues them for removal; the first error is returned, the
+  // other segments are still tried.
+  Status retire_segments(const SegmentList& list, size_t from, size_t to, bool highest_first);
   // Renames a segment's three files to `.deleted`, recording them in d.
   Status retire_segment_files(int64_t base_offset, Deleted* d);
   // A write completed: publishes, in offset order, every completed write at

@@ -114,17 +114,8 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   log_end_offset_.store(std::min(log_end_offset(), offset), std::memory_order_release);
   auto rest = std::make_shared<SegmentList>(current->begin(), it);
   publish_segments(rest);
-  Deleted d;
-  Status result;
-  for (size_t i = current->size(); i-- > keep;) {  // highest first: a crash leaves a prefix
-    Status s = retire_segment_files((*current)[i]->base_offset(), &d);
-    if (!s.is_ok() && result.is_ok()) result = s;
-  }
-  if (!d.paths.empty()) {
-    std::lock_guard dl(deleted_mu_);
-    deleted_.push_back(std::move(d));
-  }
-  CK_RETURN_IF_ERROR(result);
+  // Highest first: a crash leaves a prefix of the log.
+  CK_RETURN_IF_ERROR(retire_segments(*current, keep, current->size(), /*highest_first=*/true));
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   Segment& cut_segment = *rest->back();
   auto cut = cut_segment.truncate_to(offset, now_ms);
@@ -167,17 +158,7 @@ Status Log::truncate_fully_locked(int64_t offset, int64_t now_ms) {
   log_end_offset_.store(offset, std::memory_order_release);
   log_start_offset_.store(offset, std::memory_order_release);
   publish_segments(std::make_shared<SegmentList>());
-  Deleted d;
-  Status result;
-  for (size_t i = current->size(); i-- > 0;) {
-    Status s = retire_segment_files((*current)[i]->base_offset(), &d);
-    if (!s.is_ok() && result.is_ok()) result = s;
-  }
-  if (!d.paths.empty()) {
-    std::lock_guard dl(deleted_mu_);
-    deleted_.push_back(std::move(d));
-  }
-  CK_RETURN_IF_ERROR(result);
+  CK_RETURN_IF_ERROR(retire_segments(*current, 0, current->size(), /*highest_first=*/true));
   auto seg = Segment::open(fs_, dir_, offset, config_.segment, true);
   if (!seg) return seg.status();
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));

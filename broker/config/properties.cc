@@ -7,29 +7,14 @@
 #include <optional>
 #include <sstream>
 
+#include "protocol/wire/utf8.h"
+
 namespace ciuickafka::broker::config {
 namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\f'; }
 bool is_eol(char c) { return c == '\n' || c == '\r'; }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 std::optional<uint32_t> hex4(std::string_view s, size_t at) {
   if (at + 4 > s.size()) return std::nullopt;
@@ -70,12 +55,12 @@ std::optional<std::string> unescape(std::string_view s) {
         if (*cp >= 0xD800 && *cp < 0xDC00 && s.substr(i + 1, 2) == "\\u") {
           auto lo = hex4(s, i + 3);
           if (lo && *lo >= 0xDC00 && *lo < 0xE000) {
-            append_utf8(out, 0x10000 + ((*cp - 0xD800) << 10) + (*lo - 0xDC00));
+            protocol::append_utf8(out, 0x10000 + ((*cp - 0xD800) << 10) + (*lo - 0xDC00));
             i += 6;
             break;
           }
         }
-        append_utf8(out, (*cp >= 0xD800 && *cp < 0xE000) ? 0xFFFD : *cp);
+        protocol::append_utf8(out, (*cp >= 0xD800 && *cp < 0xE000) ? 0xFFFD : *cp);
         break;
       }
       default: out += c; break;

@@ -38,6 +38,16 @@ Status metadata_call(BrokerClient& c, int16_t version = 9) {
   return c.call(req, version, &resp);
 }
 
+// Connects, sends one Metadata request and expects it to fail with kind,
+// leaving the client dead.
+void expect_metadata_call_fails(uint16_t port, NetErrorKind kind) {
+  auto c = connect_ok(port);
+  Status st = metadata_call(*c);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.kind() == kind);
+  CHECK_FALSE(c->ok());
+}
+
 // A handler that answers ApiVersions, reads one request and passes it to f.
 template <class F>
 FakeKafkaServer::Handler after_api_versions(F f) {
@@ -196,11 +206,7 @@ TEST_CASE("a response with the wrong correlation id") {
     write_all(fd, response_frame(3, 9, req.header.header.correlation_id + 7, encode_body(resp, 9)));
     wait_for_eof(fd);
   }));
-  auto c = connect_ok(server.port());
-  Status st = metadata_call(*c);
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.kind() == NetErrorKind::kCorrelationMismatch);
-  CHECK_FALSE(c->ok());
+  expect_metadata_call_fails(server.port(), NetErrorKind::kCorrelationMismatch);
 }
 
 TEST_CASE("a response frame above max_response_bytes is refused before it is read") {
@@ -208,11 +214,7 @@ TEST_CASE("a response frame above max_response_bytes is refused before it is rea
     write_all(fd, {0x00, 0x00, 0x04, 0x01});  // 1025 bytes announced, none sent
     wait_for_eof(fd);
   }));
-  auto c = connect_ok(server.port());
-  Status st = metadata_call(*c);
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.kind() == NetErrorKind::kResponseTooLarge);
-  CHECK_FALSE(c->ok());
+  expect_metadata_call_fails(server.port(), NetErrorKind::kResponseTooLarge);
 }
 
 TEST_CASE("garbage responses are malformed, never a crash") {
@@ -242,11 +244,7 @@ TEST_CASE("garbage responses are malformed, never a crash") {
       write_all(fd, body);
     wait_for_eof(fd);
   }));
-  auto c = connect_ok(server.port());
-  Status st = metadata_call(*c);
-  REQUIRE_FALSE(st.ok());
-  CHECK(st.kind() == NetErrorKind::kMalformedResponse);
-  CHECK_FALSE(c->ok());
+  expect_metadata_call_fails(server.port(), NetErrorKind::kMalformedResponse);
 }
 
 TEST_CASE("close() from another thread unblocks a waiting call") {

@@ -1,0 +1,33 @@
+// protocol/wire/utf8.h: appending a code point as UTF-8.
+//
+// Used by the text formats that decode \uXXXX escapes (Java properties
+// files, JSON). The caller guarantees cp is a Unicode scalar value
+// (<= 0x10FFFF, not a surrogate).
+//
+// Thread-safety: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ciuickafka::protocol {
+
+inline void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace ciuickafka::protocol
