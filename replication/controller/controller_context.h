@@ -61,11 +61,13 @@ struct ControlRequests {
   std::map<int32_t, protocol::LeaderAndIsrRequest> leader_and_isr;
   std::map<int32_t, protocol::UpdateMetadataRequest> update_metadata;
   std::map<int32_t, protocol::StopReplicaRequest> stop_replica;
+  // Send order per broker. Kafka sends LeaderAndIsr, then UpdateMetadata,
+  // then StopReplica (ControllerBrokerRequestBatch.sendRequestsToBrokers);
+  // on failover and broker startup the UpdateMetadata goes first, so a
+  // broker knows the live brokers (leaders' endpoints) before it follows.
+  bool metadata_first = false;
   bool empty() const { return leader_and_isr.empty() && update_metadata.empty() && stop_replica.empty(); }
 };
-// Kafka's order: UpdateMetadata is sent to a broker before its LeaderAndIsr
-// only on failover/startup; otherwise LeaderAndIsr, then UpdateMetadata,
-// then StopReplica (ControllerBrokerRequestBatch.sendRequestsToBrokers).
 
 enum class Outcome : uint8_t {
   kOk,

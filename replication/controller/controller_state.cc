@@ -333,6 +333,7 @@ StepResult PartitionStateMachine::startup(const UncleanAllowed& unclean) {
       if (remove_from_isrs(b, batch, &r) == Write::kStop) break;
   }
   finish(batch, &r);
+  r.requests.metadata_first = true;
   return r;
 }
 
@@ -400,6 +401,7 @@ StepResult PartitionStateMachine::on_broker_startup(const std::vector<LiveBroker
     delete_topics(pending, batch, &r);
   }
   finish(batch, &r);
+  r.requests.metadata_first = true;
   return r;
 }
 

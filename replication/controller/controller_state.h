@@ -22,6 +22,20 @@
 // emptied; leader -1 when the last one goes); every controller-driven change
 // bumps leader_epoch.
 //
+// Where it differs from Kafka, on purpose:
+// - A topic id is written with a conditional set on the topic znode's
+//   version (Kafka sets it with any version); a concurrent rewrite of the
+//   assignment is re-read instead of overwritten.
+// - New partitions of one topic are created in one multi (check, then
+//   .../partitions, .../partitions/P, .../P/state as missing); Kafka sends
+//   one fenced multi per znode.
+// - Deletion is one step: the topic's znodes, its config and the marker go
+//   in one fenced multi, and the StopReplica(delete)/UpdateMetadata(-2)
+//   requests are returned for sending; Kafka first waits for every
+//   StopReplica answer (and retries failed ones) before deleting znodes.
+//   Replicas on dead brokers still make the deletion wait (pending).
+// - Dead replicas of a topic being deleted are not removed from its ISRs.
+//
 // Thread-safety: none; the controller runs every step on its one event
 // thread (the ZooKeeper calls block).
 #pragma once

@@ -30,6 +30,7 @@ TEST_CASE("controller: a new RF 3 topic gets Kafka's state znodes and LeaderAndI
   CHECK(raw == R"({"controller_epoch":2,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2,3]})");
   CHECK(f.state("orders", 1) == ps(2, 0, 2, {2, 3, 1}));
   CHECK(f.exists("/brokers/topics/orders/partitions/1"));
+  CHECK_FALSE(r.requests.metadata_first);
 
   const protocol::Uuid topic_id = psm.context().topics.at("orders").id;
   for (int32_t b : {1, 2, 3}) {
@@ -98,6 +99,7 @@ TEST_CASE("controller: a partition with no live replica waits without state unti
 
   StepResult joined = psm.on_broker_startup(brokers({5}), never_unclean);
   REQUIRE(joined.outcome == Outcome::kOk);
+  CHECK(joined.requests.metadata_first);
   CHECK(f.state("later", 0) == ps(5, 0, 2, {5}));
   const auto* p = lai(joined, 5, "later", 0);
   REQUIRE(p);
