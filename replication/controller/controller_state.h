@@ -1,0 +1,125 @@
+// replication/controller/controller_state.h: the ZooKeeper-mode controller's
+// partition and replica state machine (Kafka 3.9's PartitionStateMachine,
+// ReplicaStateMachine and the KafkaController steps that drive them), as a
+// library over zk::Session.
+//
+// It owns a ControllerContext loaded from ZooKeeper and, for each event the
+// controller handles, writes the new partition states and returns the
+// control requests to send (StepResult::requests), built but not sent.
+//
+// Every ZooKeeper write is a multi that begins with check(/controller_epoch,
+// the zkVersion the election returned) (fenced_zk.h). A failed check means
+// another broker became controller: the step stops at once, returns
+// Outcome::kResign, and every later call returns kResign without touching
+// ZooKeeper. A partition state znode is written with a conditional set on
+// the zkVersion the context holds; if it moved (a legacy leader's ISR
+// write), the state is re-read and the step re-applied, up to 3 times.
+//
+// Rules (election.h): new partitions get leader = first live replica,
+// ISR = live replicas, epoch 0, and stay without a state znode while none is
+// live; leaders of dead brokers are re-elected from the live ISR (or
+// uncleanly when the topic allows it); dead brokers leave ISRs (never
+// emptied; leader -1 when the last one goes); every controller-driven change
+// bumps leader_epoch.
+//
+// Where it differs from Kafka, on purpose:
+// - A topic id is written with a conditional set on the topic znode's
+//   version (Kafka sets it with any version); a concurrent rewrite of the
+//   assignment is re-read instead of overwritten.
+// - New partitions of one topic are created in one multi (check, then
+//   .../partitions, .../partitions/P, .../P/state as missing); Kafka sends
+//   one fenced multi per znode.
+// - Deletion is one step: the topic's znodes, its config and the marker go
+//   in one fenced multi, and the StopReplica(delete)/UpdateMetadata(-2)
+//   requests are returned for sending; Kafka first waits for every
+//   StopReplica answer (and retries failed ones) before deleting znodes.
+//   Replicas on dead brokers still make the deletion wait (pending).
+// - Dead replicas of a topic being deleted are not removed from its ISRs.
+//
+// Thread-safety: none; the controller runs every step on its one event
+// thread (the ZooKeeper calls block).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "replication/controller/controller_context.h"
+#include "replication/controller/fenced_zk.h"
+#include "replication/controller/request_batch.h"
+#include "replication/zk/session.h"
+
+namespace ciuickafka::replication::controller {
+
+// Whether the topic allows unclean leader election (its
+// unclean.leader.election.enable, falling back to the broker's).
+using UncleanAllowed = std::function<bool(const std::string& topic)>;
+
+class PartitionStateMachine {
+ public:
+  // live: the brokers registered now (from /brokers/ids), with their epochs.
+  PartitionStateMachine(zk::Session& zk, ControllerIdentity id, std::vector<LiveBroker> live);
+
+  // Reads every topic under /brokers/topics and every partition state.
+  // Topics without a topic id (v1/v2 written by CMAK or old tools) get a
+  // random one and their znode is rewritten as v3 (Kafka's setTopicIds).
+  StepResult load();
+  // After load(), on failover: full UpdateMetadata to every live broker,
+  // LeaderAndIsr for every partition to its live replicas, and elections
+  // for new and offline partitions.
+  StepResult startup(const UncleanAllowed& unclean);
+
+  // /brokers/topics children appeared (or a topic's assignment grew): reads
+  // these topics' assignments and initialises partitions without a state.
+  StepResult on_new_topics(const std::vector<std::string>& names);
+  // Brokers whose /brokers/ids node went away (bounced ones too, before
+  // on_broker_startup).
+  StepResult on_broker_failure(const std::vector<int32_t>& ids, const UncleanAllowed& unclean);
+  // Brokers that registered; their replicas come online and new/offline
+  // partitions are elected. Pending deletions are retried.
+  StepResult on_broker_startup(const std::vector<LiveBroker>& brokers, const UncleanAllowed& unclean);
+
+  // Preferred replica election (ElectLeaders PREFERRED, auto rebalance,
+  // /admin/preferred_replica_election).
+  StepResult elect_preferred(const std::vector<TopicPartitionRef>& partitions);
+  // ControlledShutdown: moves leadership off the broker, drops it from the
+  // ISRs it follows; remaining = the partitions it still leads.
+  StepResult controlled_shutdown(int32_t broker_id, int64_t broker_epoch);
+
+  // /admin/delete_topics children: deletes topics whose replicas are all on
+  // live brokers (StopReplica delete, UpdateMetadata with leader -2, then
+  // the znodes); the others are returned as pending.
+  StepResult on_topic_deletion(const std::vector<std::string>& names);
+
+  const ControllerContext& context() const { return ctx_; }
+  const ControllerIdentity& identity() const { return id_; }
+  bool resigned() const { return resigned_; }
+
+ private:
+  enum class Write : uint8_t { kOk, kConflict, kStop };
+  using Transform = std::function<std::optional<PartitionState>(const PartitionInfo&)>;
+
+  Write load_topic(const std::string& topic, StepResult* r);
+  Write ensure_topic_id(const std::string& topic, TopicAssignment* a, int32_t* version, StepResult* r);
+  Write read_state(const std::string& topic, int32_t p, PartitionInfo* info, StepResult* r);
+  // Writes transform(current) for the partition (if it returns a state);
+  // kOk also when nothing needed writing (*changed says which).
+  Write update_state(const std::string& topic, int32_t p, const Transform& transform, StepResult* r,
+                     bool* changed);
+  Write initialize_partitions(const std::string& topic, RequestBatch& batch, StepResult* r);
+  Write elect_offline_and_new(const UncleanAllowed& unclean, RequestBatch& batch, StepResult* r);
+  Write remove_from_isrs(int32_t broker, RequestBatch& batch, StepResult* r);
+  Write delete_topics(const std::vector<std::string>& names, RequestBatch& batch, StepResult* r);
+  bool stop_on(FenceOutcome outcome, zk::Code code, StepResult* r);
+  StepResult resigned_result() const;
+  void finish(RequestBatch& batch, StepResult* r) const;
+  std::vector<int32_t> live_replicas(const std::vector<int32_t>& replicas) const;
+
+  zk::Session& zk_;
+  ControllerIdentity id_;
+  ControllerContext ctx_;
+  bool resigned_ = false;
+};
+
+}  // namespace ciuickafka::replication::controller
