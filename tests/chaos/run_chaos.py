@@ -54,7 +54,7 @@ import harness  # noqa: E402
 import kafka_wire  # noqa: E402
 import checker  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
 
 TOPIC = "chaos"
 
@@ -252,6 +252,7 @@ class ProducerWorker(threading.Thread):
         self.outstanding = set()
         self.seq = 0
         self.fatal = []
+        self.fatal_errors = []  # every fatal error, for the report
         self.unresolved = 0
         self.error = None
 
@@ -266,6 +267,7 @@ class ProducerWorker(threading.Thread):
     def on_error(self, err):
         if err.fatal():
             self.fatal.append(str(err))
+            self.fatal_errors.append(str(err))
             self.history.log(type="error", process=self.proc, fatal=True, error=str(err))
 
     def on_delivery(self, err, msg):
@@ -282,7 +284,22 @@ class ProducerWorker(threading.Thread):
         try:
             self._run()
         except BaseException as e:  # noqa: BLE001 - reported by the runner
-            self.error = repr(e)
+            self.error = repr(e) + " at " + traceback.format_exc().strip().splitlines()[-3].strip()
+
+    def serve(self, p, timeout, flush=False):
+        """poll() or flush(); a fatal error raised from there marks the
+        producer for replacement instead of ending the thread."""
+        try:
+            return p.flush(timeout) if flush else p.poll(timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if not (err is not None and hasattr(err, "fatal") and err.fatal()):
+                raise
+            if not self.fatal:
+                self.fatal.append(str(err))
+                self.fatal_errors.append(str(err))
+                self.history.log(type="error", process=self.proc, fatal=True, error=str(err))
+            return len(self.outstanding)
 
     def _run(self):
         p = self.make()
@@ -292,15 +309,15 @@ class ProducerWorker(threading.Thread):
             if self.fatal:
                 # The idempotent producer is unusable after a fatal error; what
                 # it had in flight is reported (indefinite) by flush/purge.
-                p.flush(self.message_timeout_ms / 1000.0 + 5)
+                self.serve(p, self.message_timeout_ms / 1000.0 + 5, flush=True)
                 self.fatal.clear()
                 p = self.make()
             if len(self.outstanding) >= self.max_in_flight:
-                p.poll(0.05)
+                self.serve(p, 0.05)
                 continue
             now = time.monotonic()
             if now < next_at:
-                p.poll(next_at - now)  # pacing: serves delivery reports meanwhile
+                self.serve(p, next_at - now)  # pacing: serves delivery reports meanwhile
                 continue
             next_at = max(next_at + gap, now - 1.0)
             v = "%s-%d" % (self.proc, self.seq)
@@ -313,9 +330,20 @@ class ProducerWorker(threading.Thread):
             except BufferError as e:
                 self.outstanding.discard(v)
                 self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
-            p.poll(0)
+            except KafkaException as e:
+                # A fatal idempotence error (the broker forgot or rewound this
+                # producer's sequence): refused before sending, so definite.
+                # The producer is replaced at the top of the loop.
+                self.outstanding.discard(v)
+                self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
+                err = e.args[0] if e.args else None
+                if not (err is not None and hasattr(err, "fatal") and err.fatal()):
+                    raise
+                if not self.fatal:
+                    self.fatal.append(str(err))
+            self.serve(p, 0)
         # Drain: every delivery report within message.timeout.ms (+ margin).
-        p.flush(self.message_timeout_ms / 1000.0 + 10)
+        self.serve(p, self.message_timeout_ms / 1000.0 + 10, flush=True)
         self.unresolved = len(self.outstanding)
         for v in sorted(self.outstanding):
             self.history.log(type="fail", process=self.proc, value=v, definite=False,
@@ -338,7 +366,7 @@ class ConsumerWorker(threading.Thread):
         try:
             self._run()
         except BaseException as e:  # noqa: BLE001 - reported by the runner
-            self.error = repr(e)
+            self.error = repr(e) + " at " + traceback.format_exc().strip().splitlines()[-3].strip()
 
     def _run(self):
         conf = dict(CLIENT_TIMEOUTS)
@@ -468,6 +496,9 @@ def main(argv=None):
             w.join(30)
             if w.is_alive():
                 problems.append("consumer %s did not close" % w.proc)
+        for w in producers:
+            for err in w.fatal_errors[:3]:
+                problems.append("%s: fatal producer error (a new producer took over): %s" % (w.proc, err))
         for w in producers + consumers:
             if w.error:
                 problems.append("%s died: %s" % (w.name, w.error))
