@@ -108,6 +108,16 @@ class Clean(unittest.TestCase):
         s = h.check()
         self.assertTrue(s["valid"], s["anomalies"])
 
+    def test_ack_without_offset_counts_when_present(self):
+        h = clean()
+        h.events.append({"type": "invoke", "process": "p0", "value": "p0-3"})
+        h.events.append({"type": "ok", "process": "p0", "value": "p0-3", "partition": 0, "offset": None})
+        h.events = [e for e in h.events if e.get("type") != "final" or e["partition"] != 0]
+        h.final(0, (0, "p0-0"), (1, "p0-1"), (2, "p0-3"))
+        s = h.check()
+        self.assertTrue(s["valid"], s["anomalies"])
+        self.assertEqual(s["stats"]["acked-without-offset"], 1)
+
     def test_marker_without_partitions_resets_all(self):
         h = clean()
         h.marker("lost", "c0", None).poll("c0", (1, 0, "p1-0"))
@@ -168,6 +178,13 @@ class Anomalies(unittest.TestCase):
         h = clean().send("p1", "p1-2", 1, 3)  # acked at the end, final read stops at 2
         a = self.only(h, "unseen")
         self.assertEqual(a["examples"][0]["offset"], 3)
+
+    def test_unseen_ack_without_offset(self):
+        h = clean()
+        h.events.append({"type": "invoke", "process": "p0", "value": "p0-3"})
+        h.events.append({"type": "ok", "process": "p0", "value": "p0-3", "partition": 0, "offset": -1})
+        a = self.only(h, "unseen")
+        self.assertEqual(a["examples"][0]["value"], "p0-3")
 
     def test_unseen_when_the_final_read_of_a_partition_is_missing(self):
         h = H().send("p0", "a", 5, 0)
