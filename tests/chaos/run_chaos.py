@@ -358,6 +358,7 @@ class ConsumerWorker(threading.Thread):
         self.records = 0
         self.errors = collections.Counter()
         self.error = None
+        self.assigned = threading.Event()  # the first assignment arrived
 
     def parts(self, partitions):
         return sorted(tp.partition for tp in partitions)
@@ -379,6 +380,7 @@ class ConsumerWorker(threading.Thread):
 
         def on_assign(consumer, partitions):
             self.history.log(type="assign", process=self.proc, partitions=self.parts(partitions))
+            self.assigned.set()
 
         def on_revoke(consumer, partitions):
             self.history.log(type="revoke", process=self.proc, partitions=self.parts(partitions))
@@ -446,7 +448,8 @@ def main(argv=None):
     run_dir = os.path.join(os.path.abspath(args.work), "chaos_seed%d" % args.seed)
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
-    overrides = {"num.partitions": str(args.partitions)}
+    # No initial rebalance delay: the group forms at once (before the faults).
+    overrides = {"num.partitions": str(args.partitions), "group.initial.rebalance.delay.ms": "0"}
     for kv in args.override:
         k, _, v = kv.partition("=")
         overrides[k] = v
@@ -478,6 +481,12 @@ def main(argv=None):
                      for i in range(args.producers)]
         for w in consumers + producers:
             w.start()
+        # Faults begin once the group has formed: a group whose first join
+        # is cut by a kill every few seconds may never form, and then the
+        # poll checks would check nothing.
+        for w in consumers:
+            harness.check(w.assigned.wait(60), "consumer %s got no assignment within 60s" % w.proc)
+        history.log(type="nemesis", op="start", phase="start")
         t_faults = time.monotonic()
         if args.nemesis:
             nemesis.run(t_faults + args.seconds)
@@ -509,6 +518,9 @@ def main(argv=None):
         summary = checker.check(checker.load(history.path))
         if summary["stats"].get("acked", 0) == 0:
             problems.append("no send was acknowledged: the run proves nothing")
+        if args.consumers and summary["stats"].get("polled-records", 0) == 0:
+            problems.append("the consumers polled nothing: the poll checks prove nothing "
+                            "(assignments: %d)" % history.counts["assign"])
         for n in cluster.nodes:
             n.broker.stop()  # a clean SIGTERM at the end must still exit 0
     except BaseException as e:  # noqa: BLE001 - every failure ends the same way
