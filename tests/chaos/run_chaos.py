@@ -1,0 +1,572 @@
+"""tests/chaos/run_chaos.py: a fault-injection run against real brokers, then the checker.
+
+For --seconds N, on one topic with a few partitions:
+
+  * K producer threads (confluent_kafka, one idempotent acks=all Producer
+    each) send unique values "p<id>-<seq>" to partitions they pick with a
+    seeded generator, and log every invoke and every delivery report (ok
+    with the report's partition and offset; fail, definite or indefinite)
+    to the history;
+  * a consumer group of C threads logs every poll (partition, offset, value)
+    and its assignment callbacks (assign / revoke / lost markers);
+  * the nemesis, seeded, at random intervals picks a fault from --nemesis
+    and a target from the cluster's broker list: `kill` (SIGKILL, a random
+    downtime, start again), `pause` (SIGSTOP for a random time, SIGCONT),
+    `restart` (SIGTERM, which must exit 0, and start again).
+Then it heals (every broker resumed and running), stops the producers and
+waits for their delivery reports (bounded by message.timeout.ms), closes the
+consumers, reads every partition from its log start to its end offset with
+an independent reader (tests/integration/kafka_wire.py, Fetch v4), and runs
+tests/chaos/checker.py over the history.
+
+Exit 0 when the run completed and the checker found nothing; 1 otherwise
+(an anomaly, a broker that would not start or stop cleanly, a run that
+acknowledged nothing, or the wall-clock bound). The run directory
+(<work>/chaos_seed<S>/: history.jsonl, summary.json, the brokers' data and
+logs) is removed on success unless --keep, kept on failure.
+
+Only --brokers 1 works today: topics are not replicated yet. The nemesis
+already chooses its target from Cluster.nodes, and the workload talks to
+Cluster.bootstrap, so a 3-broker cluster (tests/integration/zookeeper.py for
+ZooKeeper, broker overrides node.id and zookeeper.connect) only has to grow
+Cluster.
+
+/usr/bin/python3 (Debian's, with confluent_kafka). See README.md.
+"""
+
+import argparse
+import collections
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import kafka_wire  # noqa: E402
+import checker  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+
+TOPIC = "chaos"
+
+# Delivery-report errors that mean the record was certainly not written.
+# Anything else (timeouts, transport errors, fatal idempotence errors) may
+# or may not have been: an indefinite failure.
+DEFINITE = {KafkaError._PURGE_QUEUE, KafkaError.MSG_SIZE_TOO_LARGE,
+            KafkaError.INVALID_MSG, KafkaError.INVALID_RECORD, KafkaError.RECORD_LIST_TOO_LARGE,
+            KafkaError.INVALID_REQUIRED_ACKS, KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError._INVALID_ARG}
+
+
+class History:
+    """The history file: one JSON object a line, appended under a lock."""
+
+    def __init__(self, path):
+        self.path = path
+        self.f = open(path, "w")
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+        self.counts = collections.Counter()
+
+    def log(self, **event):
+        event["t"] = round(time.monotonic() - self.t0, 4)
+        line = json.dumps(event, separators=(",", ":"))
+        with self.lock:
+            self.f.write(line + "\n")
+            self.counts[event["type"]] += 1
+
+    def close(self):
+        with self.lock:
+            self.f.close()
+
+
+# ------------------------------------------------------------------ cluster
+
+class Node:
+    """One broker process the nemesis can hit; remembers whether it is paused."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.name = broker.name
+        self.paused = False
+
+    def pid(self):
+        return self.broker.proc.pid
+
+    def pause(self):
+        os.kill(self.pid(), signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        if self.paused and self.broker.alive():
+            os.kill(self.pid(), signal.SIGCONT)
+        self.paused = False
+
+    def heal(self):
+        """Resumed and running; returns a note if it had died on its own."""
+        self.resume()
+        note = None
+        if self.broker.proc is not None and not self.broker.alive():
+            note = "%s had exited by itself (status %s)" % (self.name, self.broker.proc.returncode)
+            self.broker.dump_log(40)
+            self.broker.proc = None
+        if self.broker.proc is None:
+            self.broker.start()
+        return note
+
+    def teardown(self):
+        self.resume()
+        self.broker.kill()
+
+
+class Cluster:
+    """The brokers under test. Today one; the nemesis and clients only use
+    `nodes` and `bootstrap`, so growing it is local to this class."""
+
+    def __init__(self, binary, work, brokers, overrides):
+        if brokers != 1:
+            raise SystemExit("--brokers %d: only 1 is supported until topics are replicated "
+                             "(issue #12); Cluster would start ZooKeeper "
+                             "(tests/integration/zookeeper.py) and N brokers with node.id and "
+                             "zookeeper.connect overrides" % brokers)
+        self.nodes = [Node(harness.Broker(binary, work, overrides, name="broker%d" % i,
+                                          start_timeout=60.0, stop_timeout=30.0))
+                      for i in range(brokers)]
+
+    @property
+    def bootstrap(self):
+        return ",".join(n.broker.bootstrap for n in self.nodes)
+
+    def start(self):
+        for n in self.nodes:
+            n.broker.start()
+
+    def create_topic(self, name, partitions):
+        self.nodes[0].broker.create_topic(name, partitions)
+
+    def heal(self):
+        return [note for note in (n.heal() for n in self.nodes) if note]
+
+    def teardown(self):
+        for n in self.nodes:
+            try:
+                n.teardown()
+            except Exception as e:  # noqa: BLE001 - best effort at the end
+                print("[chaos] teardown of %s: %r" % (n.name, e), flush=True)
+
+    def final_read(self, topic, partitions):
+        """{partition: (log_start, end, [(offset, value)])}, read from the first broker."""
+        out = {}
+        b = self.nodes[0].broker
+        with b.conn(timeout=10) as c:
+            for p in range(partitions):
+                lo = c.list_offsets([(topic, [(p, -2)])])[(topic, p)]
+                hi = c.list_offsets([(topic, [(p, -1)])])[(topic, p)]
+                harness.check(lo[0] == 0 and hi[0] == 0, "ListOffsets %s-%d: errors %d, %d" % (topic, p, lo[0], hi[0]))
+                recs, hw = c.fetch_all(topic, p, start=lo[2], deadline_s=30.0)
+                harness.check(hw == hi[2], "%s-%d: high watermark %d, ListOffsets latest %d" % (topic, p, hw, hi[2]))
+                out[p] = (lo[2], hi[2], [(o, v.decode("utf-8", "replace") if v is not None else None)
+                                         for o, _, v in recs])
+        return out
+
+
+# ------------------------------------------------------------------ nemesis
+
+class Nemesis:
+    """Seeded random faults against the cluster's nodes, one at a time."""
+
+    def __init__(self, cluster, ops, rng, history, stop, interval=(1.0, 4.0),
+                 pause_s=(0.5, 8.0), down_s=(0.0, 2.0)):
+        self.cluster, self.ops, self.rng, self.history, self.stop = cluster, ops, rng, history, stop
+        self.interval, self.pause_s, self.down_s = interval, pause_s, down_s
+        self.events = collections.Counter()
+
+    def run(self, deadline):
+        while True:
+            wait = self.rng.uniform(*self.interval)
+            if self.stop.wait(min(wait, max(0.0, deadline - time.monotonic()))):
+                return
+            if time.monotonic() >= deadline:
+                return
+            op = self.rng.choice(self.ops)
+            node = self.rng.choice(self.cluster.nodes)
+            self.history.log(type="nemesis", op=op, node=node.name, phase="start")
+            print("[chaos] %7.2fs nemesis %s %s" % (time.monotonic() - self.history.t0, op, node.name),
+                  flush=True)
+            getattr(self, op)(node)
+            self.history.log(type="nemesis", op=op, node=node.name, phase="end")
+            self.events[op] += 1
+
+    def kill(self, node):
+        node.broker.kill()
+        self.stop.wait(self.rng.uniform(*self.down_s))
+        node.broker.start()
+
+    def pause(self, node):
+        node.pause()
+        self.stop.wait(self.rng.uniform(*self.pause_s))
+        node.resume()
+
+    def restart(self, node):
+        node.broker.stop()  # SIGTERM; must exit 0
+        self.stop.wait(self.rng.uniform(*self.down_s))
+        node.broker.start()
+
+
+# ------------------------------------------------------------------ workload
+
+# librdkafka's own log lines go to <run dir>/clients.log (set up in main), not
+# the test's output: under faults they are many and expected.
+CLIENT_LOG = logging.getLogger("chaos.clients")
+CLIENT_LOG.propagate = False
+
+CLIENT_TIMEOUTS = {
+    "logger": CLIENT_LOG,
+    "broker.address.family": "v4",
+    "socket.timeout.ms": 3000,
+    "socket.connection.setup.timeout.ms": 3000,
+    "reconnect.backoff.ms": 50,
+    "reconnect.backoff.max.ms": 500,
+    "retry.backoff.ms": 100,
+}
+
+
+class ProducerWorker(threading.Thread):
+    def __init__(self, pid, bootstrap, history, stop, seed, partitions, rate, max_in_flight,
+                 message_timeout_ms):
+        super().__init__(name="p%d" % pid, daemon=True)
+        self.proc = "p%d" % pid
+        self.bootstrap, self.history, self.stop = bootstrap, history, stop
+        self.rng = random.Random(seed)
+        self.partitions, self.rate, self.max_in_flight = partitions, rate, max_in_flight
+        self.message_timeout_ms = message_timeout_ms
+        self.outstanding = set()
+        self.seq = 0
+        self.fatal = []
+        self.fatal_errors = []  # every fatal error, for the report
+        self.unresolved = 0
+        self.error = None
+
+    def make(self):
+        conf = dict(CLIENT_TIMEOUTS)
+        conf.update({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                     "linger.ms": 5, "message.timeout.ms": self.message_timeout_ms,
+                     "request.timeout.ms": 3000, "compression.type": "none",
+                     "error_cb": self.on_error})
+        return Producer(conf)
+
+    def on_error(self, err):
+        if err.fatal():
+            self.fatal.append(str(err))
+            self.fatal_errors.append(str(err))
+            self.history.log(type="error", process=self.proc, fatal=True, error=str(err))
+
+    def on_delivery(self, err, msg):
+        v = msg.value().decode()
+        self.outstanding.discard(v)
+        if err is None:
+            self.history.log(type="ok", process=self.proc, value=v, partition=msg.partition(),
+                             offset=msg.offset())
+        else:
+            self.history.log(type="fail", process=self.proc, value=v,
+                             definite=err.code() in DEFINITE, error=str(err))
+
+    def run(self):
+        try:
+            self._run()
+        except BaseException as e:  # noqa: BLE001 - reported by the runner
+            self.error = repr(e) + " at " + traceback.format_exc().strip().splitlines()[-3].strip()
+
+    def serve(self, p, timeout, flush=False):
+        """poll() or flush(); a fatal error raised from there marks the
+        producer for replacement instead of ending the thread."""
+        try:
+            return p.flush(timeout) if flush else p.poll(timeout)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if not (err is not None and hasattr(err, "fatal") and err.fatal()):
+                raise
+            if not self.fatal:
+                self.fatal.append(str(err))
+                self.fatal_errors.append(str(err))
+                self.history.log(type="error", process=self.proc, fatal=True, error=str(err))
+            return len(self.outstanding)
+
+    def _run(self):
+        p = self.make()
+        gap = 1.0 / self.rate
+        next_at = time.monotonic()
+        while not self.stop.is_set():
+            if self.fatal:
+                # The idempotent producer is unusable after a fatal error; what
+                # it had in flight is reported (indefinite) by flush/purge.
+                self.serve(p, self.message_timeout_ms / 1000.0 + 5, flush=True)
+                self.fatal.clear()
+                p = self.make()
+            if len(self.outstanding) >= self.max_in_flight:
+                self.serve(p, 0.05)
+                continue
+            now = time.monotonic()
+            if now < next_at:
+                self.serve(p, next_at - now)  # pacing: serves delivery reports meanwhile
+                continue
+            next_at = max(next_at + gap, now - 1.0)
+            v = "%s-%d" % (self.proc, self.seq)
+            self.seq += 1
+            part = self.rng.randrange(self.partitions)
+            self.history.log(type="invoke", process=self.proc, value=v, partition=part)
+            self.outstanding.add(v)
+            try:
+                p.produce(TOPIC, value=v.encode(), partition=part, on_delivery=self.on_delivery)
+            except BufferError as e:
+                self.outstanding.discard(v)
+                self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
+            except KafkaException as e:
+                # A fatal idempotence error (the broker forgot or rewound this
+                # producer's sequence): refused before sending, so definite.
+                # The producer is replaced at the top of the loop.
+                self.outstanding.discard(v)
+                self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
+                err = e.args[0] if e.args else None
+                if not (err is not None and hasattr(err, "fatal") and err.fatal()):
+                    raise
+                if not self.fatal:
+                    self.fatal.append(str(err))
+            self.serve(p, 0)
+        # Drain: every delivery report within message.timeout.ms (+ margin).
+        self.serve(p, self.message_timeout_ms / 1000.0 + 10, flush=True)
+        self.unresolved = len(self.outstanding)
+        for v in sorted(self.outstanding):
+            self.history.log(type="fail", process=self.proc, value=v, definite=False,
+                             error="no delivery report by the end of the run")
+
+
+class ConsumerWorker(threading.Thread):
+    def __init__(self, cid, bootstrap, history, stop):
+        super().__init__(name="c%d" % cid, daemon=True)
+        self.proc = "c%d" % cid
+        self.bootstrap, self.history, self.stop = bootstrap, history, stop
+        self.records = 0
+        self.errors = collections.Counter()
+        self.error = None
+        self.assigned = threading.Event()  # the first assignment arrived
+
+    def parts(self, partitions):
+        return sorted(tp.partition for tp in partitions)
+
+    def run(self):
+        try:
+            self._run()
+        except BaseException as e:  # noqa: BLE001 - reported by the runner
+            self.error = repr(e) + " at " + traceback.format_exc().strip().splitlines()[-3].strip()
+
+    def _run(self):
+        conf = dict(CLIENT_TIMEOUTS)
+        conf.update({"bootstrap.servers": self.bootstrap, "group.id": "chaos",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": True,
+                     "auto.commit.interval.ms": 500, "session.timeout.ms": 10000,
+                     "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100,
+                     "enable.partition.eof": False})
+        c = Consumer(conf)
+
+        def on_assign(consumer, partitions):
+            self.history.log(type="assign", process=self.proc, partitions=self.parts(partitions))
+            self.assigned.set()
+
+        def on_revoke(consumer, partitions):
+            self.history.log(type="revoke", process=self.proc, partitions=self.parts(partitions))
+
+        def on_lost(consumer, partitions):
+            self.history.log(type="lost", process=self.proc, partitions=self.parts(partitions))
+
+        c.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        try:
+            while not self.stop.is_set():
+                msgs = c.consume(num_messages=500, timeout=0.2)
+                recs = []
+                for m in msgs:
+                    if m.error():
+                        self.errors[m.error().name()] += 1
+                        self.history.log(type="error", process=self.proc, error=str(m.error()))
+                        continue
+                    recs.append([m.partition(), m.offset(), m.value().decode("utf-8", "replace")])
+                if recs:
+                    self.records += len(recs)
+                    self.history.log(type="poll", process=self.proc, records=recs)
+        finally:
+            c.close()
+
+
+# ------------------------------------------------------------------ the run
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--broker", required=True, help="the ciuickafka binary")
+    ap.add_argument("--work", required=True, help="scratch directory")
+    ap.add_argument("--seconds", type=float, default=60, help="how long the faults run")
+    ap.add_argument("--seed", type=int, default=None, help="seeds the nemesis and the producers' partition choice")
+    ap.add_argument("--nemesis", default="kill,pause,restart", help="comma-separated: kill,pause,restart")
+    ap.add_argument("--brokers", type=int, default=1)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--producers", type=int, default=3)
+    ap.add_argument("--consumers", type=int, default=2)
+    ap.add_argument("--rate", type=float, default=100, help="sends per second per producer")
+    ap.add_argument("--max-in-flight", type=int, default=200, help="unacknowledged sends per producer")
+    ap.add_argument("--message-timeout-ms", type=int, default=5000)
+    ap.add_argument("--override", action="append", default=[], metavar="K=V", help="broker config")
+    ap.add_argument("--timeout", type=int, default=None,
+                    help="hard wall-clock bound of the whole run (default: seconds + 100)")
+    ap.add_argument("--keep", action="store_true", help="keep the run directory on success")
+    args = ap.parse_args(argv)
+    args.nemesis = [x for x in args.nemesis.split(",") if x]
+    for op in args.nemesis:
+        if op not in ("kill", "pause", "restart"):
+            ap.error("unknown nemesis %r" % op)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 31)
+    if args.timeout is None:
+        args.timeout = int(args.seconds + 100)
+    return args
+
+
+class WallClock(Exception):
+    pass
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t_start = time.monotonic()
+    run_dir = os.path.join(os.path.abspath(args.work), "chaos_seed%d" % args.seed)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    # No initial rebalance delay: the group forms at once (before the faults).
+    overrides = {"num.partitions": str(args.partitions), "group.initial.rebalance.delay.ms": "0"}
+    for kv in args.override:
+        k, _, v = kv.partition("=")
+        overrides[k] = v
+    print("[chaos] seed %d, %gs of %s, %d broker(s), %d partitions, %d producers, %d consumers; run dir %s" % (
+        args.seed, args.seconds, ",".join(args.nemesis) or "no faults", args.brokers, args.partitions,
+        args.producers, args.consumers, run_dir), flush=True)
+
+    def on_alarm(signum, frame):
+        raise WallClock("run exceeded its %ds wall-clock bound" % args.timeout)
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(args.timeout)
+
+    handler = logging.FileHandler(os.path.join(run_dir, "clients.log"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    CLIENT_LOG.addHandler(handler)
+    CLIENT_LOG.setLevel(logging.DEBUG)
+    rng = random.Random(args.seed)
+    history = History(os.path.join(run_dir, "history.jsonl"))
+    cluster = Cluster(args.broker, run_dir, args.brokers, overrides)
+    stop_producers, stop_consumers, stop_nemesis = threading.Event(), threading.Event(), threading.Event()
+    producers, consumers, problems, summary = [], [], [], None
+    nemesis = Nemesis(cluster, args.nemesis, rng, history, stop_nemesis)
+    try:
+        cluster.start()
+        cluster.create_topic(TOPIC, args.partitions)
+        consumers = [ConsumerWorker(i, cluster.bootstrap, history, stop_consumers) for i in range(args.consumers)]
+        producers = [ProducerWorker(i, cluster.bootstrap, history, stop_producers, rng.randrange(1 << 31),
+                                    args.partitions, args.rate, args.max_in_flight, args.message_timeout_ms)
+                     for i in range(args.producers)]
+        for w in consumers + producers:
+            w.start()
+        # Faults begin once the group has formed: a group whose first join
+        # is cut by a kill every few seconds may never form, and then the
+        # poll checks would check nothing.
+        for w in consumers:
+            harness.check(w.assigned.wait(60), "consumer %s got no assignment within 60s" % w.proc)
+        history.log(type="nemesis", op="start", phase="start")
+        t_faults = time.monotonic()
+        if args.nemesis:
+            nemesis.run(t_faults + args.seconds)
+        else:
+            stop_nemesis.wait(args.seconds)
+        print("[chaos] %7.2fs heal" % (time.monotonic() - history.t0), flush=True)
+        problems += cluster.heal()
+        history.log(type="nemesis", op="heal", phase="end")
+        stop_producers.set()
+        for w in producers:
+            w.join(args.message_timeout_ms / 1000.0 + 30)
+            if w.is_alive():
+                problems.append("producer %s did not finish its flush" % w.proc)
+        stop_consumers.set()
+        for w in consumers:
+            w.join(30)
+            if w.is_alive():
+                problems.append("consumer %s did not close" % w.proc)
+        for w in producers:
+            for err in w.fatal_errors[:3]:
+                problems.append("%s: fatal producer error (a new producer took over): %s" % (w.proc, err))
+        for w in producers + consumers:
+            if w.error:
+                problems.append("%s died: %s" % (w.name, w.error))
+        final = cluster.final_read(TOPIC, args.partitions)
+        for p, (lo, hi, recs) in sorted(final.items()):
+            history.log(type="final", partition=p, log_start=lo, end=hi, records=[list(r) for r in recs])
+        history.close()
+        summary = checker.check(checker.load(history.path))
+        if summary["stats"].get("acked", 0) == 0:
+            problems.append("no send was acknowledged: the run proves nothing")
+        if args.consumers and summary["stats"].get("polled-records", 0) == 0:
+            problems.append("the consumers polled nothing: the poll checks prove nothing "
+                            "(assignments: %d)" % history.counts["assign"])
+        for n in cluster.nodes:
+            n.broker.stop()  # a clean SIGTERM at the end must still exit 0
+    except BaseException as e:  # noqa: BLE001 - every failure ends the same way
+        signal.alarm(0)
+        problems.append("run aborted: %r" % e)
+        traceback.print_exc()
+        for n in cluster.nodes:
+            n.broker.dump_log(40)
+    finally:
+        signal.alarm(0)
+        stop_nemesis.set()
+        stop_producers.set()
+        stop_consumers.set()
+        cluster.teardown()
+
+    wall = time.monotonic() - t_start
+    if summary is not None:
+        print(checker.render(summary))
+        summary["run"] = {"seed": args.seed, "seconds": args.seconds, "nemesis": dict(nemesis.events),
+                          "wall_s": round(wall, 1), "problems": problems,
+                          "client_error_events": history.counts["error"],
+                          "consumer_records": sum(w.records for w in consumers),
+                          "unresolved_sends": sum(w.unresolved for w in producers)}
+        with open(os.path.join(run_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1, sort_keys=True)
+    s = summary["stats"] if summary else {}
+    print("[chaos] seed %d: %d sends invoked, %d acked, %d failed (%d definite, %d indefinite); "
+          "%d records polled; nemesis %s; %.1fs wall" % (
+              args.seed, s.get("invoked", 0), s.get("acked", 0),
+              s.get("failed-definite", 0) + s.get("failed-indefinite", 0),
+              s.get("failed-definite", 0), s.get("failed-indefinite", 0), s.get("polled-records", 0),
+              dict(nemesis.events) or "none", wall), flush=True)
+    ok = summary is not None and summary["valid"] and not problems
+    for p in problems:
+        print("[chaos] PROBLEM: %s" % p, flush=True)
+    if summary is not None:
+        print("[chaos] anomalies: %s" % (", ".join("%s x%d" % (k, a["count"]) for k, a in summary["anomalies"].items())
+                                         or "none"), flush=True)
+    if ok:
+        print("PASS (%.1fs)" % wall, flush=True)
+        if not args.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return 0
+    print("FAIL; run directory kept: %s (replay the schedule with --seed %d)" % (run_dir, args.seed), flush=True)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
