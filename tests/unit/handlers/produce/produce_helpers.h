@@ -22,9 +22,7 @@
 
 namespace ciuickafka::broker::test {
 
-inline std::string test_data_dir() {
-  return (std::filesystem::path(__FILE__).parent_path() / "../../../data").lexically_normal().string();
-}
+inline std::string test_data_dir() { return CK_TEST_DATA_DIR; }
 
 inline std::vector<uint8_t> read_binary(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
