@@ -38,6 +38,21 @@ Status metadata_call(BrokerClient& c, int16_t version = 9) {
   return c.call(req, version, &resp);
 }
 
+// A socket bound to a free loopback port that never listens: connecting to
+// the port is refused while the socket holds it. Returns the fd (the test
+// closes it); *port is the port.
+int bound_unlistened_socket(uint16_t* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // Connects, sends one Metadata request and expects it to fail with kind,
 // leaving the client dead.
 void expect_metadata_call_fails(uint16_t port, NetErrorKind kind) {
@@ -107,15 +122,10 @@ TEST_CASE("ApiVersions falls back when the broker answers UNSUPPORTED_VERSION wi
 
 TEST_CASE("a port nobody listens on fails fast with connect refused") {
   // A bound socket that never listens: the port stays ours and refuses.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  uint16_t port = 0;
+  const int fd = bound_unlistened_socket(&port);
   const auto start = std::chrono::steady_clock::now();
-  auto c = BrokerClient::connect("127.0.0.1", ntohs(a.sin_port), quick_options());
+  auto c = BrokerClient::connect("127.0.0.1", port, quick_options());
   REQUIRE_FALSE(c.ok());
   CHECK(c.error().kind == NetErrorKind::kConnectRefused);
   CHECK(seconds_since(start) < 1.0);
@@ -269,14 +279,9 @@ TEST_CASE("close() from another thread unblocks a waiting call") {
 
 TEST_CASE("ReconnectingClient: close() cuts a backoff wait short") {
   // A refused port: the first call fails and starts a long backoff.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ReconnectingClient rc("127.0.0.1", ntohs(a.sin_port), quick_options(), BackoffOptions{60000, 60000});
+  uint16_t port = 0;
+  const int fd = bound_unlistened_socket(&port);
+  ReconnectingClient rc("127.0.0.1", port, quick_options(), BackoffOptions{60000, 60000});
   protocol::MetadataRequest req;
   protocol::MetadataResponse resp;
   Status first = rc.call(req, 9, &resp);
