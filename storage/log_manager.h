@@ -184,7 +184,6 @@ class LogManager {
   std::vector<PendingDelete> pending_dirs_;    // under mu_
   int64_t last_retention_ms_ = 0;              // under mu_
   int64_t last_checkpoint_ms_ = 0;             // under mu_
-  uint64_t delete_seq_ = 0;                    // under mu_
   bool shut_down_ = false;                     // under mu_
   std::mutex checkpoint_mu_;                   // one checkpoint writer at a time
 
