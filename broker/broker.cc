@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "metrics/process_metrics.h"
+#include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 #include "storage/fd_cache.h"
 #include "storage/index_cache.h"
@@ -50,13 +50,6 @@ std::string read_meta(const std::string& path, const std::string& key) {
   return {};
 }
 
-// A random cluster id in Kafka's form: a UUID, base64url without padding.
-std::string random_cluster_id() {
-  std::random_device rd;
-  protocol::Uuid id;
-  for (auto& b : id.bytes) b = static_cast<uint8_t>(rd());
-  return storage::uuid_to_string(id);
-}
 
 }  // namespace
 
@@ -116,7 +109,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     if (!b->cluster_) return nullptr;
     b->cluster_id_ = b->cluster_->cluster_id();
   }
-  if (b->cluster_id_.empty()) b->cluster_id_ = random_cluster_id();
+  if (b->cluster_id_.empty()) b->cluster_id_ = replication::random_cluster_id();
 
   storage::Status fs_status;
   b->fs_ = storage::io::make_file_system(&fs_status);

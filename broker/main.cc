@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
     for (const auto& e : broker->listeners().advertised) {
       const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
-      endpoints.push_back({e.name, std::string(cfg::to_string(e.protocol)), ep.host, ep.port});
+      endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
     }
     if (!broker->start_cluster(std::move(endpoints), &error)) {
       std::fprintf(stderr, "ciuickafka: zookeeper.connect: %s\n", error.c_str());

@@ -303,9 +303,10 @@ zk::Code ClusterMembership::elect() {
     if (r != zk::Code::kOk && r != zk::Code::kNoNode) return r;
     std::string now_text;
     zk::Stat now_stat;
-    if (id == config_.broker_id &&
-        s->get(std::string(kControllerEpochPath), &now_text, &now_stat) == zk::Code::kOk &&
-        decode_controller_epoch(now_text).ok() && decode_controller_epoch(now_text).value() == next) {
+    const bool epoch_read = id == config_.broker_id &&
+                            s->get(std::string(kControllerEpochPath), &now_text, &now_stat) == zk::Code::kOk;
+    const auto now_epoch = decode_controller_epoch(now_text);
+    if (epoch_read && now_epoch.ok() && now_epoch.value() == next) {
       is_controller_ = true;
       controller_epoch_ = next;
       controller_epoch_zk_version_ = now_stat.version;

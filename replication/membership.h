@@ -42,16 +42,12 @@
 #include <vector>
 
 #include "replication/zk/session.h"
+#include "replication/zk_data.h"
 
 namespace ciuickafka::replication {
 
-struct ListenerEndpoint {
-  std::string listener;           // PLAINTEXT, INTERNAL, ...
-  std::string security_protocol;  // PLAINTEXT (the only one served today)
-  std::string host;
-  int32_t port = 0;
-  bool operator==(const ListenerEndpoint&) const = default;
-};
+// An advertised endpoint, as /brokers/ids/N carries it.
+using ListenerEndpoint = BrokerEndPoint;
 
 struct LiveBroker {
   int32_t id = -1;

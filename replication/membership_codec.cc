@@ -14,7 +14,7 @@ std::string encode_registration(const std::vector<ListenerEndpoint>& endpoints, 
                                 int64_t timestamp_ms) {
   BrokerRegistration b;
   b.version = 5;
-  for (const auto& e : endpoints) b.endpoints.push_back({e.listener, e.host, e.port, e.security_protocol});
+  b.endpoints = endpoints;
   b.timestamp_ms = timestamp_ms;
   b.rack = rack;
   return encode_broker_registration(b);
@@ -27,8 +27,7 @@ bool decode_registration(std::string_view data, std::vector<ListenerEndpoint>* e
     *error = r.error().message;
     return false;
   }
-  endpoints->clear();
-  for (const auto& e : r->endpoints) endpoints->push_back({e.listener, e.security_protocol, e.host, e.port});
+  *endpoints = r->endpoints;
   *rack = r->rack;
   return true;
 }

@@ -19,7 +19,7 @@ LiveBroker broker(int32_t id) {
   LiveBroker b;
   b.id = id;
   b.epoch = 1000 + id;
-  b.endpoints = {{"PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9090 + id}};
+  b.endpoints = {{"PLAINTEXT", "127.0.0.1", 9090 + id, "PLAINTEXT"}};
   return b;
 }
 

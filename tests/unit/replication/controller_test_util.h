@@ -22,7 +22,7 @@ inline LiveBroker broker(int32_t id) {
   LiveBroker b;
   b.id = id;
   b.epoch = 1000 + id;
-  b.endpoints = {{"PLAINTEXT", "PLAINTEXT", "h" + std::to_string(id), 9090 + id}};
+  b.endpoints = {{"PLAINTEXT", "h" + std::to_string(id), 9090 + id, "PLAINTEXT"}};
   return b;
 }
 

@@ -34,7 +34,7 @@ MembershipConfig config_for(int32_t id, std::string local_cluster_id = "") {
 }
 
 std::vector<ListenerEndpoint> endpoints_for(int32_t id) {
-  return {{"PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9090 + id}, {"INTERNAL", "PLAINTEXT", "10.0.0.1", 19090 + id}};
+  return {{"PLAINTEXT", "127.0.0.1", 9090 + id, "PLAINTEXT"}, {"INTERNAL", "10.0.0.1", 19090 + id, "PLAINTEXT"}};
 }
 
 // Waits until pred(view) holds for m (views change on its event thread).
