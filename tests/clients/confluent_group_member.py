@@ -21,6 +21,12 @@ line, written with os.write (survives SIGKILL):
                                           response (from librdkafka's cgrp log)
   {"ev":"closed","t":..}
 
+A commit that fails (REBALANCE_IN_PROGRESS while the group completes a
+rebalance, say) is retried on the next idle poll for the partitions the
+member still owns, as an application committing its position would: else
+a member whose last batch's commit fell into a rebalance would leave its
+committed offsets short of what it read for ever.
+
 While PATH (--pace-file) exists it sleeps 50 ms between logging a batch (of
 at most 100 messages) and committing it, so a member killed mid-stream most
 likely leaves a read but uncommitted tail for the next owner to re-read.
@@ -87,10 +93,35 @@ def parts(ps):
     return sorted(p.partition for p in ps)
 
 
+pending = {}  # part -> next offset whose commit failed; dropped when the part goes
+
+
+def gone(kind, ps):
+    for p in ps:
+        pending.pop(p.partition, None)
+    emit(kind, parts=parts(ps))
+
+
+def commit(nxt):
+    """Commits nxt synchronously, logs the outcome; what failed is kept for a retry."""
+    try:
+        res = c.commit(offsets=[TopicPartition(args.topic, p, o) for p, o in sorted(nxt.items())],
+                       asynchronous=False)
+        bad = [str(tp.error) for tp in res if tp.error is not None]
+        emit("commit", ok=not bad, offs={str(p): o for p, o in nxt.items()}, err=bad or None)
+    except KafkaException as e:
+        bad = [str(e)]
+        emit("commit", ok=False, offs={str(p): o for p, o in nxt.items()}, err=str(e))
+    if bad:
+        pending.update(nxt)
+    else:
+        pending.clear()
+
+
 c.subscribe([args.topic],
             on_assign=lambda _c, ps: emit("assign", parts=parts(ps)),
-            on_revoke=lambda _c, ps: emit("revoke", parts=parts(ps)),
-            on_lost=lambda _c, ps: emit("lost", parts=parts(ps)))
+            on_revoke=lambda _c, ps: gone("revoke", ps),
+            on_lost=lambda _c, ps: gone("lost", ps))
 
 deadline = time.monotonic() + args.max_seconds
 while not stop and time.monotonic() < deadline:
@@ -104,17 +135,13 @@ while not stop and time.monotonic() < deadline:
         batch.append([m.partition(), m.offset(), m.key().decode(), m.value().decode()])
         nxt[m.partition()] = max(nxt.get(m.partition(), 0), m.offset() + 1)
     if not batch:
+        if pending:
+            commit(dict(pending))
         continue
     emit("read", m=batch)
     if args.pace_file and os.path.exists(args.pace_file):
         time.sleep(0.05)  # between read and commit: a SIGKILL now leaves an uncommitted tail
-    try:
-        res = c.commit(offsets=[TopicPartition(args.topic, p, o) for p, o in sorted(nxt.items())],
-                       asynchronous=False)
-        bad = [str(tp.error) for tp in res if tp.error is not None]
-        emit("commit", ok=not bad, offs={str(p): o for p, o in nxt.items()}, err=bad or None)
-    except KafkaException as e:
-        emit("commit", ok=False, offs={str(p): o for p, o in nxt.items()}, err=str(e))
+    commit({**pending, **nxt})
 
 c.close()
 emit("closed")
