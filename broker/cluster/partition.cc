@@ -1,6 +1,8 @@
 // broker/cluster/partition.cc: the append path and the high watermark.
 #include "broker/cluster/partition.h"
 
+#include <algorithm>
+
 namespace ciuickafka::broker {
 
 Partition::Partition(storage::TopicPartition tp, protocol::Uuid topic_id,
@@ -9,13 +11,43 @@ Partition::Partition(storage::TopicPartition tp, protocol::Uuid topic_id,
     : tp_(std::move(tp)),
       topic_id_(topic_id),
       log_(std::move(log)),
-      leader_epoch_(leader_epoch),
-      listeners_(listeners) {
+      listeners_(listeners),
+      leader_epoch_(leader_epoch) {
+  auto st = std::make_shared<PartitionRoleState>();
+  st->leader_epoch = leader_epoch;
+  role_state_ = std::move(st);
   refresh_high_watermark();
 }
 
+std::shared_ptr<const PartitionRoleState> Partition::role_state() const {
+  std::lock_guard<std::mutex> lock(role_mu_);
+  return role_state_;
+}
+
+void Partition::set_role(PartitionRoleState state) {
+  auto next = std::make_shared<const PartitionRoleState>(std::move(state));
+  std::lock_guard<std::mutex> lock(role_mu_);
+  leader_epoch_.store(next->leader_epoch, std::memory_order_release);
+  role_.store(next->role, std::memory_order_release);
+  role_state_ = std::move(next);
+}
+
+void Partition::set_high_watermark(int64_t hw, bool allow_backwards) {
+  hw = std::min(hw, log_->log_end_offset());
+  int64_t cur = high_watermark_.load(std::memory_order_relaxed);
+  bool moved = false;
+  if (allow_backwards) {
+    moved = high_watermark_.exchange(hw, std::memory_order_acq_rel) != hw;
+  } else {
+    while (cur < hw && !high_watermark_.compare_exchange_weak(cur, hw, std::memory_order_acq_rel)) {
+    }
+    moved = cur < hw;
+  }
+  if (moved && listeners_ != nullptr) listeners_->notify(*this);
+}
+
 storage::Result<storage::AppendResult> Partition::append(std::span<uint8_t> records, int64_t now_ms) {
-  auto result = log_->append(records, leader_epoch_, now_ms);
+  auto result = log_->append(records, leader_epoch(), now_ms);
   if (!result.is_ok()) return result;
   after_append();
   return result;
@@ -26,7 +58,7 @@ storage::Result<storage::AppendResult> Partition::append_async(std::span<uint8_t
                                                                std::function<void(storage::Status)> done,
                                                                bool validated) {
   return log_->append_async(
-      records, leader_epoch_, now_ms, ring,
+      records, leader_epoch(), now_ms, ring,
       [this, done = std::move(done)](storage::Status s) {
         if (s.is_ok()) after_append();
         done(std::move(s));
@@ -37,6 +69,11 @@ storage::Result<storage::AppendResult> Partition::append_async(std::span<uint8_t
 void Partition::after_append() {
   // Single node: everything written is replicated to every replica there is.
   // The HW only ever moves forward, even if two appends finish out of order.
+  // A replicated leader moves it from its followers' positions instead.
+  if (!hw_follows_leo()) {
+    if (listeners_ != nullptr) listeners_->notify(*this);
+    return;
+  }
   const int64_t leo = log_->log_end_offset();
   int64_t hw = high_watermark_.load(std::memory_order_relaxed);
   while (hw < leo && !high_watermark_.compare_exchange_weak(hw, leo, std::memory_order_acq_rel)) {

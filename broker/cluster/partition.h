@@ -31,6 +31,25 @@
 namespace ciuickafka::broker {
 
 class Partition;
+
+// A partition's replica role on this broker. Single-node mode: always the
+// leader with ISR = [this node]. Cluster mode: whatever the controller's
+// last LeaderAndIsr said (kOffline until one arrives, and after StopReplica).
+enum class ReplicaRole : uint8_t { kLeader, kFollower, kOffline };
+
+// The leadership the controller assigned (LeaderAndIsr's partition state).
+struct PartitionRoleState {
+  ReplicaRole role = ReplicaRole::kLeader;
+  int32_t leader_id = -1;
+  int32_t leader_epoch = 0;
+  int32_t partition_epoch = 0;   // the state znode's zkVersion
+  int32_t controller_epoch = 0;  // of the controller that wrote the state
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+  std::vector<int32_t> adding_replicas;
+  std::vector<int32_t> removing_replicas;
+};
+
 using AppendListener = std::function<void(const Partition&)>;
 
 // Who wants to hear about appends (the fetch waiting room). Listeners are
@@ -56,7 +75,17 @@ class Partition {
   const std::string& topic() const { return tp_.topic; }
   int32_t index() const { return tp_.partition; }
   const protocol::Uuid& topic_id() const { return topic_id_; }
-  int32_t leader_epoch() const { return leader_epoch_; }
+  // The epoch every batch this broker leads is written under, and the one
+  // fetches and produces are fenced against.
+  int32_t leader_epoch() const { return leader_epoch_.load(std::memory_order_acquire); }
+
+  // The role LeaderAndIsr last set (single node: leader of [this node]).
+  std::shared_ptr<const PartitionRoleState> role_state() const;
+  ReplicaRole role() const { return role_.load(std::memory_order_acquire); }
+  bool is_leader() const { return role() == ReplicaRole::kLeader; }
+  // Installs a new role; leader_epoch() follows state.leader_epoch. The
+  // caller (the replica manager) checks epochs and serialises the calls.
+  void set_role(PartitionRoleState state);
 
   storage::Log& log() const { return *log_; }
   const std::shared_ptr<storage::Log>& log_ptr() const { return log_; }
@@ -82,15 +111,30 @@ class Partition {
   // Re-reads the LEO into the HW (after recovery or DeleteRecords).
   void refresh_high_watermark();
 
+  // Replication: while hw_follows_leo() (single node, or a leader whose ISR
+  // is itself alone) every completed append moves the HW to the LEO. A
+  // replicated leader turns it off and moves the HW itself from the
+  // followers' positions; a follower sets the HW the leader reported.
+  bool hw_follows_leo() const { return hw_follows_leo_.load(std::memory_order_acquire); }
+  void set_hw_follows_leo(bool on) { hw_follows_leo_.store(on, std::memory_order_release); }
+  // Sets the HW (capped at the LEO) and wakes the listeners when it moved.
+  // Forward only, unless allow_backwards (a follower truncated, a new leader
+  // starting from its own HW).
+  void set_high_watermark(int64_t hw, bool allow_backwards = false);
+
  private:
   const storage::TopicPartition tp_;
   const protocol::Uuid topic_id_;
   const std::shared_ptr<storage::Log> log_;
-  const int32_t leader_epoch_;
   const AppendListeners* const listeners_;  // owned by the broker; may be null
   void after_append();
 
+  std::atomic<int32_t> leader_epoch_;
+  std::atomic<ReplicaRole> role_{ReplicaRole::kLeader};
+  std::atomic<bool> hw_follows_leo_{true};
   std::atomic<int64_t> high_watermark_{0};
+  mutable std::mutex role_mu_;  // guards role_state_ (the pointer)
+  std::shared_ptr<const PartitionRoleState> role_state_;
 };
 
 }  // namespace ciuickafka::broker
