@@ -110,6 +110,10 @@ class ClusterMembership {
   std::shared_ptr<const ClusterView> view() const;
   void set_listener(MembershipListener l);
 
+  // The current ZooKeeper session (replaced after an expiry; null before
+  // open() connected), for the broker's own reads (topic configs...).
+  std::shared_ptr<zk::Session> session() const;
+
   // Counters for metrics.
   uint64_t session_expirations() const { return expirations_.load(); }
   uint64_t controller_elections_won() const { return elections_won_.load(); }
@@ -133,7 +137,6 @@ class ClusterMembership {
   zk::Code read_controller(int32_t* id);
   zk::Code read_brokers(std::vector<LiveBroker>* out);
   void publish(ClusterView v);
-  std::shared_ptr<zk::Session> session() const;
 
   zk::Client& client_;
   const MembershipConfig config_;
