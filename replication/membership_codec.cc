@@ -44,4 +44,16 @@ std::string random_cluster_id() {
   return storage::uuid_to_string(id);
 }
 
+protocol::Uuid random_topic_id() {
+  std::random_device rd;
+  for (;;) {
+    protocol::Uuid id;
+    for (auto& b : id.bytes) b = static_cast<uint8_t>(rd());
+    bool metadata_id = id.bytes[15] == 1;
+    for (size_t i = 0; i < 15 && metadata_id; ++i) metadata_id = id.bytes[i] == 0;
+    if (id.is_zero() || metadata_id || storage::uuid_to_string(id).starts_with('-')) continue;
+    return id;
+  }
+}
+
 }  // namespace ciuickafka::replication

@@ -26,5 +26,8 @@ bool parse_broker_id(std::string_view name, int32_t* id);
 
 // A new cluster id in Kafka's form (a random UUID, base64url, 22 chars).
 std::string random_cluster_id();
+// A new topic id as Kafka's Uuid.randomUuid makes it: never zero, never the
+// metadata topic's id (0, 1), never one whose base64 form starts with '-'.
+protocol::Uuid random_topic_id();
 
 }  // namespace ciuickafka::replication

@@ -47,6 +47,9 @@ class ZkCluster {
   // The cluster as last read from ZooKeeper; null before start().
   std::shared_ptr<const replication::ClusterView> view() const { return membership_->view(); }
 
+  // The ZooKeeper session now (a new one after an expiry); null before open().
+  std::shared_ptr<replication::zk::Session> session() const { return membership_->session(); }
+
   // Active controller count and session expirations, read at scrape time.
   void export_metrics(metrics::Registry& registry);
 

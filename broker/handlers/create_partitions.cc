@@ -6,10 +6,15 @@
 // assignments, when given, must have one entry per new partition, each
 // exactly [this node]; otherwise INVALID_REPLICA_ASSIGNMENT, as Kafka says
 // of an assignment it cannot honour. A topic named twice in one request is
-// INVALID_REQUEST; validate_only checks and changes nothing.
+// INVALID_REQUEST; validate_only checks and changes nothing. Cluster mode:
+// the added partitions are assigned over the live brokers (or as given,
+// naming live brokers with the topic's replication factor) and written to
+// /brokers/topics/T on the admin worker (broker/cluster/zk_topics.h).
 #include <map>
 
+#include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
+#include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
@@ -53,12 +58,17 @@ Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic
   return result(t.name, e.code, e.message);
 }
 
-void handle_create_partitions(RequestContext&& ctx) {
-  CreatePartitionsRequest req;
-  if (!decode_request(ctx, req)) {
-    ctx.respond(Response::close());
-    return;
-  }
+// Cluster mode: the new partitions' assignment goes to /brokers/topics/T.
+Result grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequest::CreatePartitionsTopic& t,
+                       bool validate_only) {
+  std::vector<std::vector<int32_t>> assignment;
+  if (t.assignments)
+    for (const auto& a : *t.assignments) assignment.push_back(a.broker_ids);
+  TopicError e = admin.add_partitions(t.name, t.count, assignment, validate_only);
+  return result(t.name, e.code, e.message);
+}
+
+void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmin* admin) {
   std::map<std::string, int> count;
   for (const auto& t : req.topics) ++count[t.name];
   CreatePartitionsResponse resp;
@@ -67,9 +77,46 @@ void handle_create_partitions(RequestContext&& ctx) {
       resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
       continue;
     }
-    resp.results.push_back(grow(*ctx.broker, t, req.validate_only));
+    if (admin != nullptr)
+      resp.results.push_back(grow_in_cluster(*admin, t, req.validate_only));
+    else
+      resp.results.push_back(grow(*ctx.broker, t, req.validate_only));
   }
   ctx.respond(make_response(ctx, resp));
+}
+
+void handle_create_partitions(RequestContext&& ctx) {
+  auto req = std::make_shared<CreatePartitionsRequest>();
+  if (!decode_request(ctx, *req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr) {
+    answer(ctx, *req, nullptr);
+    return;
+  }
+  auto fail_all = [](RequestContext& c, const CreatePartitionsRequest& r, const std::string& why) {
+    CreatePartitionsResponse resp;
+    for (const auto& t : r.topics) resp.results.push_back(result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
+    c.respond(make_response(c, resp));
+  };
+  // ZooKeeper calls block: off the network thread.
+  bool posted = broker.service<admin::AdminWorker>().post([ctx, req, fail_all]() mutable {
+    Broker& b = *ctx.broker;
+    auto session = b.cluster()->session();
+    auto view = b.cluster()->view();
+    if (!session) {
+      fail_all(ctx, *req, "Not connected to ZooKeeper.");
+      return;
+    }
+    std::vector<replication::BrokerRack> live;
+    if (view)
+      for (const auto& lb : view->brokers) live.push_back({lb.id, lb.rack});
+    ZkTopicAdmin admin(*session, b.topics(), std::move(live));
+    answer(ctx, *req, &admin);
+  });
+  if (!posted) fail_all(ctx, *req, "The broker is shutting down.");
 }
 
 }  // namespace

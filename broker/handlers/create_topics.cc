@@ -14,12 +14,20 @@
 //   - v5+ successful (and validate_only) results carry num_partitions,
 //     replication_factor and the topic's effective configs (v7 its id; zero
 //     when validate_only, as nothing was created).
-// timeout_ms is ignored: creation is complete when we answer.
+// Single node: timeout_ms is ignored, creation is complete when we answer.
+// Cluster mode (zookeeper.connect): the checks and the write go to
+// ZooKeeper on the admin worker (broker/cluster/zk_topics.h): the
+// assignment spans the live brokers, explicit assignments may name any
+// broker (Kafka does not check them against the live ones on create), and
+// the topic is created when its znodes are written; the controller then
+// elects its leaders.
 #include <map>
 #include <set>
 
+#include "broker/admin/admin_worker.h"
 #include "broker/admin/config_describe.h"
 #include "broker/broker.h"
+#include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
@@ -66,6 +74,34 @@ TopicError check_assignments(const CreateTopicsRequest::CreatableTopic& t, int32
   return {};
 }
 
+// v5+ results: partitions, replication factor and the effective configs.
+void describe_created(Broker& broker, const Topic& topic, int32_t partitions, Result* r) {
+  r->num_partitions = partitions;
+  r->replication_factor = topic.replication_factor;
+  std::vector<CreateTopicsResponse::CreatableTopicConfigs> out;
+  for (const admin::DescribedConfig& d : admin::describe_topic_configs(broker.topics(), topic, std::nullopt, false)) {
+    CreateTopicsResponse::CreatableTopicConfigs c;
+    c.name = d.name;
+    c.value = d.value;
+    c.read_only = d.read_only;
+    c.config_source = static_cast<int8_t>(d.source);
+    c.is_sensitive = d.is_sensitive;
+    out.push_back(std::move(c));
+  }
+  r->configs = std::move(out);
+}
+
+TopicError read_configs(const CreateTopicsRequest::CreatableTopic& t, ConfigMap* configs,
+                        std::vector<std::string>* order) {
+  for (const auto& c : t.configs) {
+    if (!c.value.has_value())
+      return {ErrorCode::INVALID_CONFIG, "Null value not supported for topic configs: " + c.name};
+    (*configs)[c.name] = *c.value;
+    if (order != nullptr) order->push_back(c.name);
+  }
+  return {};
+}
+
 Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
                   int16_t version) {
   int32_t partitions = t.num_partitions;
@@ -76,11 +112,7 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
     replication = 1;
   }
   ConfigMap configs;
-  for (const auto& c : t.configs) {
-    if (!c.value.has_value())
-      return failed(t.name, ErrorCode::INVALID_CONFIG, "Null value not supported for topic configs: " + c.name);
-    configs[c.name] = *c.value;
-  }
+  if (TopicError e = read_configs(t, &configs, nullptr); !e.ok()) return failed(t.name, e.code, e.message);
   TopicTable::Created created =
       broker.topics().create(t.name, partitions, replication, configs, validate_only, Broker::now_ms());
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
@@ -90,31 +122,60 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
   r.error_message = std::nullopt;
   const Topic& topic = *created.topic;
   if (!validate_only) r.topic_id = topic.id;
-  if (version >= 5) {
-    r.num_partitions = validate_only ? (partitions == -1 ? broker.config().get_int("num.partitions") : partitions)
-                                     : static_cast<int32_t>(topic.partitions.size());
-    r.replication_factor = topic.replication_factor;
-    std::vector<CreateTopicsResponse::CreatableTopicConfigs> out;
-    for (const admin::DescribedConfig& d : admin::describe_topic_configs(broker.topics(), topic, std::nullopt, false)) {
-      CreateTopicsResponse::CreatableTopicConfigs c;
-      c.name = d.name;
-      c.value = d.value;
-      c.read_only = d.read_only;
-      c.config_source = static_cast<int8_t>(d.source);
-      c.is_sensitive = d.is_sensitive;
-      out.push_back(std::move(c));
+  if (version >= 5)
+    describe_created(broker, topic,
+                     validate_only ? (partitions == -1 ? broker.config().get_int("num.partitions") : partitions)
+                                   : static_cast<int32_t>(topic.partitions.size()),
+                     &r);
+  return r;
+}
+
+// Cluster mode: the topic goes to ZooKeeper (broker/cluster/zk_topics.h);
+// the controller creates its partitions on the brokers it names.
+Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
+                             bool validate_only, int16_t version) {
+  ZkNewTopic n;
+  n.name = t.name;
+  n.partitions = t.num_partitions;
+  n.replication_factor = t.replication_factor;
+  if (!t.assignments.empty()) {
+    if (t.num_partitions != -1 || t.replication_factor != -1)
+      return failed(t.name, ErrorCode::INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.");
+    for (const auto& a : t.assignments) {
+      if (a.partition_index < 0 || n.assignment.count(a.partition_index))
+        return failed(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+                      "Invalid partition index " + std::to_string(a.partition_index) + " in the replica assignment.");
+      n.assignment[a.partition_index] = a.broker_ids;
     }
-    r.configs = std::move(out);
+  }
+  if (TopicError e = read_configs(t, &n.configs, &n.config_order); !e.ok()) return failed(t.name, e.code, e.message);
+  ZkTopicResult created = admin.create(n, validate_only);
+  if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
+  Result r;
+  r.name = t.name;
+  r.error_message = std::nullopt;
+  r.topic_id = created.id;
+  if (version >= 5) {
+    Topic topic;
+    topic.name = t.name;
+    topic.id = created.id;
+    topic.replication_factor = created.replication_factor;
+    topic.configs = n.configs;
+    describe_created(broker, topic, static_cast<int32_t>(created.assignment.size()), &r);
   }
   return r;
 }
 
-void handle_create_topics(RequestContext&& ctx) {
-  CreateTopicsRequest req;
-  if (!decode_request(ctx, req)) {
-    ctx.respond(Response::close());
-    return;
-  }
+void answer_all_failed(RequestContext& ctx, const CreateTopicsRequest& req, ErrorCode code, const std::string& why) {
+  CreateTopicsResponse resp;
+  for (const auto& t : req.topics) resp.topics.push_back(failed(t.name, code, why));
+  ctx.respond(make_response(ctx, resp));
+}
+
+// Answers the request; admin is set in cluster mode (topics go to ZooKeeper).
+void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* admin) {
   Broker& broker = *ctx.broker;
   std::map<std::string, int> count;
   for (const auto& t : req.topics) ++count[t.name];
@@ -129,9 +190,41 @@ void handle_create_topics(RequestContext&& ctx) {
                                          "` contains multiple entries for the following topics: " + t.name));
       continue;
     }
-    resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version()));
+    if (admin != nullptr)
+      resp.topics.push_back(create_one_in_cluster(broker, *admin, t, req.validate_only, ctx.api_version()));
+    else
+      resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version()));
   }
   ctx.respond(make_response(ctx, resp));
+}
+
+void handle_create_topics(RequestContext&& ctx) {
+  auto req = std::make_shared<CreateTopicsRequest>();
+  if (!decode_request(ctx, *req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr) {
+    answer(ctx, *req, nullptr);
+    return;
+  }
+  // ZooKeeper calls block: off the network thread.
+  auto posted = broker.service<admin::AdminWorker>().post([ctx, req]() mutable {
+    Broker& b = *ctx.broker;
+    auto session = b.cluster()->session();
+    auto view = b.cluster()->view();
+    std::vector<replication::BrokerRack> live;
+    if (view)
+      for (const auto& lb : view->brokers) live.push_back({lb.id, lb.rack});
+    if (!session) {
+      answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, "Not connected to ZooKeeper.");
+      return;
+    }
+    ZkTopicAdmin admin(*session, b.topics(), std::move(live));
+    answer(ctx, *req, &admin);
+  });
+  if (!posted) answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, "The broker is shutting down.");
 }
 
 }  // namespace

@@ -8,16 +8,22 @@
 //     deleted: INVALID_TOPIC_EXCEPTION;
 //   - unknown name UNKNOWN_TOPIC_OR_PARTITION, unknown id UNKNOWN_TOPIC_ID;
 //   - a topic named twice in one request: INVALID_REQUEST for it.
-// Deletion is complete when we answer (the logs are renamed to -delete and
-// removed later by the log manager); the topic's metric series go with it.
+// Single node: deletion is complete when we answer (the logs are renamed to
+// -delete and removed later by the log manager); the topic's metric series
+// go with it. Cluster mode: the topic is marked in /admin/delete_topics (on
+// the admin worker, broker/cluster/zk_topics.h) and the controller deletes
+// it; a topic already marked is success again.
 #include <map>
 #include <set>
 
+#include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
+#include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/delete_topics.h"
+#include "replication/zk_data.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -43,10 +49,46 @@ Result result(const Target& t, ErrorCode code, std::optional<std::string> messag
   return r;
 }
 
-Result delete_one(Broker& broker, Target t, int16_t version) {
+// Cluster mode: the topic is marked in /admin/delete_topics; the controller
+// stops and deletes its replicas and removes its znodes.
+Result delete_one_in_cluster(ZkTopicAdmin& admin, replication::zk::Session& zk, Target t) {
+  if (!t.name) {
+    // By id: the topic whose assignment znode carries it.
+    std::vector<std::string> names;
+    replication::zk::Code c = zk.children(std::string(replication::kTopicsPath), &names);
+    if (c != replication::zk::Code::kOk)
+      return result(t, ErrorCode::REQUEST_TIMED_OUT,
+                    "ZooKeeper did not complete the topic list read: " + std::string(replication::zk::to_string(c)));
+    for (const std::string& n : names) {
+      replication::TopicAssignment a;
+      int32_t version = -1;
+      TopicError e;
+      if (admin.read_assignment(n, &a, &version, &e) && a.topic_id && *a.topic_id == t.id) {
+        t.name = n;
+        break;
+      }
+    }
+    if (!t.name) return result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+  }
+  if (*t.name == "__consumer_offsets" || *t.name == "__transaction_state")
+    return result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
+                  "Topic " + *t.name + " is a kafka internal topic and is not allowed to be marked for deletion.");
+  if (t.id.is_zero()) {
+    replication::TopicAssignment a;
+    int32_t version = -1;
+    TopicError e;
+    if (admin.read_assignment(*t.name, &a, &version, &e) && a.topic_id) t.id = *a.topic_id;
+  }
+  TopicError e = admin.mark_for_deletion(*t.name);
+  return result(t, e.code, e.message);
+}
+
+Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin,
+                  replication::zk::Session* zk) {
   if (!broker.config().get_bool("delete.topic.enable"))
     return result(t, version < 3 ? ErrorCode::INVALID_REQUEST : ErrorCode::TOPIC_DELETION_DISABLED,
                   "Topic deletion is disabled.");
+  if (admin != nullptr) return delete_one_in_cluster(*admin, *zk, std::move(t));
   std::shared_ptr<const Topic> topic;
   if (t.name) {
     topic = broker.topics().find(*t.name);
@@ -65,12 +107,8 @@ Result delete_one(Broker& broker, Target t, int16_t version) {
   return result(t, e.code, e.message);
 }
 
-void handle_delete_topics(RequestContext&& ctx) {
-  DeleteTopicsRequest req;
-  if (!decode_request(ctx, req)) {
-    ctx.respond(Response::close());
-    return;
-  }
+void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* admin,
+            replication::zk::Session* zk) {
   const int16_t version = ctx.api_version();
   std::vector<Target> targets;
   if (version >= 6) {
@@ -95,10 +133,44 @@ void handle_delete_topics(RequestContext&& ctx) {
     } else if ((t.name && names[*t.name] > 1) || (!t.name && ids[t.id] > 1)) {
       resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
     } else {
-      resp.responses.push_back(delete_one(*ctx.broker, t, version));
+      resp.responses.push_back(delete_one(*ctx.broker, t, version, admin, zk));
     }
   }
   ctx.respond(make_response(ctx, resp));
+}
+
+void handle_delete_topics(RequestContext&& ctx) {
+  auto req = std::make_shared<DeleteTopicsRequest>();
+  if (!decode_request(ctx, *req)) {
+    ctx.respond(Response::close());
+    return;
+  }
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr) {
+    answer(ctx, *req, nullptr, nullptr);
+    return;
+  }
+  auto fail_all = [](RequestContext& c, const DeleteTopicsRequest& r, const std::string& why) {
+    DeleteTopicsResponse resp;
+    if (c.api_version() >= 6) {
+      for (const auto& s : r.topics) resp.responses.push_back(result({s.name, s.topic_id}, ErrorCode::REQUEST_TIMED_OUT, why));
+    } else {
+      for (const auto& n : r.topic_names) resp.responses.push_back(result({n, {}}, ErrorCode::REQUEST_TIMED_OUT, why));
+    }
+    c.respond(make_response(c, resp));
+  };
+  // ZooKeeper calls block: off the network thread.
+  bool posted = broker.service<admin::AdminWorker>().post([ctx, req, fail_all]() mutable {
+    Broker& b = *ctx.broker;
+    auto session = b.cluster()->session();
+    if (!session) {
+      fail_all(ctx, *req, "Not connected to ZooKeeper.");
+      return;
+    }
+    ZkTopicAdmin admin(*session, b.topics(), {});
+    answer(ctx, *req, &admin, session.get());
+  });
+  if (!posted) fail_all(ctx, *req, "The broker is shutting down.");
 }
 
 }  // namespace
