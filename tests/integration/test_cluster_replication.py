@@ -1,0 +1,278 @@
+"""tests/integration/test_cluster_replication.py: replicated topics on a ZooKeeper cluster.
+
+Usage: test_cluster_replication.py --broker BIN --work DIR SCENARIO
+
+Real processes on 127.0.0.1: Debian's ZooKeeper (standalone) and three
+ciuickafka brokers with zookeeper.connect (a chroot) and a 3 s session
+timeout. Topics are made and driven with confluent-kafka (librdkafka's admin
+client, producer and consumer); Kafka's znodes are read with kazoo.
+
+Scenarios:
+  topics      CreateTopics (6 partitions, replication factor 3, a config)
+              writes Kafka's /brokers/topics/T (v3, a topic id, 3 distinct
+              live brokers per partition, preferred leaders spread over all
+              three) and /config/topics/T; the controller writes every
+              partition's state (leader = first replica, ISR = all three);
+              Metadata from each broker names those leaders and ISRs, and
+              the topic's log directories exist on exactly the brokers
+              named. Replication factor 4 is INVALID_REPLICATION_FACTOR
+              naming 3 brokers; the same name again TOPIC_ALREADY_EXISTS.
+              CreatePartitions to 8 adds two partitions with leaders.
+              DeleteTopics removes the znodes and, on every broker, the logs.
+  failover    a replication-factor-3 topic, min.insync.replicas 2: 3,000
+              records produced with acks=all, kill -9 of the leader of
+              partition 0 while producing goes on; another replica becomes
+              leader with a higher leader epoch, producing continues, and a
+              consumer reads every acknowledged record (no acknowledged
+              record lost, each once at one offset). The killed broker
+              restarts, catches up and is back in every ISR; then the other
+              two are killed: it leads every partition and a consumer reads
+              every acknowledged record from it alone.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import zookeeper  # noqa: E402
+from harness import check, wait_until  # noqa: E402
+
+CHROOT = "/ck-repl"
+SESSION_MS = 3000
+
+
+def start_cluster(ctx, zk, n=3, extra=None):
+    out = []
+    for i in range(1, n + 1):
+        o = {"node.id": str(i), "zookeeper.connect": zk.connect + CHROOT,
+             "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": "5000"}
+        o.update(extra or {})
+        out.append(ctx.broker(o, name="broker%d" % i))
+    return out
+
+
+def admin(brokers):
+    from confluent_kafka.admin import AdminClient
+    return AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers),
+                        "broker.address.family": "v4"})
+
+
+def create(brokers, name, partitions, rf, configs=None):
+    """CreateTopics; returns the KafkaError code (0 on success) and its message."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+    fs = admin(brokers).create_topics([NewTopic(name, partitions, rf, config=configs or {})], request_timeout=30)
+    try:
+        fs[name].result(30)
+        return 0, ""
+    except KafkaException as e:
+        err = e.args[0]
+        return err.code(), err.str()
+
+
+def zk_json(kz, path):
+    data, _ = kz.get(path)
+    return json.loads(data.decode("utf-8"))
+
+
+def partition_states(kz, topic):
+    out = {}
+    path = "/brokers/topics/%s/partitions" % topic
+    if not kz.exists(path):
+        return out
+    for p in kz.get_children(path):
+        sp = "%s/%s/state" % (path, p)
+        if kz.exists(sp):
+            out[int(p)] = zk_json(kz, sp)
+    return out
+
+
+def metadata(b, topic):
+    """{partition: (leader, replicas, isrs)} from one broker's Metadata, or None if the topic errs."""
+    from confluent_kafka.admin import AdminClient
+    md = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        return None
+    return {p: (pm.leader, sorted(pm.replicas), sorted(pm.isrs)) for p, pm in t.partitions.items()}
+
+
+def log_dirs(b, topic):
+    return sorted(int(d.rsplit("-", 1)[1]) for d in os.listdir(b.data_dir)
+                  if d.rsplit("-", 1)[0] == topic and d.rsplit("-", 1)[1].isdigit())
+
+
+def wait_leaders(brokers, topic, parts, want_isr=None, timeout=30):
+    def ready():
+        for b in brokers:
+            md = metadata(b, topic)
+            if md is None or len(md) != parts or any(v[0] < 0 for v in md.values()):
+                return False
+            if want_isr is not None and any(len(v[2]) != want_isr for v in md.values()):
+                return False
+        return True
+    wait_until(ready, timeout, "every broker's Metadata to show %d partitions of %s with leaders" % (parts, topic),
+               interval=0.2)
+
+
+def scenario_topics(ctx, zk):
+    brokers = start_cluster(ctx, zk)
+    by_id = {i + 1: b for i, b in enumerate(brokers)}
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+
+    code, msg = create(brokers, "repl-a", 6, 3, {"retention.ms": "3600000"})
+    check(code == 0, "CreateTopics repl-a: %s %s" % (code, msg))
+    t = zk_json(kz, "/brokers/topics/repl-a")
+    check(t["version"] == 3 and t.get("topic_id"), "topic znode %s" % t)
+    check(sorted(t["partitions"]) == [str(p) for p in range(6)], "partitions %s" % sorted(t["partitions"]))
+    for p, replicas in t["partitions"].items():
+        check(sorted(replicas) == [1, 2, 3], "partition %s replicas %s" % (p, replicas))
+    check({r[0] for r in t["partitions"].values()} == {1, 2, 3}, "preferred leaders not spread: %s" % t["partitions"])
+    cfg = zk_json(kz, "/config/topics/repl-a")
+    check(cfg["config"] == {"retention.ms": "3600000"}, "topic config znode %s" % cfg)
+
+    wait_until(lambda: len(partition_states(kz, "repl-a")) == 6, 30, "6 partition state znodes", interval=0.1)
+    for p, st in partition_states(kz, "repl-a").items():
+        replicas = t["partitions"][str(p)]
+        check(st["leader"] == replicas[0] and sorted(st["isr"]) == [1, 2, 3],
+              "partition %d state %s, replicas %s" % (p, st, replicas))
+    wait_leaders(brokers, "repl-a", 6, want_isr=3)
+    for b in brokers:
+        md = metadata(b, "repl-a")
+        for p, (leader, replicas, isr) in md.items():
+            check(leader == t["partitions"][str(p)][0] and replicas == [1, 2, 3],
+                  "%s: partition %d leader %d replicas %s" % (b.name, p, leader, replicas))
+    wait_until(lambda: all(log_dirs(b, "repl-a") == list(range(6)) for b in brokers), 20,
+               "every broker to hold a log of each of the 6 partitions")
+
+    code, msg = create(brokers, "repl-b", 2, 4)
+    check(code == 38 and "larger than available brokers: 3" in msg,
+          "RF 4 on 3 brokers: want INVALID_REPLICATION_FACTOR (38), got %s %s" % (code, msg))
+    code, msg = create(brokers, "repl-a", 6, 3)
+    check(code == 36, "second CreateTopics repl-a: want TOPIC_ALREADY_EXISTS (36), got %s %s" % (code, msg))
+
+    from confluent_kafka.admin import NewPartitions
+    fs = admin(brokers).create_partitions([NewPartitions("repl-a", 8)], request_timeout=30)
+    fs["repl-a"].result(30)
+    check(len(zk_json(kz, "/brokers/topics/repl-a")["partitions"]) == 8, "assignment did not grow to 8")
+    wait_leaders(brokers, "repl-a", 8)
+
+    fs = admin(brokers).delete_topics(["repl-a"], request_timeout=30)
+    fs["repl-a"].result(30)
+    wait_until(lambda: not kz.exists("/brokers/topics/repl-a") and not kz.exists("/admin/delete_topics/repl-a"),
+               30, "repl-a's znodes to go", interval=0.1)
+    wait_until(lambda: all(metadata(b, "repl-a") is None for b in brokers), 20, "Metadata to drop repl-a")
+    wait_until(lambda: all(not log_dirs(b, "repl-a") for b in brokers), 30, "every broker to remove repl-a's logs")
+    del by_id
+
+
+def produce(brokers, topic, start, count, acked):
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
+                  "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
+                  "broker.address.family": "v4", "retries": 1000000, "retry.backoff.ms": 100})
+
+    def dr(err, m):
+        if err is None:
+            acked[(m.partition(), m.offset())] = m.value().decode()
+
+    for i in range(start, start + count):
+        while True:
+            try:
+                p.produce(topic, key=b"k%d" % i, value=b"v%06d" % i, on_delivery=dr)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    p.flush(60)
+
+
+def read_all(brokers, topic, expect):
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "group.id": "ck-repl-reader",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "broker.address.family": "v4"})
+    c.subscribe([topic])
+    got = {}
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not set(expect) <= set(got):
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got[(m.partition(), m.offset())] = m.value().decode()
+    c.close()
+    return got
+
+
+def scenario_failover(ctx, zk):
+    brokers = start_cluster(ctx, zk)
+    by_id = {i + 1: b for i, b in enumerate(brokers)}
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    topic = "repl-f"
+    code, msg = create(brokers, topic, 3, 3, {"min.insync.replicas": "2"})
+    check(code == 0, "CreateTopics: %s %s" % (code, msg))
+    wait_leaders(brokers, topic, 3, want_isr=3)
+
+    acked = {}
+    produce(brokers, topic, 0, 3000, acked)
+    check(len(acked) == 3000, "%d of 3000 acknowledged before the kill" % len(acked))
+    st0 = partition_states(kz, topic)[0]
+    victim = by_id[st0["leader"]]
+    victim.kill()
+    print("[test] killed -9 broker %d (leader of partition 0, epoch %d)" % (st0["leader"], st0["leader_epoch"]),
+          flush=True)
+    wait_until(lambda: partition_states(kz, topic)[0]["leader"] not in (-1, st0["leader"]), SESSION_MS / 1000 + 20,
+               "a new leader for partition 0", interval=0.1)
+    st1 = partition_states(kz, topic)[0]
+    check(st1["leader_epoch"] > st0["leader_epoch"] and st0["leader"] not in st1["isr"],
+          "after failover: %s (before %s)" % (st1, st0))
+    survivors = [b for b in brokers if b is not victim]
+    produce(survivors, topic, 3000, 2000, acked)
+    check(len(acked) == 5000, "%d of 5000 acknowledged" % len(acked))
+    got = read_all(survivors, topic, acked)
+    missing = [k for k in acked if got.get(k) != acked[k]]
+    check(not missing, "%d acknowledged records lost or changed, e.g. %s" % (len(missing), missing[:5]))
+    values = sorted(got.values())
+    check(len(values) == len(set(values)), "a record appears at two offsets")
+
+    victim.start()
+    wait_until(lambda: all(sorted(s["isr"]) == [1, 2, 3] for s in partition_states(kz, topic).values()),
+               60, "the restarted broker back in every ISR", interval=0.2)
+    print("[test] broker %d caught up and back in every ISR" % st0["leader"], flush=True)
+    # Only the rejoined replica left: it must lead everything and hold every
+    # acknowledged record.
+    for b in survivors:
+        b.kill()
+    wait_until(lambda: all(s["leader"] == st0["leader"] for s in partition_states(kz, topic).values()),
+               SESSION_MS / 1000 + 20, "the rejoined broker to lead every partition", interval=0.1)
+    got = read_all([victim], topic, acked)
+    missing = [k for k in acked if got.get(k) != acked[k]]
+    check(not missing, "after the restart: %d acknowledged records lost, e.g. %s" % (len(missing), missing[:5]))
+
+
+SCENARIOS = {"topics": scenario_topics, "failover": scenario_failover}
+
+
+def main(ctx):
+    check(ctx.args and ctx.args[0] in SCENARIOS, "scenario: one of %s" % sorted(SCENARIOS))
+    zk = zookeeper.ZooKeeper(ctx.work).start()
+    try:
+        SCENARIOS[ctx.args[0]](ctx, zk)
+        for b in ctx.brokers:
+            if b.proc is not None:
+                check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))
+                b.stop()
+    finally:
+        for b in ctx.brokers:
+            if b.proc is not None and b.proc.poll() is None:
+                b.proc.send_signal(signal.SIGCONT)
+                b.kill()
+        zk.stop()
+
+
+if __name__ == "__main__":
+    harness.run_test(main, total_timeout=170)
