@@ -12,15 +12,29 @@
 // A concurrent creator winning the race (TOPIC_ALREADY_EXISTS) counts as
 // success: the topic exists either way.
 //
+// Cluster mode (zookeeper.connect): an ordinary topic is created through
+// ZooKeeper (broker/cluster/zk_topics.h) on the admin worker, and the
+// Metadata answer is LEADER_NOT_AVAILABLE (retriable) until the controller
+// has elected its leaders, as Kafka answers an auto-created topic. A
+// replication factor above the live brokers is INVALID_REPLICATION_FACTOR
+// at once. One creation per name is in flight at a time, so a client
+// retrying Metadata does not queue more. The internal topics stay local to
+// each broker for now (the group coordinator does not follow partition
+// leadership yet; replication/README.md).
+//
 // Header-only (inline functions): small, and used by several handler files.
 // Thread-safety: any thread (TopicTable serialises creations).
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
+#include "broker/cluster/zk_topics.h"
 #include "protocol/error_code.h"
 
 namespace ciuickafka::broker::admin {
@@ -53,9 +67,60 @@ inline AutoCreated ensure_internal_topic(Broker& broker, std::string_view name) 
                        broker.topics().create(name, partitions, 1, configs, false, Broker::now_ms()));
 }
 
+// The names whose ZooKeeper creation is queued or running (cluster mode).
+class AutoCreateInFlight {
+ public:
+  explicit AutoCreateInFlight(Broker&) {}
+  bool begin(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return names_.insert(name).second;
+  }
+  void end(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.erase(name);
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> names_;
+};
+
+inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name) {
+  const protocol::ErrorCode pending = protocol::ErrorCode::LEADER_NOT_AVAILABLE;
+  auto view = broker.cluster()->view();
+  const int32_t rf = broker.config().get_int("default.replication.factor");
+  const size_t live = view ? view->brokers.size() : 0;
+  if (view && static_cast<size_t>(rf) > live)
+    return {{protocol::ErrorCode::INVALID_REPLICATION_FACTOR,
+             "Replication factor: " + std::to_string(rf) + " larger than available brokers: " +
+                 std::to_string(live) + "."},
+            nullptr};
+  std::string n(name);
+  auto& in_flight = broker.service<AutoCreateInFlight>();
+  if (!in_flight.begin(n)) return {{pending, ""}, nullptr};
+  Broker* b = &broker;
+  bool posted = broker.service<AdminWorker>().post([b, n] {
+    auto session = b->cluster()->session();
+    auto v = b->cluster()->view();
+    if (session) {
+      std::vector<replication::BrokerRack> brokers;
+      if (v)
+        for (const auto& lb : v->brokers) brokers.push_back({lb.id, lb.rack});
+      ZkTopicAdmin zk_admin(*session, b->topics(), std::move(brokers));
+      ZkNewTopic t;
+      t.name = n;
+      (void)zk_admin.create(t, false);  // TOPIC_ALREADY_EXISTS: another broker won; the next Metadata sees it
+    }
+    b->service<AutoCreateInFlight>().end(n);
+  });
+  if (!posted) in_flight.end(n);
+  return {{pending, ""}, nullptr};
+}
+
 // Creates a topic a client asked for by name (Metadata auto-creation).
 inline AutoCreated auto_create_topic(Broker& broker, std::string_view name) {
   if (name == "__consumer_offsets" || name == "__transaction_state") return ensure_internal_topic(broker, name);
+  if (broker.cluster() != nullptr) return auto_create_in_cluster(broker, name);
   return finish_create(broker, name, broker.topics().create(name, -1, -1, {}, false, Broker::now_ms()));
 }
 
