@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "protocol/generated/leader_and_isr.h"
 #include "protocol/generated/stop_replica.h"
@@ -63,6 +64,7 @@ struct ControllerChannel::Queue {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<QueuedRequest> items;  // guarded by mu
+  std::set<int16_t> missing_logged;  // sender thread: APIs already reported missing (logged once)
   bool stopping = false;            // guarded by mu
   std::thread thread;
 
@@ -210,8 +212,9 @@ bool ControllerChannel::send_one(Queue* q, const QueuedRequest& r) {
         const std::optional<int16_t> v = c.value()->pick_version(Req::kApiKey, max);
         if (!v) {
           ++dropped_;
-          log_line("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " + std::to_string(max) +
-                               ": request dropped");
+          if (q->missing_logged.insert(Req::kApiKey).second)
+            log_line("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " + std::to_string(max) +
+                                 ": its requests are dropped (logged once)");
           return true;
         }
         std::conditional_t<std::is_same_v<Req, protocol::LeaderAndIsrRequest>, protocol::LeaderAndIsrResponse,

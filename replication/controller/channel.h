@@ -12,7 +12,8 @@
 // go. A broker that does not offer the API (or no version in our range:
 // LeaderAndIsr <= 7, UpdateMetadata <= 8, StopReplica <= 4, as pick_version
 // reports with nullopt), or a request that cannot be encoded at the chosen
-// version, is logged and the request dropped. Responses with errors are
+// version, is logged (once per broker connection and API) and the request
+// dropped. Responses with errors are
 // logged.
 //
 // Per broker the requests of one ControlRequests go LeaderAndIsr,

@@ -153,6 +153,7 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
                              std::vector<LiveBroker> live) {
   session_ = std::move(session);
   for (bool& a : armed_) a = false;
+  topic_armed_.clear();
   sender_.clear();
   sender_.set_brokers(live);
   log_line("INFO", "active (epoch " + std::to_string(id.epoch) + ", " + std::to_string(live.size()) +
@@ -284,8 +285,42 @@ void Controller::process_topics(uint64_t gen) {
   std::vector<std::string> fresh;
   for (const auto& n : names)
     if (!psm_->context().topics.contains(n)) fresh.push_back(n);
-  if (fresh.empty()) return;
-  run_step(gen, "new topics", [&] { return psm_->on_new_topics(fresh); });
+  if (!fresh.empty() && !run_step(gen, "new topics", [&] { return psm_->on_new_topics(fresh); })) return;
+  for (const auto& n : names) arm_topic(gen, n);
+}
+
+void Controller::arm_topic(uint64_t gen, const std::string& topic) {
+  if (topic_armed_.contains(topic) || !session_) return;
+  std::weak_ptr<Inbox> inbox = inbox_;
+  zk::WatchFn w = [this, inbox, gen, topic](zk::EventType, const std::string&) {
+    auto in = inbox.lock();
+    if (!in) return;
+    post_to(in, gen, [this, gen, topic] {
+      topic_armed_.erase(topic);
+      process_topic_change(gen, topic);
+    });
+  };
+  const zk::Code c = session_->exists(topic_path(topic), nullptr, std::move(w));
+  // A missing node is watched too (for its creation); an error leaves it
+  // unwatched until the next /brokers/topics event.
+  if (c == zk::Code::kOk || c == zk::Code::kNoNode) topic_armed_.insert(topic);
+}
+
+void Controller::process_topic_change(uint64_t gen, const std::string& topic) {
+  if (!current(gen) || !psm_) return;
+  arm_topic(gen, topic);
+  const auto& topics = psm_->context().topics;
+  auto it = topics.find(topic);
+  if (it == topics.end() || it->second.deleting) return;  // new names come through the children watch
+  std::string data;
+  if (session_->get(topic_path(topic), &data) != zk::Code::kOk) return;
+  auto a = decode_topic_assignment(data);
+  if (!a) return;
+  bool grew = false;
+  for (const auto& [p, r] : a.value().partitions) grew = grew || !it->second.partitions.contains(p);
+  if (!grew) return;
+  log_line("INFO", "topic " + topic + " gained partitions");
+  run_step(gen, "partition additions", [&] { return psm_->on_new_topics({topic}); });
 }
 
 void Controller::process_deletions(uint64_t gen) {

@@ -10,6 +10,9 @@
 //                                   broker whose czxid changed is bounced:
 //                                   failure, then startup, as Kafka);
 //   /brokers/topics children     -> on_new_topics for names not known yet;
+//   /brokers/topics/T (data)     -> on_new_topics({T}) when its assignment
+//                                   gained partitions (CreatePartitions,
+//                                   kafka-topics --alter);
 //   /admin/delete_topics children-> on_topic_deletion (delete.topic.enable
 //                                   false: the markers are deleted instead,
 //                                   as Kafka does; markers of unknown topics
@@ -41,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +119,8 @@ class Controller {
   void arm(uint64_t gen, Watch w);
   void process_brokers(uint64_t gen);
   void process_topics(uint64_t gen);
+  void process_topic_change(uint64_t gen, const std::string& topic);
+  void arm_topic(uint64_t gen, const std::string& topic);
   void process_deletions(uint64_t gen);
   void process_preferred(uint64_t gen);
   void do_alter_partition(uint64_t gen, const protocol::AlterPartitionRequest& req, int16_t version,
@@ -153,6 +159,7 @@ class Controller {
   std::shared_ptr<zk::Session> session_;
   std::unique_ptr<PartitionStateMachine> psm_;
   bool armed_[4] = {false, false, false, false};
+  std::set<std::string> topic_armed_;  // topics with a data watch set
 };
 
 }  // namespace ciuickafka::replication::controller

@@ -150,6 +150,9 @@ void Controller::do_alter_partition(uint64_t gen, const AlterPartitionRequest& r
     if (!r.requests.empty()) sender_.send(r.requests);
     update_stats();
   }
+  if (version < 1)  // v0 has no leader recovery state
+    for (auto& t : resp.topics)
+      for (auto& p : t.partitions) p.leader_recovery_state = 0;
   done(std::move(resp));
 }
 

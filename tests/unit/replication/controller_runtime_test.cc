@@ -151,6 +151,28 @@ TEST_CASE("Controller: a topic written under /brokers/topics gets states and req
   CHECK(c->stats().offline_partitions == 0);
 }
 
+TEST_CASE("Controller: partitions added to a topic's znode get their states", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  for (int32_t added = 1; added <= 2; ++added) {  // twice: the topic's watch is re-armed
+    std::string data;
+    zk::Stat st;
+    REQUIRE(f.tool->get(topic_path("t"), &data, &st) == zk::Code::kOk);
+    auto a = decode_topic_assignment(data);
+    REQUIRE(a.ok());
+    TopicAssignment grown = a.value();
+    grown.partitions[added].replicas = {2, 1};
+    REQUIRE(f.tool->set(topic_path("t"), encode_topic_assignment(grown), st.version) == zk::Code::kOk);
+    REQUIRE(wait_until([&] { return f.state("t", added).has_value(); }));
+    CHECK(f.state("t", added)->leader == 2);
+    REQUIRE(wait_until([&] { return f.sender.lai_leader(1, "t", added) == 2; }));
+  }
+}
+
 TEST_CASE("Controller: a broker leaving gets its partitions re-elected, requests go to the survivors",
           "[controller][runtime]") {
   Runtime f;
