@@ -291,6 +291,7 @@ zk::Code ClusterMembership::elect() {
   if (c == zk::Code::kOk) {
     is_controller_ = true;
     controller_epoch_ = next;
+    won_epoch_ = next;
     controller_epoch_zk_version_ = results.size() > 1 ? results[1].stat.version : epoch_stat.version + 1;
     ++elections_won_;
     log_line("INFO", "this broker is the controller (epoch " + std::to_string(next) + ")");
@@ -309,6 +310,7 @@ zk::Code ClusterMembership::elect() {
     if (epoch_read && now_epoch.ok() && now_epoch.value() == next) {
       is_controller_ = true;
       controller_epoch_ = next;
+      won_epoch_ = next;
       controller_epoch_zk_version_ = now_stat.version;
       ++elections_won_;
       log_line("INFO", "this broker is the controller (epoch " + std::to_string(next) + ")");
@@ -427,6 +429,8 @@ bool ClusterMembership::sync() {
       std::lock_guard<std::mutex> lock(mu_);
       l = listener_;
     }
+    if (now_controller && l.became_controller)
+      l.became_controller(session(), won_epoch_, controller_epoch_zk_version_);
     if (l.controller_changed) l.controller_changed(now_controller);
   }
   return true;

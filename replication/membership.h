@@ -78,10 +78,20 @@ struct MembershipConfig {
 
 // What the membership reports; each runs on the event thread and must be
 // short. Counters live in the broker's metrics.
+//
+// became_controller hands the controller role over: called when this
+// broker won the election, with the session it won on, the epoch it wrote
+// to /controller_epoch and that node's zkVersion (the fencing token every
+// controller write checks). It comes just before controller_changed(true).
+// controller_changed(false) (the controller moved, this broker stops, or
+// the session expired: a new session means a new election) tells the
+// owner to deactivate the controller.
 struct MembershipListener {
   std::function<void(const ClusterView&)> view_changed;
   std::function<void(bool is_controller)> controller_changed;
   std::function<void()> session_expired;
+  std::function<void(std::shared_ptr<zk::Session> session, int32_t controller_epoch, int32_t epoch_zk_version)>
+      became_controller;
 };
 
 class ClusterMembership {
@@ -164,6 +174,7 @@ class ClusterMembership {
   bool is_controller_ = false;
   int32_t controller_epoch_ = 0;
   int32_t controller_epoch_zk_version_ = -1;
+  int32_t won_epoch_ = 0;  // the epoch this broker's last won election wrote
   uint64_t generation_ = 0;
 
   std::atomic<uint64_t> expirations_{0};

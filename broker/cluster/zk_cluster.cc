@@ -1,8 +1,10 @@
 // broker/cluster/zk_cluster.cc: opening, starting and stopping the
-// ZooKeeper link, and its metrics.
+// ZooKeeper link, the controller's activation, and their metrics.
 #include "broker/cluster/zk_cluster.h"
 
 #include <prometheus/metric_family.h>
+
+#include <cstdio>
 
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
@@ -23,6 +25,20 @@ std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, i
     mc.rack = config.get_string("broker.rack");
   mc.local_cluster_id = local_cluster_id;
   z->session_timeout_ms_ = mc.zk.session_timeout_ms;
+  z->broker_id_ = broker_id;
+  if (auto listeners = config::resolve_listeners(config); listeners.is_ok())
+    z->inter_broker_listener_ = listeners.value().inter_broker;
+  replication::controller::ChannelOptions co;
+  co.inter_broker_listener = z->inter_broker_listener_;
+  co.client.client_id = "ciuickafka-controller-" + std::to_string(broker_id);
+  z->channel_ = std::make_unique<replication::controller::ControllerChannel>(co);
+  replication::controller::ControllerOptions copts;
+  copts.delete_topic_enable = config.get_bool("delete.topic.enable");
+  copts.unclean_leader_election_enable = config.get_bool("unclean.leader.election.enable");
+  z->controller_ = std::make_unique<replication::controller::Controller>(
+      *z->channel_, copts, [](const std::string& why) {
+        std::fprintf(stderr, "[ciuickafka] WARN controller resigned: %s\n", why.c_str());
+      });
   z->client_ = replication::zk::make_zookeeper_client();
   z->membership_ = replication::ClusterMembership::open(*z->client_, std::move(mc), error);
   if (!z->membership_) return nullptr;
@@ -35,11 +51,34 @@ bool ZkCluster::start(std::vector<replication::ListenerEndpoint> endpoints, std:
   // Waiting out a registration left by an earlier process of this broker
   // id takes up to a session timeout (a ZooKeeper that restarted gives the
   // sessions it restored a fresh one): allow two and a little more.
+  replication::MembershipListener l;
+  replication::ClusterMembership* m = membership_.get();
+  replication::controller::Controller* c = controller_.get();
+  const int32_t id = broker_id_;
+  const std::string listener = inter_broker_listener_;
+  l.became_controller = [m, c, id, listener](std::shared_ptr<replication::zk::Session> session, int32_t epoch,
+                                            int32_t epoch_zk_version) {
+    replication::controller::ControllerIdentity ident;
+    ident.broker_id = id;
+    ident.epoch = epoch;
+    ident.epoch_zk_version = epoch_zk_version;
+    ident.inter_broker_listener = listener;
+    auto v = m->view();
+    c->activate(std::move(session), std::move(ident), v ? v->brokers : std::vector<replication::LiveBroker>{});
+  };
+  l.controller_changed = [c](bool is_controller) {
+    if (!is_controller) c->deactivate();
+  };
+  membership_->set_listener(std::move(l));
   return membership_->start(std::move(endpoints), 2 * int64_t{session_timeout_ms_} + 5000, error);
 }
 
 void ZkCluster::stop() {
+  // The controller lets go of the session first: the membership closes it
+  // (its ephemeral nodes go at once) only when nobody else holds it.
+  if (controller_) controller_->stop();
   if (membership_) membership_->stop();
+  if (channel_) channel_->clear();
   if (registry_ != nullptr) {
     registry_->remove_collector(collector_id_);
     registry_ = nullptr;
@@ -49,7 +88,8 @@ void ZkCluster::stop() {
 void ZkCluster::export_metrics(metrics::Registry& registry) {
   registry_ = &registry;
   replication::ClusterMembership* m = membership_.get();
-  collector_id_ = registry.add_collector([m](std::vector<prometheus::MetricFamily>& out) {
+  replication::controller::Controller* c = controller_.get();
+  collector_id_ = registry.add_collector([m, c](std::vector<prometheus::MetricFamily>& out) {
     auto v = m->view();
     out.push_back(metrics::single_sample_family(
         "kafka_controller_kafkacontroller_activecontrollercount",
@@ -62,6 +102,20 @@ void ZkCluster::export_metrics(metrics::Registry& registry) {
     out.push_back(metrics::single_sample_family(
         "ciuic_cluster_live_brokers", "Brokers registered under /brokers/ids in ZooKeeper, as this broker last read them.",
         prometheus::MetricType::Gauge, v ? static_cast<double>(v->brokers.size()) : 0.0));
+    // Kafka reports these from the active controller only (0 elsewhere).
+    const replication::controller::ControllerStats s = c->stats();
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        "Partitions without a live leader, as the active controller sees them (0 on other brokers).",
+        prometheus::MetricType::Gauge, s.active ? static_cast<double>(s.offline_partitions) : 0.0));
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_kafkacontroller_globalpartitioncount",
+        "Partitions in the cluster, as the active controller sees them (0 on other brokers).",
+        prometheus::MetricType::Gauge, s.active ? static_cast<double>(s.partitions) : 0.0));
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_kafkacontroller_globaltopiccount",
+        "Topics in the cluster, as the active controller sees them (0 on other brokers).",
+        prometheus::MetricType::Gauge, s.active ? static_cast<double>(s.topics) : 0.0));
   });
 }
 

@@ -7,9 +7,15 @@
 // (their real ports go into the registration); stop() deregisters first
 // thing at shutdown, so the controller sees the broker leave at once.
 //
+// It also owns this broker's controller (replication/controller/
+// controller.h) and its channel to the brokers: when the membership wins
+// the election the controller is activated with the session and the epoch's
+// zkVersion; when it loses the role (or the session expires) it is
+// deactivated; stop() deactivates it before the membership stops.
+// AlterPartition reaches it through controller().
+//
 // Handlers read view() (live brokers, controller) for Metadata and
-// DescribeCluster. Topics are not in ZooKeeper yet: every broker still leads
-// the topics in its own log dirs (replication/README.md says what comes next).
+// DescribeCluster.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -21,6 +27,8 @@
 
 #include "broker/config/broker_config.h"
 #include "broker/config/listeners.h"
+#include "replication/controller/channel.h"
+#include "replication/controller/controller.h"
 #include "replication/membership.h"
 
 namespace ciuickafka::metrics {
@@ -50,12 +58,23 @@ class ZkCluster {
   // The ZooKeeper session now (a new one after an expiry); null before open().
   std::shared_ptr<replication::zk::Session> session() const { return membership_->session(); }
 
-  // Active controller count and session expirations, read at scrape time.
+  // The controller (active or not; never null once open() succeeded).
+  replication::controller::Controller* controller() { return controller_.get(); }
+
+  // Active controller count, session expirations and the controller's
+  // partition counts, read at scrape time.
   void export_metrics(metrics::Registry& registry);
 
  private:
   ZkCluster() = default;
+  // The controller goes before the membership (its watches are on the
+  // membership's session) and before the channel it sends through; the
+  // client last. Members go in reverse order.
   std::unique_ptr<replication::zk::Client> client_;
+  std::unique_ptr<replication::controller::ControllerChannel> channel_;
+  std::unique_ptr<replication::controller::Controller> controller_;
+  std::string inter_broker_listener_ = "PLAINTEXT";
+  int32_t broker_id_ = -1;
   std::unique_ptr<replication::ClusterMembership> membership_;
   int32_t session_timeout_ms_ = 18000;
   metrics::Registry* registry_ = nullptr;

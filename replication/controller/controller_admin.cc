@@ -1,5 +1,6 @@
 // replication/controller/controller_admin.cc: the request- and admin-driven
-// steps: preferred election, controlled shutdown, topic deletion. See
+// steps: preferred election, controlled shutdown, topic deletion,
+// AlterPartition's state writes. See
 // controller_state.h.
 #include <algorithm>
 
@@ -170,6 +171,42 @@ PartitionStateMachine::Write PartitionStateMachine::delete_topics(const std::vec
     r->deleted.push_back(topic);
   }
   return Write::kOk;
+}
+
+StepResult PartitionStateMachine::write_alter_partition(std::vector<AlterWrite>& writes) {
+  if (resigned_) return resigned_result();
+  StepResult r;
+  RequestBatch batch;
+  for (AlterWrite& a : writes) {
+    PartitionInfo* info = ctx_.partition(a.partition.topic, a.partition.partition);
+    if (!info || !info->state) {
+      a.code = zk::Code::kNoNode;
+      continue;
+    }
+    std::vector<zk::Op> ops{zk::Op::set_data(partition_state_path(a.partition.topic, a.partition.partition),
+                                             encode_partition_state(a.state), a.expected_zk_version)};
+    FencedWrite w = fenced_multi(zk_, id_.epoch_zk_version, std::move(ops));
+    if (stop_on(w.outcome, w.code, &r)) {
+      a.code = w.code == zk::Code::kOk ? zk::Code::kOther : w.code;
+      break;
+    }
+    if (w.outcome != FenceOutcome::kOk) {
+      a.code = w.code;
+      // The znode moved (a write we have not seen): refresh the cache so the
+      // leader's retry is judged against the truth.
+      if (w.code == zk::Code::kBadVersion) (void)read_state(a.partition.topic, a.partition.partition, info, &r);
+      continue;
+    }
+    info->state = a.state;
+    info->zk_version = w.results[0].stat.version;
+    a.new_zk_version = info->zk_version;
+    batch.add_update_metadata(ctx_, a.partition.topic, a.partition.partition);
+  }
+  // Writes that did not run (a stop above) report the stop's code.
+  for (AlterWrite& a : writes)
+    if (a.new_zk_version < 0 && a.code == zk::Code::kOk) a.code = zk::Code::kOther;
+  finish(batch, &r);
+  return r;
 }
 
 }  // namespace ciuickafka::replication::controller

@@ -92,6 +92,22 @@ class PartitionStateMachine {
   // the znodes); the others are returned as pending.
   StepResult on_topic_deletion(const std::vector<std::string>& names);
 
+  // AlterPartition (a leader's ISR change, already checked against
+  // alter_partition_rules.h): writes each state conditionally on its
+  // expected partition epoch (the state znode's version), leader epoch as
+  // given (not bumped). Per write: new_zk_version, or code kBadVersion when
+  // the znode had moved (INVALID_UPDATE_VERSION) / another code when the
+  // write failed. The requests are an UpdateMetadata of the changed
+  // partitions to every live broker (Kafka's ZK controller).
+  struct AlterWrite {
+    TopicPartitionRef partition;
+    PartitionState state;
+    int32_t expected_zk_version = 0;
+    int32_t new_zk_version = -1;
+    zk::Code code = zk::Code::kOk;
+  };
+  StepResult write_alter_partition(std::vector<AlterWrite>& writes);
+
   const ControllerContext& context() const { return ctx_; }
   const ControllerIdentity& identity() const { return id_; }
   bool resigned() const { return resigned_; }

@@ -248,3 +248,71 @@ TEST_CASE("a clean stop removes the registration and hands the controller over a
 
 }  // namespace
 }  // namespace ciuickafka::replication
+
+namespace ciuickafka::replication {
+
+TEST_CASE("the election's winner is handed the session and the epoch's zkVersion; expiry takes the role back") {
+  zk::FakeZkServer server;
+  auto client = server.client();
+  std::string error;
+  auto m = ClusterMembership::open(*client, config_for(1), &error);
+  REQUIRE(m);
+  struct Handover {
+    std::shared_ptr<zk::Session> session;
+    int32_t epoch = 0;
+    int32_t zk_version = -1;
+  };
+  std::mutex mu;
+  std::vector<Handover> handovers;
+  std::vector<bool> role_changes;
+  MembershipListener l;
+  l.became_controller = [&](std::shared_ptr<zk::Session> s, int32_t epoch, int32_t zk_version) {
+    std::lock_guard<std::mutex> lock(mu);
+    handovers.push_back({std::move(s), epoch, zk_version});
+  };
+  l.controller_changed = [&](bool is) {
+    std::lock_guard<std::mutex> lock(mu);
+    role_changes.push_back(is);
+  };
+  m->set_listener(l);
+  REQUIRE(m->start(endpoints_for(1), 5000, &error));
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return handovers.size();
+  };
+  REQUIRE(eventually(*m, [&](const ClusterView&) { return count() == 1; }));
+  zk::ConnectOptions o;
+  o.connect = "fake:2181/kafka";
+  auto reader = client->connect(o, {}, &error);
+  REQUIRE(reader);
+  std::string data;
+  zk::Stat st;
+  REQUIRE(reader->get("/controller_epoch", &data, &st) == zk::Code::kOk);
+  Handover first;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    first = handovers[0];
+    REQUIRE(role_changes == std::vector<bool>{true});
+  }
+  CHECK(first.session != nullptr);
+  CHECK(first.epoch == 1);
+  CHECK(data == "1");
+  CHECK(first.zk_version == st.version);
+  // The token fences: a check on it passes on the handed session.
+  const zk::Op check[] = {zk::Op::check("/controller_epoch", first.zk_version)};
+  std::vector<zk::OpResult> results;
+  CHECK(first.session->multi(check, &results) == zk::Code::kOk);
+
+  // Session expiry: the role is taken back, then won again on a new session.
+  REQUIRE(server.expire_session(first.session->session_id()));
+  REQUIRE(eventually(*m, [&](const ClusterView&) { return count() == 2; }));
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(role_changes == std::vector<bool>{true, false, true});
+  CHECK(handovers[1].epoch == 2);
+  CHECK(handovers[1].zk_version == first.zk_version + 1);
+  CHECK(handovers[1].session != first.session);
+  handovers.clear();  // release the sessions before the membership stops
+  first.session.reset();
+}
+
+}  // namespace ciuickafka::replication

@@ -1,0 +1,165 @@
+// replication/controller/controller.h: the active ZooKeeper-mode controller
+// (Kafka's KafkaController event loop), driving PartitionStateMachine and
+// sending what it returns through a RequestSender.
+//
+// activate() (membership won the election: the session and the epoch's
+// zkVersion) runs on the controller's own event thread: load(), startup(),
+// send; then one-shot watches, each re-armed after it fires (never two
+// watchers on one path at once), on
+//   /brokers/ids children        -> on_broker_failure / on_broker_startup (a
+//                                   broker whose czxid changed is bounced:
+//                                   failure, then startup, as Kafka);
+//   /brokers/topics children     -> on_new_topics for names not known yet;
+//   /brokers/topics/T (data)     -> on_new_topics({T}) when its assignment
+//                                   gained partitions (CreatePartitions,
+//                                   kafka-topics --alter);
+//   /admin/delete_topics children-> on_topic_deletion (delete.topic.enable
+//                                   false: the markers are deleted instead,
+//                                   as Kafka does; markers of unknown topics
+//                                   are deleted too);
+//   /admin/preferred_replica_election (exists/data) -> elect_preferred, then
+//                                   the znode is deleted (fenced).
+// Each watch event re-reads the path (ZooKeeper watches carry no data).
+//
+// A step returning Outcome::kResign deactivates the controller, drops its
+// requests and calls on_resign; kZkError sends what succeeded and retries
+// the step with a doubling backoff (200 ms .. 5 s) while still active.
+// deactivate() stops at once: it bumps the activation generation, so every
+// queued event and retry of the old activation is dropped without touching
+// ZooKeeper, and clears the sender.
+//
+// alter_partition() answers an AlterPartition request on the event thread
+// (alter_partition_rules.h in Kafka's order; fenced conditional writes of
+// the state znodes; UpdateMetadata of the changed partitions to every live
+// broker) and calls done with the response (from the event thread).
+//
+// Thread-safety: every public method may be called from any thread; the
+// state machine and the session are used only on the event thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/generated/alter_partition.h"
+#include "replication/controller/channel.h"
+#include "replication/controller/controller_state.h"
+#include "replication/zk/session.h"
+
+namespace ciuickafka::replication::controller {
+
+struct ControllerOptions {
+  bool delete_topic_enable = true;              // delete.topic.enable
+  bool unclean_leader_election_enable = false;  // the broker's unclean.leader.election.enable
+  int32_t retry_backoff_ms = 200;               // first retry of a step that hit a ZooKeeper error
+  int32_t retry_backoff_max_ms = 5000;
+};
+
+// Counts for metrics, as of the last step.
+struct ControllerStats {
+  bool active = false;
+  int64_t topics = 0;
+  int64_t partitions = 0;
+  int64_t offline_partitions = 0;  // leader -1 or leader not online
+};
+
+class Controller {
+ public:
+  Controller(RequestSender& sender, ControllerOptions options, std::function<void(const std::string&)> on_resign = {});
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void activate(std::shared_ptr<zk::Session> session, ControllerIdentity id, std::vector<LiveBroker> live);
+  void deactivate();
+  // Deactivates, ends the event thread (after the step in progress) and
+  // lets go of the session; later calls do nothing (alter_partition answers
+  // NOT_CONTROLLER). Idempotent; the destructor calls it.
+  void stop();
+  // Whether an activation is current (true from activate() until
+  // deactivate() or a resignation).
+  bool active() const { return active_.load(); }
+
+  using AlterPartitionDone = std::function<void(protocol::AlterPartitionResponse)>;
+  void alter_partition(protocol::AlterPartitionRequest request, int16_t version, AlterPartitionDone done);
+
+  ControllerStats stats() const;
+  // Steps run to completion (any outcome) since construction: lets tests
+  // wait for the event thread to have handled something.
+  uint64_t steps() const { return steps_.load(); }
+  // Backoff waits begun (a step or read that hit a ZooKeeper error).
+  uint64_t retries() const { return retries_.load(); }
+
+ private:
+  struct Task {
+    uint64_t generation = 0;  // 0: run whatever the generation
+    std::function<void()> fn;
+  };
+  enum class Watch : uint8_t { kBrokers, kTopics, kDeletions, kPreferred };
+
+  bool post(uint64_t generation, std::function<void()> fn);  // false: stopped
+  void run();
+  bool current(uint64_t generation) const { return generation_.load() == generation; }
+
+  // Event-thread steps.
+  void do_activate(uint64_t gen, std::shared_ptr<zk::Session> session, ControllerIdentity id,
+                   std::vector<LiveBroker> live);
+  // Runs step until it is not kZkError (backoff between tries) or the
+  // activation is gone; sends its requests; false when the activation ended.
+  bool run_step(uint64_t gen, const char* what, const std::function<StepResult()>& step);
+  void resign(uint64_t gen, const std::string& why);
+  void arm(uint64_t gen, Watch w);
+  void process_brokers(uint64_t gen);
+  void process_topics(uint64_t gen);
+  void process_topic_change(uint64_t gen, const std::string& topic);
+  void arm_topic(uint64_t gen, const std::string& topic);
+  void process_deletions(uint64_t gen);
+  void process_preferred(uint64_t gen);
+  void do_alter_partition(uint64_t gen, const protocol::AlterPartitionRequest& req, int16_t version,
+                          const AlterPartitionDone& done);
+  bool unclean_allowed(const std::string& topic);
+  zk::WatchFn watcher(uint64_t gen, Watch w);
+  void update_stats();
+
+  RequestSender& sender_;
+  const ControllerOptions options_;
+  std::function<void(const std::string&)> on_resign_;
+
+  // The event queue, shared with the ZooKeeper watch callbacks (they hold
+  // it weakly: one firing after the controller is gone posts nowhere).
+  struct Inbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Task> tasks;
+    bool stopping = false;
+  };
+  static bool post_to(const std::shared_ptr<Inbox>& inbox, uint64_t generation, std::function<void()> fn);
+  // Waits the backoff (doubling it) unless the activation ends first;
+  // false when it ended.
+  bool backoff(uint64_t gen, int32_t* ms);
+
+  std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
+  mutable std::mutex stats_mu_;
+  ControllerStats stats_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> active_{false};
+  std::atomic<uint64_t> steps_{0};
+  std::atomic<uint64_t> retries_{0};
+  std::thread thread_;
+
+  // Event-thread state.
+  std::shared_ptr<zk::Session> session_;
+  std::unique_ptr<PartitionStateMachine> psm_;
+  bool armed_[4] = {false, false, false, false};
+  std::set<std::string> topic_armed_;  // topics with a data watch set
+};
+
+}  // namespace ciuickafka::replication::controller

@@ -1,0 +1,420 @@
+// tests/unit/replication/controller_runtime_test.cc: the Controller (its
+// event thread, watches, resignation, retries, AlterPartition) on the
+// in-memory ZooKeeper, with a fake RequestSender that records what it was
+// asked to send. Brokers register as real ones do (ephemeral /brokers/ids/N
+// from their own sessions, so their epochs are czxids).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "controller_test_util.h"
+#include "protocol/error_code.h"
+#include "replication/controller/controller.h"
+#include "replication/membership_codec.h"
+
+namespace ciuickafka::replication::controller::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool wait_until(const std::function<bool()>& pred, int ms = 5000) {
+  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+class FakeSender : public RequestSender {
+ public:
+  void set_brokers(const std::vector<LiveBroker>& live) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    brokers_.clear();
+    for (const auto& b : live) brokers_[b.id] = b.epoch;
+  }
+  void send(const ControlRequests& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_.push_back(r);
+  }
+  void clear() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    brokers_.clear();
+    ++clears_;
+  }
+  std::vector<ControlRequests> sent() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_;
+  }
+  size_t sent_count() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_.size();
+  }
+  std::map<int32_t, int64_t> brokers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return brokers_;
+  }
+  // A LeaderAndIsr to broker b, sent at index >= from, for topic-p; its
+  // leader (or -100 when none).
+  int32_t lai_leader(int32_t b, const std::string& topic, int32_t p, size_t from = 0) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    int32_t leader = -100;
+    for (size_t i = from; i < sent_.size(); ++i) {
+      auto it = sent_[i].leader_and_isr.find(b);
+      if (it == sent_[i].leader_and_isr.end()) continue;
+      for (const auto& t : it->second.topic_states)
+        if (t.topic_name == topic)
+          for (const auto& s : t.partition_states)
+            if (s.partition_index == p) leader = s.leader;
+    }
+    return leader;
+  }
+  bool metadata_to(int32_t b, size_t from = 0) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = from; i < sent_.size(); ++i)
+      if (sent_[i].update_metadata.contains(b)) return true;
+    return false;
+  }
+  bool anything_to(int32_t b, size_t from) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = from; i < sent_.size(); ++i)
+      if (sent_[i].update_metadata.contains(b) || sent_[i].leader_and_isr.contains(b) ||
+          sent_[i].stop_replica.contains(b))
+        return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<ControlRequests> sent_;
+  std::map<int32_t, int64_t> brokers_;
+  int clears_ = 0;
+};
+
+struct Runtime : Fixture {
+  std::map<int32_t, std::unique_ptr<zk::Session>> broker_sessions;
+  FakeSender sender;
+  std::atomic<int> resigned{0};
+
+  LiveBroker register_broker(int32_t id) {
+    broker_sessions[id] = connect();
+    LiveBroker b = broker(id);
+    REQUIRE(broker_sessions[id]->create(broker_id_path(id), encode_registration(b.endpoints, b.rack, 1),
+                                        zk::CreateMode::kEphemeral) == zk::Code::kOk);
+    zk::Stat st;
+    REQUIRE(tool->exists(broker_id_path(id), &st) == zk::Code::kOk);
+    b.epoch = st.czxid;
+    return b;
+  }
+  void unregister(int32_t id) { broker_sessions.erase(id); }  // closing the session drops the node
+
+  std::unique_ptr<Controller> make(ControllerOptions o = {}) {
+    return std::make_unique<Controller>(sender, o, [this](const std::string&) { ++resigned; });
+  }
+  std::shared_ptr<zk::Session> controller_session() { return std::shared_ptr<zk::Session>(connect()); }
+  int64_t epoch_of(int32_t id) {
+    zk::Stat st;
+    REQUIRE(tool->exists(broker_id_path(id), &st) == zk::Code::kOk);
+    return st.czxid;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Controller: a topic written under /brokers/topics gets states and requests", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.sender.brokers().size() == 3; }));
+  // Startup sends the live broker list (UpdateMetadata) to everyone.
+  REQUIRE(wait_until([&] { return f.sender.metadata_to(1) && f.sender.metadata_to(3); }));
+
+  f.create_topic("t", {{0, {1, 2}}, {1, {2, 3}}});
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value() && f.state("t", 1).has_value(); }));
+  CHECK(f.state("t", 0)->leader == 1);
+  CHECK(f.state("t", 0)->isr == std::vector<int32_t>{1, 2});
+  CHECK(f.state("t", 1)->leader == 2);
+  REQUIRE(wait_until([&] { return f.sender.lai_leader(2, "t", 0) == 1; }));
+  CHECK(f.sender.lai_leader(1, "t", 0) == 1);
+  CHECK(f.sender.lai_leader(3, "t", 1) == 2);
+  CHECK(f.sender.lai_leader(3, "t", 0) == -100);  // not a replica
+  CHECK(f.sender.metadata_to(3));
+  // A second topic: the watch was re-armed.
+  f.create_topic("u", {{0, {3}}});
+  REQUIRE(wait_until([&] { return f.state("u", 0).has_value(); }));
+  CHECK(c->stats().topics == 2);
+  CHECK(c->stats().partitions == 3);
+  CHECK(c->stats().offline_partitions == 0);
+}
+
+TEST_CASE("Controller: partitions added to a topic's znode get their states", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  for (int32_t added = 1; added <= 2; ++added) {  // twice: the topic's watch is re-armed
+    std::string data;
+    zk::Stat st;
+    REQUIRE(f.tool->get(topic_path("t"), &data, &st) == zk::Code::kOk);
+    auto a = decode_topic_assignment(data);
+    REQUIRE(a.ok());
+    TopicAssignment grown = a.value();
+    grown.partitions[added].replicas = {2, 1};
+    REQUIRE(f.tool->set(topic_path("t"), encode_topic_assignment(grown), st.version) == zk::Code::kOk);
+    REQUIRE(wait_until([&] { return f.state("t", added).has_value(); }));
+    CHECK(f.state("t", added)->leader == 2);
+    REQUIRE(wait_until([&] { return f.sender.lai_leader(1, "t", added) == 2; }));
+  }
+}
+
+TEST_CASE("Controller: a broker leaving gets its partitions re-elected, requests go to the survivors",
+          "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
+  f.create_topic("t", {{0, {1, 2, 3}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  REQUIRE(f.state("t", 0)->leader == 1);
+  REQUIRE(wait_until([&] { return f.sender.sent_count() > 0; }));
+  const size_t before = f.sender.sent_count();
+
+  f.unregister(1);
+  REQUIRE(wait_until([&] { return f.state("t", 0)->leader == 2; }));
+  CHECK(f.state("t", 0)->isr == std::vector<int32_t>{2, 3});
+  CHECK(f.state("t", 0)->leader_epoch == 1);
+  REQUIRE(wait_until([&] { return f.sender.lai_leader(3, "t", 0, before) == 2; }));
+  CHECK(f.sender.lai_leader(2, "t", 0, before) == 2);
+  CHECK_FALSE(f.sender.anything_to(1, before));
+  CHECK_FALSE(f.sender.brokers().contains(1));
+}
+
+TEST_CASE("Controller: a bounced broker (new czxid) is failure then startup", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  const int64_t old_epoch = f.epoch_of(2);
+  const size_t before = f.sender.sent_count();
+
+  // Broker 2 restarts: its node goes and comes back in one watch window
+  // (a new session, a new czxid).
+  f.broker_sessions.erase(2);
+  f.register_broker(2);
+  const int64_t new_epoch = f.epoch_of(2);
+  REQUIRE(new_epoch != old_epoch);
+  // Failure: broker 2 leaves the ISR (leader epoch bumped); startup: it
+  // hears the partition's state again with its new epoch.
+  REQUIRE(wait_until([&] { return f.state("t", 0)->isr == std::vector<int32_t>{1}; }));
+  CHECK(f.state("t", 0)->leader == 1);
+  REQUIRE(wait_until([&] { return f.sender.lai_leader(2, "t", 0, before) == 1; }));
+  CHECK(f.sender.brokers().at(2) == new_epoch);
+  bool epoch_ok = false;
+  for (const auto& r : f.sender.sent())
+    if (auto it = r.leader_and_isr.find(2); it != r.leader_and_isr.end() && it->second.broker_epoch == new_epoch)
+      epoch_ok = true;
+  CHECK(epoch_ok);
+}
+
+TEST_CASE("Controller: a delete_topics marker removes the topic's znodes", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  REQUIRE(f.tool->create(delete_topic_path("t"), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(wait_until([&] { return !f.exists(topic_path("t")); }));
+  CHECK_FALSE(f.exists(delete_topic_path("t")));
+  CHECK_FALSE(f.exists(topic_config_path("t")));
+  bool stop_sent = false;
+  for (const auto& r : f.sender.sent()) stop_sent = stop_sent || r.stop_replica.contains(1);
+  CHECK(stop_sent);
+}
+
+TEST_CASE("Controller: delete.topic.enable=false removes the marker and keeps the topic", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1)};
+  f.create_topic("t", {{0, {1}}});
+  ControllerOptions o;
+  o.delete_topic_enable = false;
+  auto c = f.make(o);
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  REQUIRE(f.tool->create(delete_topic_path("t"), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(wait_until([&] { return !f.exists(delete_topic_path("t")); }));
+  CHECK(f.exists(topic_path("t")));
+  CHECK(f.state("t", 0).has_value());
+}
+
+TEST_CASE("Controller: /admin/preferred_replica_election moves leadership back and is deleted",
+          "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  // Broker 2 leads although 1 is preferred and in the ISR.
+  REQUIRE(f.tool->create(topic_partitions_path("t"), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(topic_partition_path("t", 0), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(partition_state_path("t", 0), encode_partition_state(ps(2, 3, 1, {2, 1})),
+                         zk::CreateMode::kPersistent) == zk::Code::kOk);
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.sender.sent_count() > 0; }));
+  REQUIRE(f.tool->create(std::string(kPreferredReplicaElectionPath), encode_partition_list({{"t", 0}}),
+                         zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(wait_until([&] { return f.state("t", 0)->leader == 1; }));
+  CHECK(f.state("t", 0)->leader_epoch == 4);
+  REQUIRE(wait_until([&] { return !f.exists(std::string(kPreferredReplicaElectionPath)); }));
+}
+
+TEST_CASE("Controller: another controller bumping /controller_epoch makes it resign", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  auto c = f.make();
+  auto session = f.controller_session();
+  const int64_t session_id = session->session_id();
+  c->activate(std::move(session), f.id, live);
+  REQUIRE(wait_until([&] { return f.sender.sent_count() > 0; }));
+  f.bump_epoch();
+  f.create_topic("t", {{0, {1, 2}}});  // its first write fails the epoch check
+  REQUIRE(wait_until([&] { return f.resigned.load() == 1; }));
+  CHECK_FALSE(c->active());
+  CHECK_FALSE(f.state("t", 0).has_value());
+  CHECK_FALSE(f.exists(topic_partitions_path("t")));
+  // It lets go of its session (closed: its watches go with it), so nothing
+  // more is written.
+  REQUIRE(wait_until([&] {
+    auto ids = f.server.session_ids();
+    return std::find(ids.begin(), ids.end(), session_id) == ids.end();
+  }));
+  f.create_topic("u", {{0, {1}}});
+  CHECK_FALSE(f.state("u", 0).has_value());
+  CHECK(f.sender.brokers().empty());
+  protocol::AlterPartitionResponse got;
+  bool answered = false;
+  c->alter_partition({}, 2, [&](protocol::AlterPartitionResponse r) {
+    got = std::move(r);
+    answered = true;
+  });
+  CHECK(answered);
+  CHECK(got.error_code == protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+}
+
+TEST_CASE("Controller: stop during a ZooKeeper retry loop returns promptly", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1)};
+  ControllerOptions o;
+  o.retry_backoff_ms = 10000;  // a retry wait that must be cut short
+  auto c = f.make(o);
+  auto session = f.controller_session();
+  f.server.set_available(false);
+  c->activate(session, f.id, live);
+  // load() fails with connection loss and waits for its retry.
+  REQUIRE(wait_until([&] { return c->retries() > 0; }));
+  REQUIRE(c->active());
+  const auto t0 = Clock::now();
+  c->deactivate();
+  CHECK_FALSE(c->active());
+  c->stop();
+  CHECK(Clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(c->retries() == 1);  // no second try after the deactivation
+  f.server.set_available(true);
+}
+
+TEST_CASE("Controller: AlterPartition shrinks the ISR, stale epochs are refused", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
+  f.create_topic("t", {{0, {1, 2, 3}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  int32_t version = -1;
+  REQUIRE(wait_until([&] { return f.state("t", 0, &version).has_value(); }));
+  REQUIRE(version == 0);
+  REQUIRE(f.state("t", 0)->isr == std::vector<int32_t>{1, 2, 3});
+
+  auto call = [&](int16_t v, int64_t broker_epoch, int32_t leader_epoch, int32_t partition_epoch,
+                  std::vector<int32_t> isr) {
+    protocol::AlterPartitionRequest req;
+    req.broker_id = 1;
+    req.broker_epoch = broker_epoch;
+    protocol::AlterPartitionRequest::TopicData t;
+    t.topic_name = "t";
+    protocol::AlterPartitionRequest::PartitionData p;
+    p.partition_index = 0;
+    p.leader_epoch = leader_epoch;
+    p.partition_epoch = partition_epoch;
+    p.new_isr = std::move(isr);
+    t.partitions.push_back(p);
+    req.topics.push_back(t);
+    std::mutex mu;
+    std::optional<protocol::AlterPartitionResponse> out;
+    c->alter_partition(req, v, [&](protocol::AlterPartitionResponse r) {
+      std::lock_guard<std::mutex> lock(mu);
+      out = std::move(r);
+    });
+    REQUIRE(wait_until([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return out.has_value();
+    }));
+    return *out;
+  };
+  const int64_t e1 = f.epoch_of(1);
+  const size_t before = f.sender.sent_count();
+
+  protocol::AlterPartitionResponse r = call(1, e1, 0, 0, {1, 2});
+  REQUIRE(r.error_code == 0);
+  REQUIRE(r.topics.size() == 1);
+  REQUIRE(r.topics[0].partitions.size() == 1);
+  const auto& p = r.topics[0].partitions[0];
+  CHECK(p.error_code == 0);
+  CHECK(p.partition_epoch == 1);
+  CHECK(p.leader_id == 1);
+  CHECK(p.leader_epoch == 0);
+  CHECK(p.isr == std::vector<int32_t>{1, 2});
+  CHECK(f.state("t", 0, &version)->isr == std::vector<int32_t>{1, 2});
+  CHECK(version == 1);
+  CHECK(f.state("t", 0)->leader_epoch == 0);  // not bumped
+  // UpdateMetadata of the change to every live broker.
+  REQUIRE(wait_until([&] { return f.sender.metadata_to(3, before); }));
+
+  // The same request again: idempotent, answered with the current state.
+  r = call(1, e1, 0, 1, {1, 2});
+  CHECK(r.topics[0].partitions[0].error_code == 0);
+  CHECK(r.topics[0].partitions[0].partition_epoch == 1);
+  // A stale partition epoch.
+  r = call(1, e1, 0, 0, {1});
+  CHECK(r.topics[0].partitions[0].error_code == protocol::to_wire(protocol::ErrorCode::INVALID_UPDATE_VERSION));
+  // A stale leader epoch: the controller bumps it on a failover first.
+  f.unregister(2);  // leaves the ISR: the controller bumps the leader epoch
+  REQUIRE(wait_until([&] { return f.state("t", 0, &version)->leader_epoch == 1; }));
+  r = call(1, e1, 0, version, {1});
+  CHECK(r.topics[0].partitions[0].error_code == protocol::to_wire(protocol::ErrorCode::FENCED_LEADER_EPOCH));
+  // A wrong broker epoch answers the whole request.
+  r = call(1, e1 + 1000, 1, version, {1});
+  CHECK(r.error_code == protocol::to_wire(protocol::ErrorCode::STALE_BROKER_EPOCH));
+  // A partition epoch the znode moved past meanwhile (a write the
+  // controller had not seen) is INVALID_UPDATE_VERSION too.
+  REQUIRE(f.tool->set(partition_state_path("t", 0), encode_partition_state(*f.state("t", 0)), version) ==
+          zk::Code::kOk);
+  r = call(1, e1, 1, version, {1, 3});
+  CHECK(r.topics[0].partitions[0].error_code == protocol::to_wire(protocol::ErrorCode::INVALID_UPDATE_VERSION));
+  // The controller re-read the znode: the leader's retry at the new
+  // version is accepted.
+  r = call(1, e1, 1, version + 1, {1, 3});
+  CHECK(r.topics[0].partitions[0].error_code == 0);
+  CHECK(r.topics[0].partitions[0].partition_epoch == version + 2);
+  // Deactivated: NOT_CONTROLLER.
+  c->deactivate();
+  r = call(1, e1, 1, version + 1, {1});
+  CHECK(r.error_code == protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+}
+
+}  // namespace ciuickafka::replication::controller::test
