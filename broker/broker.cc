@@ -179,6 +179,8 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
+  // Cluster mode: only what the controller assigns is hosted and served.
+  if (b->cluster_) b->topics_->set_sparse(true);
   if (auto s = b->topics_->load(now); !s.is_ok()) {
     *error = "cannot load topics: " + s.to_string();
     return nullptr;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 
 namespace ciuickafka::broker::admin {
 
@@ -107,7 +108,9 @@ inline bool same_listener(std::string_view a, std::string_view b) {
 }
 
 // The brokers a client reaching us over `listener` should know. Single node:
-// this one. Cluster: every broker registered in ZooKeeper that has an
+// this one. Cluster: once the controller's UpdateMetadata arrived, its live
+// brokers that have an endpoint on that listener (Kafka's metadata cache);
+// before that, every broker registered in ZooKeeper that has an
 // endpoint on that listener (Kafka leaves out brokers without it), and this
 // broker even before its own registration shows up in the view.
 inline std::vector<BrokerRow> live_brokers(Broker& broker, std::string_view listener) {
@@ -120,6 +123,15 @@ inline std::vector<BrokerRow> live_brokers(Broker& broker, std::string_view list
     return r;
   };
   ZkCluster* cluster = broker.cluster();
+  if (cluster != nullptr) {
+    MetadataCache& cache = broker.service<ReplicaManager>().metadata_cache();
+    if (cache.initialized()) {
+      auto snap = cache.snapshot();
+      for (const auto& [id, b] : snap->brokers)
+        if (const CachedEndpoint* e = b.endpoint(listener)) out.push_back(BrokerRow{id, e->host, e->port, b.rack});
+      return out;
+    }
+  }
   auto view = cluster ? cluster->view() : nullptr;
   if (!view) {
     out.push_back(self());
@@ -143,10 +155,13 @@ inline std::vector<BrokerRow> live_brokers(Broker& broker, std::string_view list
 }
 
 // The controller's id: this node on a single node; in a cluster the broker
-// holding /controller (-1 while none is elected, as Kafka answers).
+// holding /controller (-1 while none is elected, as Kafka answers): the
+// controller id of the last UpdateMetadata, else ZooKeeper's view.
 inline int32_t controller_id(Broker& broker) {
   ZkCluster* cluster = broker.cluster();
   if (cluster == nullptr) return broker.node_id();
+  MetadataCache& cache = broker.service<ReplicaManager>().metadata_cache();
+  if (cache.initialized()) return cache.snapshot()->controller_id;
   auto view = cluster->view();
   return view ? view->controller_id : -1;
 }

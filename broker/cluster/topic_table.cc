@@ -94,7 +94,8 @@ std::vector<std::shared_ptr<const Topic>> TopicTable::list() const {
 size_t TopicTable::partition_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& [name, t] : by_name_) n += t->partitions.size();
+  for (const auto& [name, t] : by_name_)
+    for (const auto& p : t->partitions) n += p ? 1 : 0;
   return n;
 }
 
@@ -142,8 +143,15 @@ storage::LogConfig TopicTable::log_config(const ConfigMap& overrides) const {
 
 std::shared_ptr<Partition> TopicTable::make_partition(const Topic& t, int32_t index,
                                                       std::shared_ptr<storage::Log> log) const {
-  return std::make_shared<Partition>(storage::TopicPartition{t.name, index}, t.id, std::move(log),
-                                     /*leader_epoch=*/0, listeners_);
+  auto p = std::make_shared<Partition>(storage::TopicPartition{t.name, index}, t.id, std::move(log),
+                                       /*leader_epoch=*/0, listeners_);
+  if (sparse_) {
+    // Cluster mode: not served until the controller's LeaderAndIsr says how.
+    PartitionRoleState st;
+    st.role = ReplicaRole::kOffline;
+    p->set_role(std::move(st));
+  }
+  return p;
 }
 
 void TopicTable::publish_locked(std::shared_ptr<const Topic> topic) {
@@ -220,6 +228,17 @@ storage::Status TopicTable::load(int64_t now_ms) {
     }
     if (topic->id.is_zero()) topic->id = random_topic_id();
     const storage::LogConfig lc = log_config(topic->configs);
+    if (sparse_) {
+      // Cluster mode: adopt what is on disk, create nothing.
+      if (disk.empty()) continue;
+      topic->partitions.resize(static_cast<size_t>(disk.rbegin()->first) + 1);
+      for (auto& [i, log] : disk) {
+        (void)logs_.update_config(storage::TopicPartition{name, i}, lc);
+        topic->partitions[static_cast<size_t>(i)] = make_partition(*topic, i, log);
+      }
+      publish_locked(std::move(topic));
+      continue;
+    }
     for (int32_t i = 0; i < count; ++i) {
       std::shared_ptr<storage::Log> log;
       auto it = disk.find(i);
@@ -310,6 +329,7 @@ TopicError TopicTable::remove(std::string_view name) {
   unpublish_locked(topic->name);
   TopicError err;
   for (const auto& p : topic->partitions) {
+    if (!p) continue;
     storage::Status s = logs_.remove(p->tp());
     if (!s.is_ok() && err.ok()) err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
   }
@@ -351,10 +371,78 @@ TopicError TopicTable::set_configs(std::string_view name, const ConfigMap& confi
   auto next = std::make_shared<Topic>(*topic);
   next->configs = configs;
   const storage::LogConfig lc = log_config(configs);
-  for (const auto& p : next->partitions) (void)logs_.update_config(p->tp(), lc);
+  for (const auto& p : next->partitions)
+    if (p) (void)logs_.update_config(p->tp(), lc);
   publish_locked(next);
   if (storage::Status s = persist_locked(); !s.is_ok()) return {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
   return {};
+}
+
+TopicTable::Ensured TopicTable::ensure_partition(std::string_view name, const protocol::Uuid& id, int32_t index,
+                                                const ConfigMap& configs, int64_t now_ms) {
+  Ensured out;
+  if (index < 0 || index >= 100000) {
+    out.error = {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Invalid partition index " + std::to_string(index)};
+    return out;
+  }
+  if (auto reason = invalid_name_reason(name)) {
+    out.error = {ErrorCode::INVALID_TOPIC_EXCEPTION, *reason};
+    return out;
+  }
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto existing = find(name);
+  if (existing && !id.is_zero() && !existing->id.is_zero() && existing->id != id) {
+    out.error = {ErrorCode::INCONSISTENT_TOPIC_ID, "The topic id of " + std::string(name) + " does not match the log's"};
+    return out;
+  }
+  if (existing) {
+    if (auto p = existing->partition(index)) {
+      out.partition = std::move(p);
+      return out;
+    }
+  }
+  auto next = existing ? std::make_shared<Topic>(*existing) : std::make_shared<Topic>();
+  if (!existing) {
+    next->name = std::string(name);
+    next->configs = configs;
+  }
+  if (next->id.is_zero()) next->id = id.is_zero() ? random_topic_id() : id;
+  auto log = logs_.create(storage::TopicPartition{next->name, index}, next->id, log_config(next->configs), now_ms);
+  if (!log.is_ok()) {
+    out.error = {ErrorCode::KAFKA_STORAGE_ERROR, log.status().to_string()};
+    return out;
+  }
+  if (next->partitions.size() <= static_cast<size_t>(index)) next->partitions.resize(static_cast<size_t>(index) + 1);
+  auto p = make_partition(*next, index, log.value());
+  next->partitions[static_cast<size_t>(index)] = p;
+  publish_locked(next);
+  if (storage::Status s = persist_locked(); !s.is_ok()) {
+    out.error = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+    return out;
+  }
+  out.partition = std::move(p);
+  out.created = true;
+  return out;
+}
+
+TopicError TopicTable::remove_partition(std::string_view name, int32_t index) {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  auto topic = find(name);
+  if (!topic || !topic->partition(index))
+    return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this partition."};
+  auto next = std::make_shared<Topic>(*topic);
+  next->partitions[static_cast<size_t>(index)] = nullptr;
+  while (!next->partitions.empty() && !next->partitions.back()) next->partitions.pop_back();
+  if (next->partitions.empty()) {
+    unpublish_locked(next->name);
+  } else {
+    publish_locked(next);
+  }
+  TopicError err;
+  if (storage::Status s = logs_.remove(storage::TopicPartition{next->name, index}); !s.is_ok())
+    err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  if (storage::Status s = persist_locked(); !s.is_ok() && err.ok()) err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  return err;
 }
 
 }  // namespace ciuickafka::broker

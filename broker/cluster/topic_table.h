@@ -12,6 +12,16 @@
 // validated through the broker registry (config/topic_config.h); their
 // effective value is the override, else the broker's default.
 //
+// Cluster mode (set_sparse(true) before load()): a broker hosts only the
+// partitions the controller assigned it, so a Topic's partitions vector may
+// hold null slots (index = partition id, size = highest hosted + 1). load()
+// then adopts what is on disk and creates nothing, ensure_partition() adds
+// one partition (LeaderAndIsr), remove_partition() drops one (StopReplica
+// with delete). Partitions made in sparse mode start kOffline: nothing is
+// served until a LeaderAndIsr names them. Single-node mode never has null
+// slots. The registry file keeps the same format (partitions = the vector's
+// size); in sparse mode a missing slot is simply not created on load.
+//
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -41,7 +51,7 @@ struct Topic {
   protocol::Uuid id{};
   int16_t replication_factor = 1;
   ConfigMap configs;  // overrides only
-  std::vector<std::shared_ptr<Partition>> partitions;
+  std::vector<std::shared_ptr<Partition>> partitions;  // null slots: not hosted (cluster mode)
 
   bool is_internal() const { return name == "__consumer_offsets" || name == "__transaction_state"; }
   std::shared_ptr<Partition> partition(int32_t p) const {
@@ -66,6 +76,26 @@ class TopicTable {
   // logs on disk that the file does not name become topics with default
   // configs (a directory copied from Kafka, say).
   storage::Status load(int64_t now_ms);
+
+  // Cluster mode (see the header comment); call before load().
+  void set_sparse(bool sparse) { sparse_ = sparse; }
+  bool sparse() const { return sparse_; }
+
+  // Cluster mode: the partition `index` of topic `name`, its log created
+  // when missing (topic id: `id`, or the topic's, or a new one when both
+  // are zero; a new topic takes `configs` as its overrides). An id that
+  // differs from the topic's is INCONSISTENT_TOPIC_ID; a failed log
+  // creation KAFKA_STORAGE_ERROR. *created says whether the log is new.
+  struct Ensured {
+    TopicError error;
+    std::shared_ptr<Partition> partition;
+    bool created = false;
+  };
+  Ensured ensure_partition(std::string_view name, const protocol::Uuid& id, int32_t index, const ConfigMap& configs,
+                           int64_t now_ms);
+  // Cluster mode: removes one partition's log (the slot becomes null; the
+  // topic goes when no slot is left). UNKNOWN_TOPIC_OR_PARTITION if absent.
+  TopicError remove_partition(std::string_view name, int32_t index);
 
   std::shared_ptr<const Topic> find(std::string_view name) const;
   std::shared_ptr<const Topic> find(const protocol::Uuid& id) const;
@@ -112,6 +142,7 @@ class TopicTable {
   storage::LogManager& logs_;
   const AppendListeners* const listeners_;
   const std::string registry_path_;
+  bool sparse_ = false;
 
   std::mutex write_mu_;     // serialises changes (and the registry file)
   mutable std::mutex mu_;   // guards the maps (pointer swaps only)

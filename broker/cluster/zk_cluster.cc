@@ -5,11 +5,49 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdio>
+#include <mutex>
 
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
 
 namespace ciuickafka::broker {
+namespace {
+std::mutex g_factory_mu;
+ZkCluster::ClientFactory& client_factory() {
+  static ZkCluster::ClientFactory f;
+  return f;
+}
+}  // namespace
+
+void ZkCluster::set_client_factory_for_tests(ClientFactory f) {
+  std::lock_guard<std::mutex> lock(g_factory_mu);
+  client_factory() = std::move(f);
+}
+
+std::optional<std::map<std::string, std::string>> ZkCluster::read_topic_config(const std::string& topic,
+                                                                               std::string* error) const {
+  auto session = membership_ ? membership_->session() : nullptr;
+  if (!session) {
+    *error = "no ZooKeeper session";
+    return std::nullopt;
+  }
+  std::string data;
+  const replication::zk::Code c = session->get(replication::topic_config_path(topic), &data);
+  if (c == replication::zk::Code::kNoNode) return std::map<std::string, std::string>{};
+  if (c != replication::zk::Code::kOk) {
+    *error = std::string("reading ") + replication::topic_config_path(topic) + ": " +
+             std::string(replication::zk::to_string(c));
+    return std::nullopt;
+  }
+  auto decoded = replication::decode_entity_config(data);
+  if (!decoded.ok()) {
+    *error = decoded.error().message;
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : decoded.value()) out[k] = v;
+  return out;
+}
 
 std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, int32_t broker_id,
                                            const std::string& local_cluster_id, std::string* error) {
@@ -39,7 +77,10 @@ std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, i
       *z->channel_, copts, [](const std::string& why) {
         std::fprintf(stderr, "[ciuickafka] WARN controller resigned: %s\n", why.c_str());
       });
-  z->client_ = replication::zk::make_zookeeper_client();
+  {
+    std::lock_guard<std::mutex> lock(g_factory_mu);
+    z->client_ = client_factory() ? client_factory()() : replication::zk::make_zookeeper_client();
+  }
   z->membership_ = replication::ClusterMembership::open(*z->client_, std::move(mc), error);
   if (!z->membership_) return nullptr;
   return z;

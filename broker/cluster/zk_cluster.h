@@ -15,13 +15,19 @@
 // AlterPartition reaches it through controller().
 //
 // Handlers read view() (live brokers, controller) for Metadata and
-// DescribeCluster.
+// DescribeCluster until the controller's first UpdateMetadata fills the
+// metadata cache (broker/cluster/metadata_cache.h); partition roles come from
+// the controller's LeaderAndIsr (broker/cluster/replica_manager.h), which
+// reads the topic configs here (read_topic_config).
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +66,17 @@ class ZkCluster {
 
   // The controller (active or not; never null once open() succeeded).
   replication::controller::Controller* controller() { return controller_.get(); }
+
+  // A topic's config overrides from /config/topics/<topic> (empty when the
+  // znode is absent); nullopt with *error when ZooKeeper cannot be read or
+  // the data does not decode. Blocking (one ZooKeeper read).
+  std::optional<std::map<std::string, std::string>> read_topic_config(const std::string& topic,
+                                                                      std::string* error) const;
+
+  // Tests: the ZooKeeper client open() uses instead of a real one (a
+  // FakeZkServer's). Process-wide; set it before Broker::open, clear after.
+  using ClientFactory = std::function<std::unique_ptr<replication::zk::Client>()>;
+  static void set_client_factory_for_tests(ClientFactory f);
 
   // Active controller count, session expirations and the controller's
   // partition counts, read at scrape time.

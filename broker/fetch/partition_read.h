@@ -28,6 +28,8 @@
 #include <memory>
 #include <vector>
 
+#include "broker/cluster/replica_manager.h"
+
 #include "broker/broker.h"
 #include "broker/fetch/epoch_check.h"
 #include "broker/fetch/session_cache.h"
@@ -85,6 +87,10 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     protocol::ErrorCode err = protocol::ErrorCode::NONE;
     std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic);
     if (p && opts.from_replica) err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    // Consumers read from the leader only (cluster mode; always true on one node).
+    if (!opts.from_replica && (p ? !p->is_leader() : err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+      if (auto le = ReplicaManager::leader_error(broker, p.get(), o.topic, s.partition); le != protocol::ErrorCode::NONE)
+        err = le;
     if (p && err == protocol::ErrorCode::NONE) err = check_current_leader_epoch(s.current_leader_epoch, p->leader_epoch());
     if (p && err == protocol::ErrorCode::NONE) {
       const int64_t hw = opts.read_committed ? p->last_stable_offset() : p->high_watermark();

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
@@ -59,8 +60,9 @@ void handle_delete_records(RequestContext&& ctx) {
       out.low_watermark = -1;
       std::shared_ptr<Partition> p = topic ? topic->partition(in.partition_index) : nullptr;
       ErrorCode e = ErrorCode::NONE;
-      if (!p) {
-        e = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+      if (ErrorCode le = ReplicaManager::leader_error(broker, p.get(), t.name, in.partition_index);
+          le != ErrorCode::NONE) {
+        e = le;  // unknown, or not led here (cluster mode)
       } else if (!deletable) {
         e = ErrorCode::POLICY_VIOLATION;
       } else {

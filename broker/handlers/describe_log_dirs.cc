@@ -73,7 +73,7 @@ void handle_describe_log_dirs(RequestContext&& ctx) {
     }
     std::map<size_t, DescribeLogDirsResponse::DescribeLogDirsTopic> per_dir;
     for (const auto& p : topic->partitions) {
-      if (only && !only->count(p->index())) continue;
+      if (!p || (only && !only->count(p->index()))) continue;
       const std::string parent = strip_slash(normal_dir(std::filesystem::path(p->log().dir()).parent_path().string()));
       auto d = by_dir.find(parent);
       if (d == by_dir.end()) continue;

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/fetch/epoch_check.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -31,6 +32,9 @@
 
 namespace ciuickafka::broker {
 namespace {
+
+// Kafka's DEBUG_CONSUMER_ID: may read from any replica, not only the leader.
+constexpr int32_t kDebugReplicaId = -2;
 
 using protocol::ErrorCode;
 using protocol::ListOffsetsRequest;
@@ -145,8 +149,11 @@ void handle_list_offsets(RequestContext&& ctx) {
       std::shared_ptr<Partition> p = topic ? topic->partition(in.partition_index) : nullptr;
       if (duplicated.count({t.name, in.partition_index}) != 0) {
         out.error_code = protocol::to_wire(ErrorCode::INVALID_REQUEST);
-      } else if (!p) {
-        out.error_code = protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      } else if (ErrorCode le = req.replica_id == kDebugReplicaId
+                                    ? (p ? ErrorCode::NONE : ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                                    : ReplicaManager::leader_error(broker, p.get(), t.name, in.partition_index);
+                 le != ErrorCode::NONE) {
+        out.error_code = protocol::to_wire(le);  // unknown, or not led here (cluster mode)
       } else {
         out = list_one(*p, in, version, from_replica, read_committed);
       }

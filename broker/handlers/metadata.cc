@@ -18,11 +18,23 @@
 // retry round. Invalid names are INVALID_TOPIC_EXCEPTION, unknown topics that
 // are not created UNKNOWN_TOPIC_OR_PARTITION.
 //
+// Cluster mode (ZooKeeper): topics and partitions come from the metadata
+// cache the controller's UpdateMetadata fills (Kafka's ZkMetadataCache):
+// leader, leader epoch, replicas, ISR, offline replicas. A leader that is not
+// a live broker is LEADER_NOT_AVAILABLE with leader -1 (so is leader -1);
+// a live leader without an endpoint on the request's listener is
+// LISTENER_NOT_FOUND for v6+ (LEADER_NOT_AVAILABLE before); v0 lists only
+// live replicas and answers REPLICA_NOT_AVAILABLE when it left some out. A
+// topic being deleted has left the cache: UNKNOWN_TOPIC_OR_PARTITION, as in
+// Kafka. An unknown topic that is auto-created answers LEADER_NOT_AVAILABLE
+// (the controller elects its leaders later), as Kafka does.
+//
 // Authorized operations (v8+ topic, v8-10 cluster): the full set when asked
 // for (we have no authorizer), INT32_MIN otherwise.
 #include "broker/admin/auto_create.h"
 #include "broker/admin/cluster_info.h"
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
@@ -64,6 +76,85 @@ MetadataResponse::MetadataResponseTopic topic_error(std::optional<std::string> n
   return out;
 }
 
+bool is_internal_topic(std::string_view name) { return name == "__consumer_offsets" || name == "__transaction_state"; }
+
+MetadataResponse::MetadataResponseTopic describe_cached(const MetadataSnapshot& snap, const CachedTopic& t,
+                                                        std::string_view listener, int16_t version, bool with_ops) {
+  MetadataResponse::MetadataResponseTopic out;
+  out.name = t.name;
+  out.topic_id = t.id;
+  out.is_internal = is_internal_topic(t.name);
+  out.topic_authorized_operations = with_ops ? admin::kTopicOperations : admin::kOperationsOmitted;
+  auto alive = [&](int32_t id) { return snap.broker(id) != nullptr; };
+  for (const auto& [index, cp] : t.partitions) {
+    MetadataResponse::MetadataResponsePartition mp;
+    mp.partition_index = index;
+    mp.leader_epoch = cp.leader_epoch;
+    mp.replica_nodes = cp.replicas;
+    mp.isr_nodes = cp.isr;
+    mp.offline_replicas = cp.offline_replicas;
+    ErrorCode e = ErrorCode::NONE;
+    if (version == 0) {
+      // v0 (Kafka's errorUnavailableEndpoints): only replicas that are up.
+      std::erase_if(mp.replica_nodes, [&](int32_t r) { return !alive(r); });
+      std::erase_if(mp.isr_nodes, [&](int32_t r) { return !alive(r); });
+      if (mp.replica_nodes.size() < cp.replicas.size() || mp.isr_nodes.size() < cp.isr.size())
+        e = ErrorCode::REPLICA_NOT_AVAILABLE;
+    }
+    const CachedBroker* leader = snap.broker(cp.leader);
+    if (leader == nullptr) {
+      e = ErrorCode::LEADER_NOT_AVAILABLE;
+      mp.leader_id = -1;
+    } else if (leader->endpoint(listener) == nullptr) {
+      e = version >= 6 ? ErrorCode::LISTENER_NOT_FOUND : ErrorCode::LEADER_NOT_AVAILABLE;
+      mp.leader_id = -1;
+    } else {
+      mp.leader_id = cp.leader;
+    }
+    mp.error_code = to_wire(e);
+    out.partitions.push_back(std::move(mp));
+  }
+  return out;
+}
+
+// Metadata in a ZooKeeper cluster: topics from the metadata cache.
+void cluster_topics(Broker& broker, const MetadataRequest& req, const std::string& listener, int16_t version,
+                    bool all_topics, bool with_ops, MetadataResponse& resp) {
+  auto snap = broker.service<ReplicaManager>().metadata_cache().snapshot();
+  if (all_topics) {
+    for (const auto& [name, t] : snap->topics) resp.topics.push_back(describe_cached(*snap, t, listener, version, with_ops));
+    return;
+  }
+  const bool may_create = broker.config().get_bool("auto.create.topics.enable") &&
+                          (version < 4 || req.allow_auto_topic_creation);
+  for (const auto& rt : *req.topics) {
+    if (!rt.name.has_value()) {
+      if (const CachedTopic* t = snap->topic(rt.topic_id)) {
+        resp.topics.push_back(describe_cached(*snap, *t, listener, version, with_ops));
+      } else {
+        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id, ErrorCode::UNKNOWN_TOPIC_ID));
+      }
+      continue;
+    }
+    const std::string& name = *rt.name;
+    if (const CachedTopic* t = snap->topic(name)) {
+      resp.topics.push_back(describe_cached(*snap, *t, listener, version, with_ops));
+      continue;
+    }
+    if (TopicTable::invalid_name_reason(name)) {
+      resp.topics.push_back(topic_error(name, {}, ErrorCode::INVALID_TOPIC_EXCEPTION));
+      continue;
+    }
+    if (!may_create) {
+      resp.topics.push_back(topic_error(name, {}, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+      continue;
+    }
+    admin::AutoCreated created = admin::auto_create_topic(broker, name);
+    resp.topics.push_back(
+        topic_error(name, {}, created.error.ok() ? ErrorCode::LEADER_NOT_AVAILABLE : created.error.code));
+  }
+}
+
 void handle_metadata(RequestContext&& ctx) {
   MetadataRequest req;
   if (!decode_request(ctx, req)) {
@@ -91,6 +182,11 @@ void handle_metadata(RequestContext&& ctx) {
   const bool with_ops = version >= 8 && req.include_topic_authorized_operations;
 
   const bool all_topics = !req.topics.has_value() || (version == 0 && req.topics->empty());
+  if (broker.cluster() != nullptr) {
+    cluster_topics(broker, req, ctx.listener, version, all_topics, with_ops, resp);
+    ctx.respond(make_response(ctx, resp));
+    return;
+  }
   if (all_topics) {
     for (const auto& t : broker.topics().list()) resp.topics.push_back(describe_topic(*t, node, with_ops));
     ctx.respond(make_response(ctx, resp));

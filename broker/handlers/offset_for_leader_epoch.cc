@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/fetch/epoch_check.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -58,11 +59,12 @@ void handle_offset_for_leader_epoch(RequestContext&& ctx) {
     for (const auto& in : t.partitions) {
       std::shared_ptr<Partition> p = topic ? topic->partition(in.partition) : nullptr;
       OffsetForLeaderEpochResponse::EpochEndOffset out;
-      if (p) {
+      if (ErrorCode le = ReplicaManager::leader_error(*ctx.broker, p.get(), t.topic, in.partition);
+          le == ErrorCode::NONE) {
         out = end_offset_for(*p, in);
       } else {
         out.partition = in.partition;
-        out.error_code = protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        out.error_code = protocol::to_wire(le);  // unknown, or not led here (cluster mode)
       }
       if (first_error == 0) first_error = out.error_code;
       tr.partitions.push_back(std::move(out));

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "broker/produce/acks_all_wait.h"
@@ -293,8 +294,9 @@ void handle_produce(RequestContext&& ctx) {
       std::shared_ptr<Partition> partition = topic ? topic->partition(pd.index) : nullptr;
       if (!acks_valid) {
         set_error(pr, ErrorCode::INVALID_REQUIRED_ACKS);
-      } else if (!partition) {
-        set_error(pr, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+      } else if (ErrorCode le = ReplicaManager::leader_error(broker, partition.get(), td.name, pd.index);
+                 le != ErrorCode::NONE) {
+        set_error(pr, le);  // unknown, or not led here (cluster mode)
         broker.metrics().all_topics().failed_produce();
       } else if (topic->is_internal()) {
         set_error(pr, ErrorCode::INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic " + td.name);

@@ -1,0 +1,158 @@
+// tests/unit/handlers/cluster/serving_test.cc: cluster-mode serving: Metadata
+// and DescribeCluster from the metadata cache, NOT_LEADER_OR_FOLLOWER for
+// client requests on partitions this broker does not lead.
+#include <catch2/catch.hpp>
+
+#include "broker/broker.h"
+#include "protocol/generated/delete_records.h"
+#include "protocol/generated/describe_cluster.h"
+#include "protocol/generated/fetch.h"
+#include "protocol/generated/list_offsets.h"
+#include "protocol/generated/metadata.h"
+#include "tests/unit/handlers/cluster/cluster_fixture.h"
+#include "tests/unit/handlers/produce/produce_helpers.h"
+
+namespace ciuickafka::broker::test {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::MetadataRequest;
+using protocol::MetadataResponse;
+using protocol::to_wire;
+
+MetadataRequest metadata_for(std::vector<std::string> names, bool auto_create = false) {
+  MetadataRequest r;
+  std::vector<MetadataRequest::MetadataRequestTopic> topics;
+  for (auto& n : names) {
+    MetadataRequest::MetadataRequestTopic t;
+    t.name = n;
+    topics.push_back(t);
+  }
+  r.topics = topics;
+  r.allow_auto_topic_creation = auto_create;
+  return r;
+}
+
+const MetadataResponse::MetadataResponseTopic& topic_named(const MetadataResponse& r, const std::string& n) {
+  for (const auto& t : r.topics)
+    if (t.name == n) return t;
+  throw std::runtime_error("topic not in the response: " + n);
+}
+
+TEST_CASE("Metadata in cluster mode answers from the metadata cache") {
+  ClusterFixture c;
+  auto um = update_metadata({{"m", 0, 1, 4, {1, 2}, {1, 2}}, {"m", 1, 3, 2, {3}, {3, 1}}, {"gone", 0, 2, 1, {2}, {2}}},
+                            {1, 2});
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == 0);
+  um = update_metadata({{"gone", 0, kLeaderDuringDelete, 1, {2}, {2}}}, {1, 2});
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == 0);
+
+  auto resp = c.f().call<MetadataResponse>(metadata_for({"m", "gone", "nope"}), 12);
+  CHECK(resp.controller_id == 9);
+  REQUIRE(resp.brokers.size() == 2);
+  CHECK(resp.brokers[1].node_id == 2);
+  CHECK(resp.brokers[1].host == "host2");
+  CHECK(resp.brokers[1].port == 9002);
+  const auto& m = topic_named(resp, "m");
+  CHECK(m.error_code == 0);
+  CHECK(m.topic_id == uuid(7));
+  REQUIRE(m.partitions.size() == 2);
+  CHECK(m.partitions[0].error_code == 0);
+  CHECK(m.partitions[0].leader_id == 1);
+  CHECK(m.partitions[0].leader_epoch == 4);
+  CHECK(m.partitions[0].replica_nodes == std::vector<int32_t>{1, 2});
+  CHECK(m.partitions[0].isr_nodes == std::vector<int32_t>{1, 2});
+  // Leader 3 is not live.
+  CHECK(m.partitions[1].error_code == to_wire(ErrorCode::LEADER_NOT_AVAILABLE));
+  CHECK(m.partitions[1].leader_id == -1);
+  CHECK(m.partitions[1].offline_replicas == std::vector<int32_t>{3});
+  // Being deleted: gone from the cache, as in Kafka.
+  CHECK(topic_named(resp, "gone").error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  CHECK(topic_named(resp, "nope").error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+
+  // All topics: the cache's.
+  MetadataRequest all;
+  all.topics = std::nullopt;
+  auto every = c.f().call<MetadataResponse>(all, 12);
+  REQUIRE(every.topics.size() == 1);
+  CHECK(every.topics[0].name == "m");
+
+  // v0: only live replicas, REPLICA_NOT_AVAILABLE when some were left out.
+  auto v0 = c.f().call<MetadataResponse>(metadata_for({"m"}, /*auto_create=*/true), 0);  // v0 has no flag
+  const auto& m0 = topic_named(v0, "m");
+  CHECK(m0.partitions[1].replica_nodes == std::vector<int32_t>{1});
+
+  auto dc = c.f().call<protocol::DescribeClusterResponse>(protocol::DescribeClusterRequest{}, 0);
+  CHECK(dc.controller_id == 9);
+  CHECK(dc.brokers.size() == 2);
+}
+
+TEST_CASE("cluster mode: Produce, Fetch, ListOffsets, DeleteRecords on a follower are NOT_LEADER_OR_FOLLOWER") {
+  ClusterFixture c;
+  auto lai = leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}, {"p", 1, 2, 1, {2, 1}, {2, 1}}});
+  auto r = c.f().call<protocol::LeaderAndIsrResponse>(lai, 7);
+  REQUIRE(r.topics.at(0).partition_errors.at(1).error_code == 0);
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(
+              update_metadata({{"p", 0, 1, 1, {1, 2}, {1, 2}}, {"p", 1, 2, 1, {2, 1}, {2, 1}}}, {1, 2}), 8)
+              .error_code == 0);
+
+  auto batch = make_batch({});
+  auto to_leader = only_partition(c.f().call<protocol::ProduceResponse>(produce_request("p", 0, batch), 9));
+  CHECK(to_leader.error_code == 0);
+  auto to_follower = only_partition(c.f().call<protocol::ProduceResponse>(produce_request("p", 1, batch), 9));
+  CHECK(to_follower.error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  // Known to the cluster but not hosted here: NOT_LEADER_OR_FOLLOWER; unknown: UNKNOWN_TOPIC_OR_PARTITION.
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({{"elsewhere", 0, 2, 0, {2}, {2}}}, {1, 2}), 8)
+              .error_code == 0);
+  CHECK(only_partition(c.f().call<protocol::ProduceResponse>(produce_request("elsewhere", 0, batch), 9)).error_code ==
+        to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  CHECK(only_partition(c.f().call<protocol::ProduceResponse>(produce_request("unknown", 0, batch), 9)).error_code ==
+        to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+
+  // A consumer fetch of the follower partition.
+  protocol::FetchRequest fr;
+  fr.replica_id = -1;
+  fr.max_wait_ms = 0;
+  fr.min_bytes = 0;
+  fr.max_bytes = 1 << 20;
+  protocol::FetchRequest::FetchTopic ft;
+  ft.topic = "p";
+  for (int32_t i : {0, 1}) {
+    protocol::FetchRequest::FetchPartition fp;
+    fp.partition = i;
+    fp.partition_max_bytes = 1 << 20;
+    ft.partitions.push_back(fp);
+  }
+  fr.topics.push_back(ft);
+  auto fetched = c.f().call<protocol::FetchResponse>(fr, 11);
+  REQUIRE(fetched.responses.size() == 1);
+  REQUIRE(fetched.responses[0].partitions.size() == 2);
+  CHECK(fetched.responses[0].partitions[0].error_code == 0);
+  CHECK(fetched.responses[0].partitions[1].error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+
+  protocol::ListOffsetsRequest lo;
+  lo.replica_id = -1;
+  protocol::ListOffsetsRequest::ListOffsetsTopic lt;
+  lt.name = "p";
+  protocol::ListOffsetsRequest::ListOffsetsPartition lp;
+  lp.partition_index = 1;
+  lp.timestamp = -1;
+  lt.partitions.push_back(lp);
+  lo.topics.push_back(lt);
+  auto listed = c.f().call<protocol::ListOffsetsResponse>(lo, 7);
+  CHECK(listed.topics.at(0).partitions.at(0).error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+
+  protocol::DeleteRecordsRequest dr;
+  protocol::DeleteRecordsRequest::DeleteRecordsTopic dt;
+  dt.name = "p";
+  protocol::DeleteRecordsRequest::DeleteRecordsPartition dp;
+  dp.partition_index = 1;
+  dp.offset = -1;
+  dt.partitions.push_back(dp);
+  dr.topics.push_back(dt);
+  auto del = c.f().call<protocol::DeleteRecordsResponse>(dr, 2);
+  CHECK(del.topics.at(0).partitions.at(0).error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+}
+
+}  // namespace
+}  // namespace ciuickafka::broker::test
