@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "broker/broker.h"
+#include "broker/replica/hw_checkpoint.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/list_offsets.h"
@@ -398,6 +399,7 @@ void ReplicaFetcherManager::stopped(const storage::TopicPartition& tp, bool) {
 }
 
 void ReplicaFetcherManager::became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader) {
+  broker_.service<HwCheckpoints>().restore(*p);
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   remove_locked(p->tp());

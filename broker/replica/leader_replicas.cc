@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "broker/broker.h"
+#include "broker/replica/hw_checkpoint.h"
 #include "protocol/generated/alter_partition.h"
 #include "replication/net/reconnecting_client.h"
 
@@ -114,6 +115,7 @@ replication::BrokerSet LeaderReplicas::alive(const ReplicaState& st) const {
 }
 
 void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
+  broker_.service<HwCheckpoints>().restore(*p);
   auto rs = p->role_state();
   const bool others = std::any_of(rs->replicas.begin(), rs->replicas.end(), [&](int32_t r) { return r != node_id_; });
   const int64_t leo = p->log_end_offset();
@@ -159,6 +161,7 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
 }
 
 void LeaderReplicas::became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) {
+  broker_.service<HwCheckpoints>().restore(*p);
   {
     std::lock_guard<std::mutex> lock(mu_);
     entries_.erase(p->tp());

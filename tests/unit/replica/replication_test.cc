@@ -19,12 +19,14 @@
 
 #include "broker/broker.h"
 #include "broker/replica/fetcher_manager.h"
+#include "broker/replica/hw_checkpoint.h"
 #include "broker/replica/leader_replicas.h"
 #include "protocol/generated/alter_partition.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/produce.h"
 #include "protocol/records/batch_builder.h"
 #include "replication/net/broker_client.h"
+#include "storage/checkpoint.h"
 #include "tests/unit/replication/fake_kafka_server.h"
 #include "tests/unit/server/server_test_util.h"
 
@@ -351,6 +353,35 @@ TEST_CASE("an ISR shrink goes to the controller as AlterPartition and a committe
   CHECK_FALSE(st->pending());
   // With the ISR at the leader alone (min ISR 1), the HW follows the leader.
   CHECK(eventually([&] { return pr.lp->high_watermark() == 1; }));
+}
+
+TEST_CASE("replication-offset-checkpoint holds the HWs and a new role starts from it", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  REQUIRE(pr.produce(batch(5, "a"), 1).error_code == 0);
+  auto c = connect(pr.leader.port());
+  REQUIRE(replica_fetch(*c, 2, 3, 1).error_code == 0);
+  REQUIRE(pr.lp->high_watermark() == 3);
+  auto& checkpoints = pr.leader.broker().service<replica::HwCheckpoints>();
+  REQUIRE(checkpoints.write_all().is_ok());
+  const std::string dir = pr.leader.broker().logs().log_dirs().at(0);
+  auto file = storage::read_offset_checkpoint(pr.leader.broker().fs(),
+                                              dir + "/" + std::string(storage::kReplicationOffsetCheckpointFile));
+  REQUIRE(file.is_ok());
+  REQUIRE(file.value().size() == 1);
+  CHECK(file.value()[0].tp == pr.lp->tp());
+  CHECK(file.value()[0].offset == 3);
+
+  // As after a restart: the log's open set the HW to the LEO; the first role restores it.
+  pr.lp->refresh_high_watermark();
+  REQUIRE(pr.lp->high_watermark() == 5);
+  replica::HwCheckpoints reloaded(pr.leader.broker());
+  CHECK(reloaded.checkpointed(pr.lp->tp()) == std::optional<int64_t>(3));
+  reloaded.restore(*pr.lp);
+  CHECK(pr.lp->high_watermark() == 3);
+  pr.lp->set_high_watermark(4);
+  reloaded.restore(*pr.lp);  // only the first role change restores
+  CHECK(pr.lp->high_watermark() == 4);
 }
 
 }  // namespace
