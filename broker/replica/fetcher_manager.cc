@@ -14,6 +14,7 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/process_metrics.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/list_offsets.h"
@@ -29,7 +30,6 @@ using replication::net::Clock;
 // Counters shared by the manager and its threads.
 struct FetcherCounters {
   std::atomic<uint64_t> fetches{0};
-  std::atomic<int64_t> max_lag{0};
 };
 
 class FetcherThread {
@@ -84,6 +84,8 @@ class FetcherThread {
     if (thread_.joinable()) thread_.join();
   }
   bool exited() const { return exited_.load(); }
+  // The largest leader HW - local LEO of the last response.
+  int64_t lag() const { return lag_.load(); }
 
  private:
   struct Fetched {
@@ -214,6 +216,7 @@ class FetcherThread {
         backoff();
         continue;
       }
+      response_lag_ = 0;
       for (auto& t : resp.responses) {
         for (auto& d : t.partitions) {
           auto it = std::find_if(ready.begin(), ready.end(), [&](const auto& p) {
@@ -225,6 +228,7 @@ class FetcherThread {
           apply_partition(client, *it, d, *version);
         }
       }
+      lag_.store(response_lag_);
     }
   }
 
@@ -263,9 +267,7 @@ class FetcherThread {
       const int64_t target = std::min(d.log_start_offset, p->high_watermark());
       if (target > p->log_start_offset()) (void)p->log().advance_log_start_offset(target);
     }
-    const int64_t lag = std::max<int64_t>(0, d.high_watermark - leo);
-    int64_t cur = counters_->max_lag.load();
-    counters_->max_lag.store(lag > cur ? lag : cur);
+    response_lag_ = std::max<int64_t>(response_lag_, d.high_watermark - leo);
   }
 
   void after_truncate(const std::shared_ptr<Partition>& p) {
@@ -351,15 +353,28 @@ class FetcherThread {
   std::mutex apply_mu_;  // held while one partition's answer is applied
   std::shared_ptr<replication::net::Interrupter> interrupter_;
   std::atomic<bool> exited_{false};
+  int64_t response_lag_ = 0;  // the fetch thread's own
+  std::atomic<int64_t> lag_{0};
   std::thread thread_;
 };
 
 
 ReplicaFetcherManager::ReplicaFetcherManager(Broker& broker)
     : broker_(broker), threads_per_leader_(std::max(1, broker.config().get_int("num.replica.fetchers"))),
-      counters_(std::make_shared<FetcherCounters>()) {}
+      counters_(std::make_shared<FetcherCounters>()) {
+  collector_id_ = broker.metrics_registry().add_collector([this](std::vector<prometheus::MetricFamily>& out) {
+    out.push_back(metrics::single_sample_family(
+        "kafka_server_replicafetchermanager_maxlag",
+        "The largest lag (leader high watermark minus local log end offset, in messages) of any partition this "
+        "broker follows, as the last fetch responses showed.",
+        prometheus::MetricType::Gauge, static_cast<double>(max_lag())));
+  });
+}
 
-ReplicaFetcherManager::~ReplicaFetcherManager() { stop(); }
+ReplicaFetcherManager::~ReplicaFetcherManager() {
+  broker_.metrics_registry().remove_collector(collector_id_);
+  stop();
+}
 
 void ReplicaFetcherManager::set_options(FetcherOptions o) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -424,7 +439,12 @@ size_t ReplicaFetcherManager::partition_count() const {
 }
 
 uint64_t ReplicaFetcherManager::fetches() const { return counters_->fetches.load(); }
-int64_t ReplicaFetcherManager::max_lag() const { return counters_->max_lag.load(); }
+int64_t ReplicaFetcherManager::max_lag() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t m = 0;
+  for (const auto& [k, t] : threads_) m = std::max(m, t->lag());
+  return m;
+}
 
 void ReplicaFetcherManager::stop() {
   std::map<Key, std::shared_ptr<FetcherThread>> threads;

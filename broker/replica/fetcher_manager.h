@@ -86,8 +86,9 @@ class ReplicaFetcherManager : public ReplicaRoleListener {
   size_t partition_count() const;
   // Fetches answered so far (all threads, any outcome), for tests.
   uint64_t fetches() const;
-  // Kafka's kafka.server:type=ReplicaFetcherManager,name=MaxLag: the largest
-  // (leader HW - local LEO) the last responses showed.
+  // Kafka's kafka.server:type=ReplicaFetcherManager,name=MaxLag (exported
+  // as kafka_server_replicafetchermanager_maxlag): the largest (leader HW -
+  // local LEO) of the running threads' last responses.
   int64_t max_lag() const;
 
   void stop();
@@ -104,6 +105,7 @@ class ReplicaFetcherManager : public ReplicaRoleListener {
   std::map<Key, std::shared_ptr<FetcherThread>> threads_;
   std::map<storage::TopicPartition, Key> where_;
   std::shared_ptr<FetcherCounters> counters_;
+  uint64_t collector_id_ = 0;
   std::vector<std::shared_ptr<FetcherThread>> retired_;  // emptied threads, joined at stop or on the next change
 };
 

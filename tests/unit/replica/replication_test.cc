@@ -182,6 +182,9 @@ TEST_CASE("a follower fetcher copies the leader's batches with their offsets and
   CHECK(pr.lp->high_watermark() == 5);
   CHECK(pr.fetchers().thread_count() == 1);
   CHECK(pr.fetchers().partition_count() == 1);
+  CHECK(eventually([&] { return pr.fetchers().max_lag() == 0; }));
+  CHECK(pr.follower.broker().metrics_registry().text().find("kafka_server_replicafetchermanager_maxlag 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("the leader's HW moves only once the follower fetched past it", "[replica]") {
