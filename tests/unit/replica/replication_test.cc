@@ -215,6 +215,38 @@ TEST_CASE("the leader's HW moves only once the follower fetched past it", "[repl
   }
 }
 
+TEST_CASE("a Fetch v15+ follower names itself in ReplicaState and topics by id", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  REQUIRE(pr.produce(batch(2, "a"), 1).error_code == 0);
+  auto c = connect(pr.leader.port());
+  protocol::FetchRequest req;
+  req.replica_id = -1;
+  req.replica_state.replica_id = 2;
+  req.replica_state.replica_epoch = 5;
+  req.max_wait_ms = 0;
+  req.min_bytes = 0;
+  req.session_epoch = -1;
+  auto& t = req.topics.emplace_back();
+  t.topic_id = pr.lp->topic_id();
+  auto& p = t.partitions.emplace_back();
+  p.partition = 0;
+  p.fetch_offset = 2;
+  p.current_leader_epoch = 1;
+  p.last_fetched_epoch = 1;
+  p.partition_max_bytes = 1 << 20;
+  protocol::FetchResponse resp;
+  REQUIRE(c->call(req, 17, &resp).ok());
+  const auto& d = resp.responses.at(0).partitions.at(0);
+  CHECK(d.error_code == 0);
+  CHECK(d.diverging_epoch.epoch == -1);
+  CHECK(d.high_watermark == 2);
+  auto st = pr.leaders().state(pr.lp->tp());
+  REQUIRE(st);
+  REQUIRE(st->follower(2) != nullptr);
+  CHECK(st->follower(2)->log_end_offset == 2);
+}
+
 TEST_CASE("a follower fetch to a non-leader gets NOT_LEADER_OR_FOLLOWER", "[replica]") {
   Pair pr;
   pr.make_leader(1);
