@@ -410,6 +410,27 @@ std::vector<KeyDef> detail::make_key_table() {
                   .topic("unclean.leader.election.enable"));
   k.push_back(key("replica.lag.time.max.ms", T::kLong, "30000", S::kReplication,
                   "A follower that has not caught up for this long leaves the ISR (milliseconds)."));
+  k.push_back(key("num.replica.fetchers", T::kInt, "1", S::kReplication,
+                  "Fetcher threads per leader broker that copy its partitions to this follower.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("replica.fetch.max.bytes", T::kInt, "1048576", S::kReplication,
+                  "Bytes a follower fetch asks for per partition (the first batch is sent even if larger).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("replica.fetch.response.max.bytes", T::kInt, "10485760", S::kReplication,
+                  "Bytes a follower fetch asks for in all (the first batch is sent even if larger).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("replica.fetch.wait.max.ms", T::kInt, "500", S::kReplication,
+                  "How long the leader may hold a follower fetch waiting for data (milliseconds).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("replica.fetch.min.bytes", T::kInt, "1", S::kReplication,
+                  "Bytes a follower fetch waits for before the leader answers.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("replica.fetch.backoff.ms", T::kInt, "1000", S::kReplication,
+                  "How long a fetcher waits after a failed fetch or a fenced partition (milliseconds).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("replica.high.watermark.checkpoint.interval.ms", T::kLong, "5000", S::kReplication,
+                  "How often each log dir's replication-offset-checkpoint is written (milliseconds).")
+                  .valid(V::at_least(1)));
   k.push_back(key("broker.rack", T::kString, kNull, S::kReplication,
                   "The rack of this broker, registered in ZooKeeper and answered in Metadata."));
 

@@ -14,8 +14,14 @@
 // a fetch offset below the log start or above the log end offset ->
 // OFFSET_OUT_OF_RANGE; consumers read up to the high watermark (the last
 // stable offset for read_committed, the same thing until transactions).
-// Replica fetches (replica_id >= 0) get NOT_LEADER_OR_FOLLOWER: a single
-// node has no followers; replication will serve them up to the LEO.
+// Replica fetches (replica_id >= 0) are served only by a replicated leader
+// (broker/replica/leader_replicas.h tracks the partition), else
+// NOT_LEADER_OR_FOLLOWER (a single node has no followers); they read up to
+// the LEO, not the HW, and when last_fetched_epoch (v12+) is set and the
+// leader's epoch cache ends that epoch below the fetch offset (or knows only
+// an older epoch) they get no records and the diverging (epoch, end offset)
+// instead (Kafka's Partition.readRecords). The caller records the fetch in
+// the leader's replica state (handlers/fetch.cc).
 // An error partition reports HW / LSO / log start -1, as Kafka does.
 //
 // Header-only: broker/CMakeLists.txt compiles handlers/*.cc only.
@@ -33,6 +39,7 @@
 #include "broker/broker.h"
 #include "broker/fetch/epoch_check.h"
 #include "broker/fetch/session_cache.h"
+#include "broker/replica/leader_replicas.h"
 #include "protocol/error_code.h"
 
 namespace ciuickafka::broker::fetch {
@@ -45,7 +52,21 @@ struct PartitionOutcome {
   storage::ReadResult read;           // zero-copy record slices
   std::vector<uint8_t> converted;     // Fetch v0-v3: the down-converted bytes
   std::string topic;                  // resolved name (for metrics, v13+ responses)
+  // Replica fetches only:
+  std::shared_ptr<Partition> partition;  // the partition read
+  int64_t leo_at_read = -1;              // the leader's LEO when it was read
+  int32_t diverging_epoch = -1;          // set (with diverging_end_offset) when the follower diverged
+  int64_t diverging_end_offset = -1;
+  bool diverged = false;
 };
+
+// An error answer for one partition (HW, LSO and log start -1).
+inline PartitionOutcome error_outcome(protocol::ErrorCode e, std::string topic) {
+  PartitionOutcome o;
+  o.error = e;
+  o.topic = std::move(topic);
+  return o;
+}
 
 struct ReadOptions {
   bool by_topic_id = false;      // v13+
@@ -53,6 +74,7 @@ struct ReadOptions {
   bool read_committed = false;
   bool response_limit = true;    // v3+: max_bytes applies
   int64_t max_bytes = std::numeric_limits<int32_t>::max();
+  replica::LeaderReplicas* leaders = nullptr;  // set for replica fetches
 };
 
 struct ReadTotals {
@@ -86,14 +108,36 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     o.topic = s.topic;
     protocol::ErrorCode err = protocol::ErrorCode::NONE;
     std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic);
-    if (p && opts.from_replica) err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
     // Consumers read from the leader only (cluster mode; always true on one node).
     if (!opts.from_replica && (p ? !p->is_leader() : err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
       if (auto le = ReplicaManager::leader_error(broker, p.get(), o.topic, s.partition); le != protocol::ErrorCode::NONE)
         err = le;
     if (p && err == protocol::ErrorCode::NONE) err = check_current_leader_epoch(s.current_leader_epoch, p->leader_epoch());
+    if (p && err == protocol::ErrorCode::NONE && opts.from_replica &&
+        (!p->is_leader() || opts.leaders == nullptr || !opts.leaders->tracks(*p)))
+      err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    if (p && err == protocol::ErrorCode::NONE && opts.from_replica) {
+      o.partition = p;
+      o.leo_at_read = p->log_end_offset();
+      if (s.last_fetched_epoch >= 0) {
+        const storage::EpochEndOffset eo = p->log().end_offset_for_epoch(s.last_fetched_epoch);
+        if (eo.epoch < s.last_fetched_epoch || eo.end_offset < s.fetch_offset) {
+          o.diverged = true;
+          o.diverging_epoch = eo.epoch;
+          o.diverging_end_offset = eo.end_offset;
+          o.high_watermark = p->high_watermark();
+          o.last_stable_offset = p->last_stable_offset();
+          o.log_start_offset = p->log_start_offset();
+          o.error = err;
+          totals.any_error = true;  // not an error, but answered at once: the follower must truncate
+          continue;
+        }
+      }
+    }
     if (p && err == protocol::ErrorCode::NONE) {
-      const int64_t hw = opts.read_committed ? p->last_stable_offset() : p->high_watermark();
+      const int64_t hw = opts.from_replica    ? std::numeric_limits<int64_t>::max()
+                         : opts.read_committed ? p->last_stable_offset()
+                                               : p->high_watermark();
       if (s.fetch_offset < p->log_start_offset() || s.fetch_offset > p->log_end_offset()) {
         err = protocol::ErrorCode::OFFSET_OUT_OF_RANGE;
       } else {

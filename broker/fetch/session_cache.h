@@ -54,6 +54,7 @@ struct FetchPartitionState {
   int32_t max_bytes = 0;
   int32_t current_leader_epoch = -1;
   int64_t client_log_start_offset = -1;
+  int32_t last_fetched_epoch = -1;  // v12+: a follower's divergence check (-1: none)
   // Last values sent to the client (session bookkeeping).
   int64_t sent_high_watermark = -1;
   int64_t sent_log_start_offset = -1;

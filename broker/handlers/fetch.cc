@@ -15,6 +15,13 @@
 // nothing). aborted_transactions is null for read_uncommitted and empty for
 // read_committed (no transactions yet), as Kafka sends them.
 //
+// Follower fetches (replica_id >= 0, or replica_state.replica_id in v15+)
+// are served by a replicated leader only, up to its LEO, with a
+// diverging_epoch (v12+) when the follower's last fetched epoch diverged;
+// each is then recorded in the leader's replica state
+// (broker/replica/leader_replicas.h), which may move the HW the answer
+// carries.
+//
 // Topics are named (v0-12) or by id (v13+). Metrics: bytes out per topic
 // (and all topics), failed fetches per topic for partition errors.
 #include <chrono>
@@ -33,6 +40,7 @@
 #include "broker/fetch/waiting_room.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/replica/leader_replicas.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
 
@@ -72,12 +80,35 @@ struct PendingFetch {
   fetch::ReadOptions opts;
   SessionMode mode = SessionMode::kSessionless;
   int32_t session_id = 0;
+  int32_t replica_id = -1;  // a follower's fetch (v0-14 replica_id, v15+ replica_state)
   std::vector<FetchPartitionState> plan;
   std::vector<PartitionOutcome> outcomes;
 };
 
+// A follower's fetch, once read: Kafka's updateFollowerFetchState for every
+// partition read without error or divergence (the leader's replica state,
+// ISR expansion, the HW); the answer carries the HW that results.
+void record_follower_fetch(PendingFetch& pf) {
+  for (size_t i = 0; i < pf.plan.size(); ++i) {
+    PartitionOutcome& o = pf.outcomes[i];
+    if (o.error != ErrorCode::NONE || o.diverged || !o.partition) continue;
+    const FetchPartitionState& s = pf.plan[i];
+    const ErrorCode e = pf.opts.leaders->on_follower_fetch(*o.partition, pf.replica_id, s.fetch_offset,
+                                                         s.client_log_start_offset, o.leo_at_read,
+                                                         s.current_leader_epoch >= 0);
+    if (e != ErrorCode::NONE) {
+      o = fetch::error_outcome(e, o.topic);
+      continue;
+    }
+    o.high_watermark = o.partition->high_watermark();
+    o.last_stable_offset = o.partition->last_stable_offset();
+  }
+}
+
 fetch::ReadTotals read_all(PendingFetch& pf) {
-  return fetch::read_partitions(*pf.ctx.broker, pf.plan, pf.opts, &pf.outcomes);
+  fetch::ReadTotals t = fetch::read_partitions(*pf.ctx.broker, pf.plan, pf.opts, &pf.outcomes);
+  if (pf.opts.from_replica) record_follower_fetch(pf);
+  return t;
 }
 
 FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchPartitionState& s,
@@ -90,6 +121,10 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
   d.log_start_offset = o.log_start_offset;
   if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) d.aborted_transactions.reset();
   d.preferred_read_replica = -1;
+  if (o.diverged && pf.version >= 12) {
+    d.diverging_epoch.epoch = o.diverging_epoch;
+    d.diverging_epoch.end_offset = o.diverging_end_offset;
+  }
   if (!o.converted.empty()) {
     d.records = protocol::Records(std::span<const uint8_t>(o.converted));
   } else if (o.read.bytes > 0) {
@@ -107,7 +142,7 @@ void respond(PendingFetch& pf) {
       if (o.read.bytes == 0) continue;
       ErrorCode e = fetch::down_convert(o.read, magic, &o.converted);
       if (e != ErrorCode::NONE) {
-        o = PartitionOutcome{e, -1, -1, -1, {}, {}, o.topic};
+        o = fetch::error_outcome(e, o.topic);
       }
     }
   }
@@ -178,6 +213,7 @@ FetchPartitionState requested_state(const FetchRequest::FetchTopic& t, const Fet
   s.max_bytes = p.partition_max_bytes;
   s.current_leader_epoch = p.current_leader_epoch;
   s.client_log_start_offset = p.log_start_offset;
+  s.last_fetched_epoch = p.last_fetched_epoch;
   return s;
 }
 
@@ -191,11 +227,13 @@ void handle_fetch(RequestContext&& ctx) {
   pf->version = ctx.api_version();
   pf->min_bytes = req.min_bytes;
   pf->opts.by_topic_id = pf->version >= 13;
-  pf->opts.from_replica = (pf->version >= 15 ? req.replica_state.replica_id : req.replica_id) >= 0;
+  pf->replica_id = pf->version >= 15 ? req.replica_state.replica_id : req.replica_id;
+  pf->opts.from_replica = pf->replica_id >= 0;
   pf->opts.read_committed = pf->version >= 4 && req.isolation_level == 1;
   pf->opts.response_limit = pf->version >= 3;
   pf->opts.max_bytes = req.max_bytes;
   Broker& broker = *ctx.broker;
+  if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
 
   std::vector<FetchPartitionState> requested;
   for (const auto& t : req.topics)

@@ -25,6 +25,15 @@
 // group-commit fsync of every partition written (produce/acks_all_wait.h),
 // or answers like acks=1, as a single-node Kafka does, when the option is
 // off. Any other acks value: INVALID_REQUIRED_ACKS everywhere.
+//
+// acks=-1 on a replicated leader (Partition::hw_follows_leo() false: other
+// replicas exist; broker/replica/leader_replicas.h): before the append,
+// NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; after it,
+// the request waits (no thread does) until the HW reaches each partition's
+// last offset + 1 (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
+// below min ISR meanwhile), leadership is lost (NOT_LEADER_OR_FOLLOWER) or
+// timeout_ms passes (REQUEST_TIMED_OUT), as Kafka's delayed produce does.
+// Single-node partitions are unchanged.
 #include <atomic>
 #include <memory>
 #include <cstdio>
@@ -40,6 +49,7 @@
 #include "broker/produce/prepare.h"
 #include "broker/produce/produce_service.h"
 #include "broker/produce/topic_settings.h"
+#include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/produce.h"
@@ -101,10 +111,12 @@ struct PendingProduce {
   int32_t timeout_ms = 0;
   bool fsync = true;
   produce::ProduceService* svc = nullptr;
+  Broker* broker = nullptr;
   std::vector<Write> writes;  // sized before any write is queued: never reallocated
   // Idempotent retries answered from the producer table: no write, but
-  // acks=all still waits for their fsync. (topic, partition, target).
-  std::vector<std::tuple<size_t, size_t, produce::DurableTarget>> duplicates;
+  // acks=all still waits for their fsync (or, replicated, their HW).
+  // (topic, partition, target, partition).
+  std::vector<std::tuple<size_t, size_t, produce::DurableTarget, std::shared_ptr<Partition>>> duplicates;
   std::atomic<size_t> outstanding{1};
 };
 
@@ -147,6 +159,14 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
     return;
   }
 
+  if (pp->acks == -1 && !p.hw_follows_leo()) {  // a replicated leader: enough ISR?
+    const ErrorCode e = pp->broker->service<replica::LeaderReplicas>().acks_all_check_before_append(p);
+    if (e != ErrorCode::NONE) {
+      set_error(pr, e);
+      st->topic_metrics.failed_produce();
+      return;
+    }
+  }
   std::unique_lock<std::mutex> lock(st->mu, std::defer_lock);
   produce::IncomingBatch incoming;
   if (idempotent > 0) {
@@ -217,6 +237,18 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
 void finish(const std::shared_ptr<PendingProduce>& pp) {
   std::vector<std::pair<size_t, size_t>> slots;  // (topic, partition) of each durable target
   std::vector<produce::DurableTarget> targets;
+  std::vector<std::pair<size_t, size_t>> replica_slots;  // the same for each replicated target
+  std::vector<replica::ReplicationTarget> replica_targets;
+  auto add_target = [&](size_t t, size_t p, const std::shared_ptr<Partition>& partition,
+                        produce::DurableTarget target) {
+    if (pp->acks == -1 && partition && !partition->hw_follows_leo()) {
+      replica_slots.emplace_back(t, p);
+      replica_targets.push_back(replica::ReplicationTarget{partition, target.end_offset});
+      return;
+    }
+    slots.emplace_back(t, p);
+    targets.push_back(std::move(target));
+  };
   for (Write& w : pp->writes) {
     PartitionResponse& pr = pp->resp.responses[w.topic].partition_responses[w.partition];
     if (!w.status.is_ok()) {
@@ -229,32 +261,47 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
       continue;
     }
     succeed(pr, *w.target, *w.state, w.base_offset, w.log_append_time);
-    slots.emplace_back(w.topic, w.partition);
-    targets.push_back(produce::DurableTarget{w.target->log_ptr(), w.end_offset});
+    add_target(w.topic, w.partition, w.target, produce::DurableTarget{w.target->log_ptr(), w.end_offset});
   }
   // Idempotent duplicates answered at once still wait for their fsync.
-  for (const auto& [t, p, target] : pp->duplicates) {
-    slots.emplace_back(t, p);
-    targets.push_back(target);
-  }
+  for (const auto& [t, p, target, partition] : pp->duplicates) add_target(t, p, partition, target);
   pp->writes.clear();  // the buffers are written: let them go
   RequestContext& ctx = pp->ctx;
   if (pp->acks == 0) {
     ctx.respond(first_error(pp->resp) != 0 ? Response::close() : Response::none());
     return;
   }
+  // Replicated partitions next (after any fsync wait): their HW.
+  auto then_replicas = [pp, replica_slots = std::move(replica_slots),
+                        replica_targets = std::move(replica_targets)]() mutable {
+    if (replica_targets.empty()) {
+      pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+      return;
+    }
+    pp->ctx.broker->service<replica::LeaderReplicas>().wait_for_replication(
+        std::move(replica_targets), pp->timeout_ms,
+        [pp, replica_slots = std::move(replica_slots)](const std::vector<ErrorCode>& results) {
+          for (size_t i = 0; i < results.size(); ++i) {
+            if (results[i] == ErrorCode::NONE) continue;
+            auto& pr = pp->resp.responses[replica_slots[i].first].partition_responses[replica_slots[i].second];
+            set_error(pr, results[i]);
+          }
+          pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+        });
+  };
   if (pp->acks == 1 || !pp->fsync || targets.empty()) {
-    ctx.respond(make_response(ctx, pp->resp, first_error(pp->resp)));
+    then_replicas();
     return;
   }
   produce::wait_for_durability(*ctx.broker, std::move(targets), pp->timeout_ms,
-                               [pp, slots = std::move(slots)](const std::vector<ErrorCode>& results) {
+                               [pp, slots = std::move(slots), then_replicas = std::move(then_replicas)](
+                                   const std::vector<ErrorCode>& results) mutable {
                                  for (size_t i = 0; i < results.size(); ++i) {
                                    if (results[i] == ErrorCode::NONE) continue;
                                    auto& pr = pp->resp.responses[slots[i].first].partition_responses[slots[i].second];
                                    pr.error_code = protocol::to_wire(results[i]);
                                  }
-                                 pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+                                 then_replicas();
                                });
 }
 
@@ -267,6 +314,7 @@ void handle_produce(RequestContext&& ctx) {
   Broker& broker = *ctx.broker;
   auto pp = std::make_shared<PendingProduce>();
   pp->svc = &broker.service<produce::ProduceService>();
+  pp->broker = &broker;
   pp->acks = req.acks;
   pp->timeout_ms = req.timeout_ms;
   pp->fsync = broker.config().get_bool("ciuic.acks.all.fsync");
@@ -305,7 +353,7 @@ void handle_produce(RequestContext&& ctx) {
         std::vector<produce::DurableTarget> dup;
         produce_partition(pp, *partition, partition, *settings, pd.records, version, now, pr, topic_index,
                           partition_index, dup);
-        for (auto& d : dup) pp->duplicates.emplace_back(topic_index, partition_index, std::move(d));
+        for (auto& d : dup) pp->duplicates.emplace_back(topic_index, partition_index, std::move(d), partition);
       }
     }
   }

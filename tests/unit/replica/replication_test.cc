@@ -1,0 +1,423 @@
+// tests/unit/replica/replication_test.cc: two in-process brokers on
+// 127.0.0.1 ephemeral ports, roles set directly (Partition::set_role plus the
+// listener hooks, as the replica manager will call them): the follower
+// fetcher copies the leader byte for byte, the leader's HW follows the
+// follower, acks=all waits for it, a diverged follower truncates, fetchers
+// stop promptly, and ISR shrinks go to a fake controller as AlterPartition.
+//
+// The two brokers create the topic independently, so their topic ids
+// differ: the fetchers are capped at Fetch v12 (topics by name). Cluster
+// mode creates the logs with the controller's topic id and uses v17.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/broker.h"
+#include "broker/replica/fetcher_manager.h"
+#include "broker/replica/hw_checkpoint.h"
+#include "broker/replica/leader_replicas.h"
+#include "protocol/generated/alter_partition.h"
+#include "protocol/generated/fetch.h"
+#include "protocol/generated/produce.h"
+#include "protocol/records/batch_builder.h"
+#include "replication/net/broker_client.h"
+#include "storage/checkpoint.h"
+#include "tests/unit/replication/fake_kafka_server.h"
+#include "tests/unit/server/server_test_util.h"
+
+namespace ciuickafka::broker::test {
+namespace {
+
+using protocol::ErrorCode;
+using replica::LeaderReplicas;
+using replica::ReplicaFetcherManager;
+
+bool eventually(const std::function<bool()>& cond, int timeout_ms = 10000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
+
+std::vector<uint8_t> batch(int n, const std::string& prefix) {
+  protocol::BatchBuilder b(protocol::BatchOptions{});
+  for (int i = 0; i < n; ++i) {
+    std::string k = "k" + std::to_string(i);
+    std::string v = prefix + std::to_string(i);
+    b.add(1000 + i, protocol::as_bytes(k), protocol::as_bytes(v));
+  }
+  auto r = b.build();
+  if (!r.ok()) throw std::runtime_error("batch does not build");
+  return r.value();
+}
+
+bool append_to(Partition& p, std::vector<uint8_t> records) { return p.append(records, Broker::now_ms()).is_ok(); }
+
+// Every byte of the log from its start to the LEO.
+std::vector<uint8_t> all_bytes(Partition& p) {
+  auto r = p.log().read(p.log_start_offset(), 1u << 30);
+  if (!r.is_ok()) throw std::runtime_error("read failed");
+  auto b = storage::read_slices(r.value());
+  if (!b.is_ok()) throw std::runtime_error("read_slices failed");
+  return b.value();
+}
+
+PartitionRoleState role(ReplicaRole r, int32_t leader, int32_t epoch, std::vector<int32_t> isr,
+                        std::vector<int32_t> replicas = {1, 2}, int32_t partition_epoch = 0) {
+  PartitionRoleState s;
+  s.role = r;
+  s.leader_id = leader;
+  s.leader_epoch = epoch;
+  s.partition_epoch = partition_epoch;
+  s.replicas = std::move(replicas);
+  s.isr = std::move(isr);
+  return s;
+}
+
+std::unique_ptr<replication::net::BrokerClient> connect(uint16_t port) {
+  replication::net::ClientOptions o;
+  o.client_id = "replication-test";
+  auto c = replication::net::BrokerClient::connect("127.0.0.1", port, o);
+  if (!c) throw std::runtime_error("connect failed: " + c.error().message);
+  return std::move(c.value());
+}
+
+// Leader = broker 1, follower = broker 2, topic "t" (1 partition) on both.
+struct Pair {
+  explicit Pair(std::vector<std::string> extra = {}, std::vector<std::string> follower_extra = {})
+      : leader(with({"node.id=1", "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=20"}, extra)),
+        follower(with(with({"node.id=2", "replica.fetch.wait.max.ms=100", "replica.fetch.backoff.ms=20"}, extra),
+                      follower_extra)) {
+    lp = create(leader);
+    fp = create(follower);
+    follower.broker().service<ReplicaFetcherManager>().set_options({12});
+  }
+  static std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  static std::shared_ptr<Partition> create(ServerFixture& f) {
+    auto c = f.broker().topics().create("t", 1, 1, {}, false, Broker::now_ms());
+    if (!c.error.ok()) throw std::runtime_error(c.error.message);
+    return c.topic->partition(0);
+  }
+  LeaderReplicas& leaders() { return leader.broker().service<LeaderReplicas>(); }
+  ReplicaFetcherManager& fetchers() { return follower.broker().service<ReplicaFetcherManager>(); }
+
+  void make_leader(int32_t epoch, std::vector<int32_t> isr = {1, 2}) {
+    lp->set_role(role(ReplicaRole::kLeader, 1, epoch, std::move(isr)));
+    leaders().became_leader(lp);
+  }
+  void make_follower(int32_t epoch) {
+    fp->set_role(role(ReplicaRole::kFollower, 1, epoch, {1, 2}));
+    LeaderEndpoint ep{1, "127.0.0.1", leader.port()};
+    follower.broker().service<LeaderReplicas>().became_follower(fp, ep);
+    fetchers().became_follower(fp, ep);
+  }
+
+  protocol::ProduceResponse::PartitionProduceResponse produce(const std::vector<uint8_t>& records, int16_t acks,
+                                                              int32_t timeout_ms = 10000) {
+    if (!producer) producer = connect(leader.port());
+    protocol::ProduceRequest req;
+    req.transactional_id = std::nullopt;
+    req.acks = acks;
+    req.timeout_ms = timeout_ms;
+    auto& td = req.topic_data.emplace_back();
+    td.name = "t";
+    auto& pd = td.partition_data.emplace_back();
+    pd.index = 0;
+    pd.records = protocol::Records(std::span<const uint8_t>(records));
+    protocol::ProduceResponse resp;
+    auto st = producer->call(req, 9, &resp);
+    if (!st.ok()) throw std::runtime_error("produce failed: " + st.message());
+    return resp.responses.at(0).partition_responses.at(0);
+  }
+
+  ServerFixture leader;
+  ServerFixture follower;
+  std::shared_ptr<Partition> lp, fp;
+  std::unique_ptr<replication::net::BrokerClient> producer;
+};
+
+// A follower fetch (Fetch v12, replica_id) of t-0 at offset.
+protocol::FetchResponse::PartitionData replica_fetch(replication::net::BrokerClient& c, int32_t replica_id,
+                                                     int64_t offset, int32_t epoch, int32_t last_fetched_epoch = -1) {
+  protocol::FetchRequest req;
+  req.replica_id = replica_id;
+  req.max_wait_ms = 0;
+  req.min_bytes = 0;
+  req.max_bytes = 1 << 20;
+  req.session_epoch = -1;
+  auto& t = req.topics.emplace_back();
+  t.topic = "t";
+  auto& p = t.partitions.emplace_back();
+  p.partition = 0;
+  p.fetch_offset = offset;
+  p.current_leader_epoch = epoch;
+  p.last_fetched_epoch = last_fetched_epoch;
+  p.partition_max_bytes = 1 << 20;
+  protocol::FetchResponse resp;
+  auto st = c.call(req, 12, &resp);
+  if (!st.ok()) throw std::runtime_error("fetch failed: " + st.message());
+  return resp.responses.at(0).partitions.at(0);
+}
+
+TEST_CASE("a follower fetcher copies the leader's batches with their offsets and epochs", "[replica]") {
+  Pair pr;
+  pr.make_leader(3);
+  pr.make_follower(3);
+  REQUIRE(pr.produce(batch(3, "a"), 1).error_code == 0);
+  REQUIRE(pr.produce(batch(2, "b"), 1).error_code == 0);
+  REQUIRE(pr.lp->log_end_offset() == 5);
+  REQUIRE(eventually([&] { return pr.fp->log_end_offset() == 5 && pr.fp->high_watermark() == 5; }));
+  CHECK(all_bytes(*pr.fp) == all_bytes(*pr.lp));  // offsets, epochs and CRCs as the leader wrote them
+  CHECK(pr.fp->log().leader_epochs().latest_epoch() == std::optional<int32_t>(3));
+  CHECK(pr.lp->high_watermark() == 5);
+  CHECK(pr.fetchers().thread_count() == 1);
+  CHECK(pr.fetchers().partition_count() == 1);
+  CHECK(eventually([&] { return pr.fetchers().max_lag() == 0; }));
+  CHECK(pr.follower.broker().metrics_registry().text().find("kafka_server_replicafetchermanager_maxlag 0") !=
+        std::string::npos);
+}
+
+TEST_CASE("the leader's HW moves only once the follower fetched past it", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  REQUIRE_FALSE(pr.lp->hw_follows_leo());
+  REQUIRE(pr.produce(batch(3, "a"), 1).error_code == 0);
+  CHECK(pr.lp->log_end_offset() == 3);
+  CHECK(pr.lp->high_watermark() == 0);
+  auto c = connect(pr.leader.port());
+  auto d = replica_fetch(*c, 2, 0, 1);
+  CHECK(d.error_code == 0);
+  CHECK(d.records.size() > 0);        // followers read up to the LEO
+  CHECK(d.high_watermark == 0);       // the follower has nothing yet
+  CHECK(pr.lp->high_watermark() == 0);
+  d = replica_fetch(*c, 2, 3, 1);
+  CHECK(d.error_code == 0);
+  CHECK(d.high_watermark == 3);
+  CHECK(pr.lp->high_watermark() == 3);
+
+  SECTION("an unknown replica is refused") {
+    auto e = replica_fetch(*c, 7, 3, 1);
+    CHECK(e.error_code == protocol::to_wire(ErrorCode::UNKNOWN_LEADER_EPOCH));
+  }
+  SECTION("a fenced epoch is refused") {
+    auto e = replica_fetch(*c, 2, 3, 0);
+    CHECK(e.error_code == protocol::to_wire(ErrorCode::FENCED_LEADER_EPOCH));
+  }
+}
+
+TEST_CASE("a Fetch v15+ follower names itself in ReplicaState and topics by id", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  REQUIRE(pr.produce(batch(2, "a"), 1).error_code == 0);
+  auto c = connect(pr.leader.port());
+  protocol::FetchRequest req;
+  req.replica_id = -1;
+  req.replica_state.replica_id = 2;
+  req.replica_state.replica_epoch = 5;
+  req.max_wait_ms = 0;
+  req.min_bytes = 0;
+  req.session_epoch = -1;
+  auto& t = req.topics.emplace_back();
+  t.topic_id = pr.lp->topic_id();
+  auto& p = t.partitions.emplace_back();
+  p.partition = 0;
+  p.fetch_offset = 2;
+  p.current_leader_epoch = 1;
+  p.last_fetched_epoch = 1;
+  p.partition_max_bytes = 1 << 20;
+  protocol::FetchResponse resp;
+  REQUIRE(c->call(req, 17, &resp).ok());
+  const auto& d = resp.responses.at(0).partitions.at(0);
+  CHECK(d.error_code == 0);
+  CHECK(d.diverging_epoch.epoch == -1);
+  CHECK(d.high_watermark == 2);
+  auto st = pr.leaders().state(pr.lp->tp());
+  REQUIRE(st);
+  REQUIRE(st->follower(2) != nullptr);
+  CHECK(st->follower(2)->log_end_offset == 2);
+}
+
+TEST_CASE("a follower fetch to a non-leader gets NOT_LEADER_OR_FOLLOWER", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  pr.fp->set_role(role(ReplicaRole::kFollower, 1, 1, {1, 2}));  // follows, fetcher not started
+  auto c = connect(pr.follower.port());
+  CHECK(replica_fetch(*c, 1, 0, 1).error_code == protocol::to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  // A leader without replication state (single node) has no followers either.
+  pr.fp->set_role(role(ReplicaRole::kLeader, 2, 1, {2}, {2}));
+  CHECK(replica_fetch(*c, 1, 0, 1).error_code == protocol::to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+}
+
+TEST_CASE("acks=all completes after the follower caught up, times out without it", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  pr.make_follower(1);
+  auto r = pr.produce(batch(4, "x"), -1);
+  CHECK(r.error_code == 0);
+  CHECK(r.base_offset == 0);
+  CHECK(pr.lp->high_watermark() >= 4);
+  CHECK(pr.fp->log_end_offset() >= 4);
+
+  pr.fetchers().stopped(pr.fp->tp(), false);
+  CHECK(pr.fetchers().partition_count() == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto late = pr.produce(batch(1, "y"), -1, 300);
+  CHECK(late.error_code == protocol::to_wire(ErrorCode::REQUEST_TIMED_OUT));
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(250));
+  CHECK(pr.lp->high_watermark() == 4);  // the record is in the leader's log, not committed
+  CHECK(pr.lp->log_end_offset() == 5);
+  // acks=1 is unaffected.
+  CHECK(pr.produce(batch(1, "z"), 1).error_code == 0);
+}
+
+TEST_CASE("acks=all below min.insync.replicas gets NOT_ENOUGH_REPLICAS before the append", "[replica]") {
+  Pair pr({"min.insync.replicas=2"});
+  pr.make_leader(1, {1});  // ISR shrank to the leader
+  auto r = pr.produce(batch(2, "x"), -1);
+  CHECK(r.error_code == protocol::to_wire(ErrorCode::NOT_ENOUGH_REPLICAS));
+  CHECK(pr.lp->log_end_offset() == 0);
+  CHECK(pr.produce(batch(2, "x"), 1).error_code == 0);  // acks=1 still writes
+  CHECK(pr.lp->high_watermark() == 0);                  // strict min ISR: nothing committed
+}
+
+TEST_CASE("a diverged follower truncates to the leader's epoch end offset, then matches it", "[replica]") {
+  Pair pr;
+  // Both logs hold batch A from epoch 1.
+  pr.lp->set_role(role(ReplicaRole::kLeader, 1, 1, {1}));
+  REQUIRE(append_to(*pr.lp, batch(3, "a")));
+  auto a = all_bytes(*pr.lp);
+  REQUIRE(pr.fp->log().append_as_follower(a, Broker::now_ms()).is_ok());
+  // The follower, briefly leader of epoch 1 too, wrote B that nobody has.
+  pr.fp->set_role(role(ReplicaRole::kLeader, 2, 1, {2}));
+  REQUIRE(append_to(*pr.fp, batch(2, "b")));
+  REQUIRE(pr.fp->log_end_offset() == 5);
+  // Broker 1 leads epoch 2 and writes C.
+  pr.make_leader(2);
+  REQUIRE(append_to(*pr.lp, batch(4, "c")));
+  REQUIRE(pr.lp->log_end_offset() == 7);
+
+  auto c = connect(pr.leader.port());
+  auto d = replica_fetch(*c, 2, 5, 2, 1);
+  CHECK(d.diverging_epoch.epoch == 1);
+  CHECK(d.diverging_epoch.end_offset == 3);
+  CHECK(d.records.size() == 0);
+
+  pr.make_follower(2);
+  REQUIRE(eventually([&] { return pr.fp->log_end_offset() == 7 && pr.fp->high_watermark() == 7; }));
+  CHECK(all_bytes(*pr.fp) == all_bytes(*pr.lp));
+  CHECK(pr.lp->high_watermark() == 7);
+}
+
+TEST_CASE("stopping the fetchers is prompt even during a long poll", "[replica]") {
+  Pair pr({}, {"replica.fetch.wait.max.ms=20000"});
+  pr.make_leader(1);
+  pr.make_follower(1);
+  // The leader has recorded the first fetch, which now waits there for up to 20 s.
+  REQUIRE(eventually([&] {
+    auto st = pr.leaders().state(pr.lp->tp());
+    return st && st->follower(2) != nullptr && st->follower(2)->last_fetch_time_ms > 0;
+  }));
+  const auto t0 = std::chrono::steady_clock::now();
+  pr.fetchers().stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(pr.fetchers().thread_count() == 0);
+}
+
+TEST_CASE("an ISR shrink goes to the controller as AlterPartition and a committed answer updates the ISR",
+          "[replica]") {
+  using namespace replication::net::test;
+  protocol::AlterPartitionRequest seen;
+  int16_t seen_version = -1;
+  FakeKafkaServer controller([&](int fd, int) {
+    auto av = read_request(fd);
+    if (!av) return;
+    protocol::ApiVersionsResponse versions;
+    versions.api_keys = {{18, 0, 4, {}}, {56, 0, 3, {}}};
+    const int16_t v = av->header.header.request_api_version;
+    write_all(fd, response_frame(18, v, av->header.header.correlation_id, encode_body(versions, v)));
+    auto req = read_request(fd);
+    if (!req || req->header.header.request_api_key != 56) return;
+    seen_version = req->header.header.request_api_version;
+    protocol::Reader r(std::span<const uint8_t>(req->frame).subspan(req->header.body_offset));
+    seen.decode(r, seen_version);
+    protocol::AlterPartitionResponse resp;
+    auto& t = resp.topics.emplace_back();
+    t.topic_name = "t";
+    t.topic_id = seen.topics.at(0).topic_id;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    p.leader_id = 1;
+    p.leader_epoch = seen.topics.at(0).partitions.at(0).leader_epoch;
+    p.isr = {1};
+    p.partition_epoch = 8;
+    write_all(fd, response_frame(56, seen_version, req->header.header.correlation_id, encode_body(resp, seen_version)));
+    wait_for_eof(fd);
+  });
+  Pair pr({"replica.lag.time.max.ms=200"});
+  pr.leaders().set_controller_endpoint(replica::ControllerEndpoint{9, "127.0.0.1", controller.port()});
+  pr.lp->set_role(role(ReplicaRole::kLeader, 1, 4, {1, 2}, {1, 2}, 7));
+  pr.leaders().became_leader(pr.lp);
+  REQUIRE(pr.produce(batch(1, "x"), 1).error_code == 0);  // the follower (never fetching) falls behind
+  REQUIRE(eventually([&] { return pr.lp->role_state()->isr == std::vector<int32_t>{1}; }));
+  CHECK(seen_version == 3);
+  CHECK(seen.broker_id == 1);
+  REQUIRE(seen.topics.size() == 1);
+  CHECK(seen.topics[0].topic_id == pr.lp->topic_id());
+  const auto& sp = seen.topics[0].partitions.at(0);
+  CHECK(sp.leader_epoch == 4);
+  CHECK(sp.partition_epoch == 7);
+  REQUIRE(sp.new_isr_with_epochs.size() == 1);
+  CHECK(sp.new_isr_with_epochs[0].broker_id == 1);
+  auto rs = pr.lp->role_state();
+  CHECK(rs->partition_epoch == 8);
+  CHECK(rs->leader_epoch == 4);
+  CHECK(pr.lp->is_leader());
+  auto st = pr.leaders().state(pr.lp->tp());
+  REQUIRE(st);
+  CHECK(st->isr() == std::vector<int32_t>{1});
+  CHECK_FALSE(st->pending());
+  // With the ISR at the leader alone (min ISR 1), the HW follows the leader.
+  CHECK(eventually([&] { return pr.lp->high_watermark() == 1; }));
+}
+
+TEST_CASE("replication-offset-checkpoint holds the HWs and a new role starts from it", "[replica]") {
+  Pair pr;
+  pr.make_leader(1);
+  REQUIRE(pr.produce(batch(5, "a"), 1).error_code == 0);
+  auto c = connect(pr.leader.port());
+  REQUIRE(replica_fetch(*c, 2, 3, 1).error_code == 0);
+  REQUIRE(pr.lp->high_watermark() == 3);
+  auto& checkpoints = pr.leader.broker().service<replica::HwCheckpoints>();
+  REQUIRE(checkpoints.write_all().is_ok());
+  const std::string dir = pr.leader.broker().logs().log_dirs().at(0);
+  auto file = storage::read_offset_checkpoint(pr.leader.broker().fs(),
+                                              dir + "/" + std::string(storage::kReplicationOffsetCheckpointFile));
+  REQUIRE(file.is_ok());
+  REQUIRE(file.value().size() == 1);
+  CHECK(file.value()[0].tp == pr.lp->tp());
+  CHECK(file.value()[0].offset == 3);
+
+  // As after a restart: the log's open set the HW to the LEO; the first role restores it.
+  pr.lp->refresh_high_watermark();
+  REQUIRE(pr.lp->high_watermark() == 5);
+  replica::HwCheckpoints reloaded(pr.leader.broker());
+  CHECK(reloaded.checkpointed(pr.lp->tp()) == std::optional<int64_t>(3));
+  reloaded.restore(*pr.lp);
+  CHECK(pr.lp->high_watermark() == 3);
+  pr.lp->set_high_watermark(4);
+  reloaded.restore(*pr.lp);  // only the first role change restores
+  CHECK(pr.lp->high_watermark() == 4);
+}
+
+}  // namespace
+}  // namespace ciuickafka::broker::test
