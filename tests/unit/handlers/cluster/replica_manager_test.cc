@@ -206,6 +206,23 @@ TEST_CASE("cluster mode: logs found at startup are not served until a LeaderAndI
   CHECK(c.broker().topics().partition("keep", 3)->is_leader());
 }
 
+TEST_CASE("UpdateMetadata: broker epoch fencing from v5, controller epoch shared with LeaderAndIsr") {
+  ClusterFixture c;
+  c.rm().set_broker_epoch_source([] { return int64_t{500}; });
+  auto um = update_metadata({{"t", 0}}, {1}, 3);
+  um.broker_epoch = 499;
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == to_wire(ErrorCode::STALE_BROKER_EPOCH));
+  CHECK_FALSE(c.rm().metadata_cache().initialized());
+  // v4 carries no broker epoch: nothing to fence on.
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({{"t", 0}}, {1}, 3, 4), 4).error_code == 0);
+  CHECK(c.rm().metadata_cache().initialized());
+  // Controller epoch 3 was seen: a LeaderAndIsr of epoch 2 is stale.
+  auto lai = c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"t", 0}}, 2, -1), 7);
+  CHECK(lai.error_code == to_wire(ErrorCode::STALE_CONTROLLER_EPOCH));
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({{"t", 0}}, {1}, 2), 8).error_code ==
+        to_wire(ErrorCode::STALE_CONTROLLER_EPOCH));
+}
+
 TEST_CASE("single-node mode: the control requests are answered STALE_CONTROLLER_EPOCH") {
   BrokerFixture f;
   auto l = f.call<LeaderAndIsrResponse>(leader_and_isr({{"x", 0}}), 7);
