@@ -90,6 +90,22 @@ TEST_CASE("LeaderAndIsr: follower, with the leader from LiveLeaders; listeners i
   CHECK_FALSE(p1->hw_follows_leo());
 }
 
+TEST_CASE("LeaderAndIsr: a leader missing from LiveLeaders is found in the metadata cache") {
+  ClusterFixture c;
+  RecordingListener rec;
+  c.rm().add_role_listener(&rec);
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 3}), 8).error_code == 0);
+  auto resp = c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"f", 0, 3, 2, {3, 1}, {3, 1}}}), 7);
+  REQUIRE(only_error_v5(resp) == 0);
+  CHECK(rec.last_leader.broker_id == 3);
+  CHECK(rec.last_leader.host == "host3");
+  CHECK(rec.last_leader.port == 9003);
+  // A leader nobody knows: the endpoint stays empty (the fetchers wait for one).
+  REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"f", 0, 4, 3, {4, 1}, {4, 1}}}), 7)) == 0);
+  CHECK(rec.last_leader.broker_id == 4);
+  CHECK(rec.last_leader.host.empty());
+}
+
 TEST_CASE("LeaderAndIsr: epochs, stale controller, stale broker epoch, not a replica, topic id mismatch") {
   ClusterFixture c;
   RecordingListener rec;
