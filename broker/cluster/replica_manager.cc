@@ -235,8 +235,9 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
     if (alone) p->set_high_watermark(p->log_end_offset());
     for (ReplicaRoleListener* l : listeners_) l->became_leader(p);
   } else {
+    // The HW stays where it is (never past the LEO: set_high_watermark caps
+    // it); the fetchers move it from the leader's answers.
     p->set_hw_follows_leo(false);
-    p->set_high_watermark(p->high_watermark());  // capped at the LEO
     const LeaderEndpoint ep = leader_endpoint(st.leader, req);
     for (ReplicaRoleListener* l : listeners_) l->became_follower(p, ep);
   }

@@ -90,6 +90,22 @@ TEST_CASE("LeaderAndIsr: follower, with the leader from LiveLeaders; listeners i
   CHECK_FALSE(p1->hw_follows_leo());
 }
 
+TEST_CASE("LeaderAndIsr: a leader missing from LiveLeaders is found in the metadata cache") {
+  ClusterFixture c;
+  RecordingListener rec;
+  c.rm().add_role_listener(&rec);
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 3}), 8).error_code == 0);
+  auto resp = c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"f", 0, 3, 2, {3, 1}, {3, 1}}}), 7);
+  REQUIRE(only_error_v5(resp) == 0);
+  CHECK(rec.last_leader.broker_id == 3);
+  CHECK(rec.last_leader.host == "host3");
+  CHECK(rec.last_leader.port == 9003);
+  // A leader nobody knows: the endpoint stays empty (the fetchers wait for one).
+  REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"f", 0, 4, 3, {4, 1}, {4, 1}}}), 7)) == 0);
+  CHECK(rec.last_leader.broker_id == 4);
+  CHECK(rec.last_leader.host.empty());
+}
+
 TEST_CASE("LeaderAndIsr: epochs, stale controller, stale broker epoch, not a replica, topic id mismatch") {
   ClusterFixture c;
   RecordingListener rec;
@@ -204,6 +220,23 @@ TEST_CASE("cluster mode: logs found at startup are not served until a LeaderAndI
   // A fresh broker takes the controller's epoch again (Kafka starts at -1).
   REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"keep", 3, 1, 2}}), 7)) == 0);
   CHECK(c.broker().topics().partition("keep", 3)->is_leader());
+}
+
+TEST_CASE("UpdateMetadata: broker epoch fencing from v5, controller epoch shared with LeaderAndIsr") {
+  ClusterFixture c;
+  c.rm().set_broker_epoch_source([] { return int64_t{500}; });
+  auto um = update_metadata({{"t", 0}}, {1}, 3);
+  um.broker_epoch = 499;
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == to_wire(ErrorCode::STALE_BROKER_EPOCH));
+  CHECK_FALSE(c.rm().metadata_cache().initialized());
+  // v4 carries no broker epoch: nothing to fence on.
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({{"t", 0}}, {1}, 3, 4), 4).error_code == 0);
+  CHECK(c.rm().metadata_cache().initialized());
+  // Controller epoch 3 was seen: a LeaderAndIsr of epoch 2 is stale.
+  auto lai = c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"t", 0}}, 2, -1), 7);
+  CHECK(lai.error_code == to_wire(ErrorCode::STALE_CONTROLLER_EPOCH));
+  CHECK(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({{"t", 0}}, {1}, 2), 8).error_code ==
+        to_wire(ErrorCode::STALE_CONTROLLER_EPOCH));
 }
 
 TEST_CASE("single-node mode: the control requests are answered STALE_CONTROLLER_EPOCH") {
