@@ -21,6 +21,7 @@
 #include "broker/replica/fetcher_manager.h"
 #include "broker/replica/hw_checkpoint.h"
 #include "broker/replica/leader_replicas.h"
+#include "broker/replica/replica_roles_listener.h"
 #include "protocol/generated/alter_partition.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/produce.h"
@@ -111,15 +112,15 @@ struct Pair {
   LeaderReplicas& leaders() { return leader.broker().service<LeaderReplicas>(); }
   ReplicaFetcherManager& fetchers() { return follower.broker().service<ReplicaFetcherManager>(); }
 
+  // As the replica manager will: set_role, then the listener.
   void make_leader(int32_t epoch, std::vector<int32_t> isr = {1, 2}) {
     lp->set_role(role(ReplicaRole::kLeader, 1, epoch, std::move(isr)));
-    leaders().became_leader(lp);
+    leader.broker().service<replica::ReplicaRolesListener>().became_leader(lp);
   }
   void make_follower(int32_t epoch) {
     fp->set_role(role(ReplicaRole::kFollower, 1, epoch, {1, 2}));
     LeaderEndpoint ep{1, "127.0.0.1", leader.port()};
-    follower.broker().service<LeaderReplicas>().became_follower(fp, ep);
-    fetchers().became_follower(fp, ep);
+    follower.broker().service<replica::ReplicaRolesListener>().became_follower(fp, ep);
   }
 
   protocol::ProduceResponse::PartitionProduceResponse produce(const std::vector<uint8_t>& records, int16_t acks,
