@@ -254,6 +254,15 @@ class FetcherThread {
       // append_as_follower does not modify the buffer; it is our own frame.
       std::span<uint8_t> bytes(const_cast<uint8_t*>(d.records.bytes.data()), d.records.bytes.size());
       auto appended = p->log().append_as_follower(bytes, now);
+      if (!appended.is_ok() && appended.status().code() == storage::StatusCode::kOffsetOutOfRange &&
+          straddles_empty_log(*p, bytes)) {
+        // Kafka's Partition.appendRecordsToFollowerOrFutureReplica: the
+        // leader's log start fell inside a batch (DeleteRecords) and our log
+        // is empty at that start: restart the log at the batch's base.
+        const int64_t base = read_be64(bytes.data());
+        if (broker_.logs().truncate_fully_and_start_at(p->tp(), base, now).is_ok())
+          appended = p->log().append_as_follower(bytes, now);
+      }
       if (!appended.is_ok()) {
         std::fprintf(stderr, "[ciuickafka] replica fetcher %s-%d: append failed: %s\n", p->topic().c_str(),
                      p->index(), appended.status().to_string().c_str());
@@ -268,6 +277,26 @@ class FetcherThread {
       if (target > p->log_start_offset()) (void)p->log().advance_log_start_offset(target);
     }
     response_lag_ = std::max<int64_t>(response_lag_, d.high_watermark - leo);
+  }
+
+  static int64_t read_be64(const uint8_t* b) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
+    return static_cast<int64_t>(v);
+  }
+  static int32_t read_be32(const uint8_t* b) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v = (v << 8) | b[i];
+    return static_cast<int32_t>(v);
+  }
+  // The first batch (baseOffset at 0, lastOffsetDelta at 23 of a v2 header)
+  // starts below our LEO and ends at or above it, and our log is empty.
+  static bool straddles_empty_log(const Partition& p, std::span<const uint8_t> bytes) {
+    if (bytes.size() < 27) return false;
+    const int64_t leo = p.log_end_offset();
+    const int64_t base = read_be64(bytes.data());
+    const int64_t last = base + read_be32(bytes.data() + 23);
+    return leo == p.log_start_offset() && base < leo && last >= leo;
   }
 
   void after_truncate(const std::shared_ptr<Partition>& p) {

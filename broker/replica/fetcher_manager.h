@@ -17,7 +17,10 @@
 // replica.fetch.{max.bytes, response.max.bytes, wait.max.ms, min.bytes}.
 // The answer, per partition:
 //   records          -> Log::append_as_follower (the leader's offsets and
-//                       epochs kept, CRCs checked), then HW = min(leader HW,
+//                       epochs kept, CRCs checked; when our log is empty
+//                       and the first batch straddles its start, the log
+//                       restarts at that batch's base, as Kafka does after
+//                       DeleteRecords), then HW = min(leader HW,
 //                       LEO) and the log start raised to the leader's
 //                       (bounded by the HW);
 //   diverging_epoch  -> truncate (LogManager::truncate_to) to

@@ -319,6 +319,21 @@ TEST_CASE("a diverged follower truncates to the leader's epoch end offset, then 
   CHECK(pr.lp->high_watermark() == 7);
 }
 
+TEST_CASE("a follower behind the leader's log start restarts its log there", "[replica]") {
+  Pair pr;
+  // Written while broker 1 was a single node: HW = LEO = 8; then DeleteRecords up to 5.
+  REQUIRE(append_to(*pr.lp, batch(3, "a")));
+  REQUIRE(append_to(*pr.lp, batch(5, "b")));  // offsets 3-7
+  REQUIRE(pr.lp->high_watermark() == 8);
+  REQUIRE(pr.lp->log().advance_log_start_offset(5).is_ok());
+  pr.make_leader(1);
+  pr.make_follower(1);  // LEO 0 < leader log start 5: OFFSET_OUT_OF_RANGE, ListOffsets, restart
+  REQUIRE(eventually([&] { return pr.fp->log_end_offset() == 8 && pr.fp->high_watermark() == 8; }));
+  CHECK(pr.fp->log_start_offset() == 5);  // raised to the leader's
+  CHECK(all_bytes(*pr.fp) == all_bytes(*pr.lp));
+  CHECK(pr.lp->high_watermark() == 8);
+}
+
 TEST_CASE("stopping the fetchers is prompt even during a long poll", "[replica]") {
   Pair pr({}, {"replica.fetch.wait.max.ms=20000"});
   pr.make_leader(1);
