@@ -217,29 +217,33 @@ class FetcherThread {
         continue;
       }
       response_lag_ = 0;
+      std::vector<std::shared_ptr<Partition>> out_of_range;
       for (auto& t : resp.responses) {
         for (auto& d : t.partitions) {
           auto it = std::find_if(ready.begin(), ready.end(), [&](const auto& p) {
             return p->index() == d.partition_index && (by_id ? p->topic_id() == t.topic_id : p->topic() == t.topic);
           });
           if (it == ready.end()) continue;
+          if (static_cast<ErrorCode>(d.error_code) == ErrorCode::OFFSET_OUT_OF_RANGE) {
+            out_of_range.push_back(*it);  // after the others, asking the leader outside the apply lock
+            continue;
+          }
           std::lock_guard<std::mutex> apply(apply_mu_);
           if (!current(*it)) continue;
-          apply_partition(client, *it, d, *version);
+          apply_partition(*it, d, *version);
         }
       }
       lag_.store(response_lag_);
+      // The response (and its records) is no longer needed: its memory goes before the ListOffsets calls.
+      response = replication::net::RawResponse{};
+      for (const auto& p : out_of_range) handle_out_of_range(client, p);
     }
   }
 
-  void apply_partition(replication::net::ReconnectingClient& client, const std::shared_ptr<Partition>& p,
-                       protocol::FetchResponse::PartitionData& d, int16_t version) {
+  void apply_partition(const std::shared_ptr<Partition>& p, protocol::FetchResponse::PartitionData& d,
+                       int16_t version) {
     const int64_t now = Broker::now_ms();
     const auto err = static_cast<ErrorCode>(d.error_code);
-    if (err == ErrorCode::OFFSET_OUT_OF_RANGE) {
-      handle_out_of_range(client, p);
-      return;
-    }
     if (err != ErrorCode::NONE) {
       // FENCED / UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, unknown
       // topic...: wait for the next LeaderAndIsr, fetching again later.
@@ -351,15 +355,19 @@ class FetcherThread {
     return std::nullopt;
   }
 
+  // Asks the leader (no lock held), then truncates under the apply lock if
+  // the partition is still ours.
   void handle_out_of_range(replication::net::ReconnectingClient& client, const std::shared_ptr<Partition>& p) {
+    std::optional<int64_t> leader_leo = leader_offset(client, p, -1);
+    std::optional<int64_t> leader_start = leader_offset(client, p, -2);
+    std::lock_guard<std::mutex> apply(apply_mu_);
+    if (!current(p)) return;
     const int64_t now = Broker::now_ms();
     const int64_t leo = p->log_end_offset();
-    std::optional<int64_t> leader_leo = leader_offset(client, p, -1);
     if (leader_leo && *leader_leo < leo) {
       if (broker_.logs().truncate_to(p->tp(), *leader_leo, now).is_ok()) after_truncate(p);
       return;
     }
-    std::optional<int64_t> leader_start = leader_offset(client, p, -2);
     if (leader_start && leo < *leader_start) {
       if (broker_.logs().truncate_fully_and_start_at(p->tp(), *leader_start, now).is_ok())
         p->set_high_watermark(*leader_start, /*allow_backwards=*/true);

@@ -39,8 +39,9 @@
 // Memory is bounded: one response in flight per thread, its frame bounded by
 // replica.fetch.response.max.bytes plus one partition's max and slack.
 //
-// Stopping: removing a partition takes effect at the next response (a
-// response being applied finishes its partition first); stop() closes every
+// Stopping: removing a partition takes effect at the next response; it
+// waits at most for one local append or truncation of that thread (never for
+// network I/O, which runs outside that lock); stop() closes every
 // thread's client (BrokerClient::close from this thread), so a long poll
 // ends at once, and joins them.
 //
