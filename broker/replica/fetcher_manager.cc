@@ -217,29 +217,33 @@ class FetcherThread {
         continue;
       }
       response_lag_ = 0;
+      std::vector<std::shared_ptr<Partition>> out_of_range;
       for (auto& t : resp.responses) {
         for (auto& d : t.partitions) {
           auto it = std::find_if(ready.begin(), ready.end(), [&](const auto& p) {
             return p->index() == d.partition_index && (by_id ? p->topic_id() == t.topic_id : p->topic() == t.topic);
           });
           if (it == ready.end()) continue;
+          if (static_cast<ErrorCode>(d.error_code) == ErrorCode::OFFSET_OUT_OF_RANGE) {
+            out_of_range.push_back(*it);  // after the others, asking the leader outside the apply lock
+            continue;
+          }
           std::lock_guard<std::mutex> apply(apply_mu_);
           if (!current(*it)) continue;
-          apply_partition(client, *it, d, *version);
+          apply_partition(*it, d, *version);
         }
       }
       lag_.store(response_lag_);
+      // The response (and its records) is no longer needed: its memory goes before the ListOffsets calls.
+      response = replication::net::RawResponse{};
+      for (const auto& p : out_of_range) handle_out_of_range(client, p);
     }
   }
 
-  void apply_partition(replication::net::ReconnectingClient& client, const std::shared_ptr<Partition>& p,
-                       protocol::FetchResponse::PartitionData& d, int16_t version) {
+  void apply_partition(const std::shared_ptr<Partition>& p, protocol::FetchResponse::PartitionData& d,
+                       int16_t version) {
     const int64_t now = Broker::now_ms();
     const auto err = static_cast<ErrorCode>(d.error_code);
-    if (err == ErrorCode::OFFSET_OUT_OF_RANGE) {
-      handle_out_of_range(client, p);
-      return;
-    }
     if (err != ErrorCode::NONE) {
       // FENCED / UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, unknown
       // topic...: wait for the next LeaderAndIsr, fetching again later.
@@ -254,6 +258,15 @@ class FetcherThread {
       // append_as_follower does not modify the buffer; it is our own frame.
       std::span<uint8_t> bytes(const_cast<uint8_t*>(d.records.bytes.data()), d.records.bytes.size());
       auto appended = p->log().append_as_follower(bytes, now);
+      if (!appended.is_ok() && appended.status().code() == storage::StatusCode::kOffsetOutOfRange &&
+          straddles_empty_log(*p, bytes)) {
+        // Kafka's Partition.appendRecordsToFollowerOrFutureReplica: the
+        // leader's log start fell inside a batch (DeleteRecords) and our log
+        // is empty at that start: restart the log at the batch's base.
+        const int64_t base = read_be64(bytes.data());
+        if (broker_.logs().truncate_fully_and_start_at(p->tp(), base, now).is_ok())
+          appended = p->log().append_as_follower(bytes, now);
+      }
       if (!appended.is_ok()) {
         std::fprintf(stderr, "[ciuickafka] replica fetcher %s-%d: append failed: %s\n", p->topic().c_str(),
                      p->index(), appended.status().to_string().c_str());
@@ -268,6 +281,26 @@ class FetcherThread {
       if (target > p->log_start_offset()) (void)p->log().advance_log_start_offset(target);
     }
     response_lag_ = std::max<int64_t>(response_lag_, d.high_watermark - leo);
+  }
+
+  static int64_t read_be64(const uint8_t* b) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
+    return static_cast<int64_t>(v);
+  }
+  static int32_t read_be32(const uint8_t* b) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v = (v << 8) | b[i];
+    return static_cast<int32_t>(v);
+  }
+  // The first batch (baseOffset at 0, lastOffsetDelta at 23 of a v2 header)
+  // starts below our LEO and ends at or above it, and our log is empty.
+  static bool straddles_empty_log(const Partition& p, std::span<const uint8_t> bytes) {
+    if (bytes.size() < 27) return false;
+    const int64_t leo = p.log_end_offset();
+    const int64_t base = read_be64(bytes.data());
+    const int64_t last = base + read_be32(bytes.data() + 23);
+    return leo == p.log_start_offset() && base < leo && last >= leo;
   }
 
   void after_truncate(const std::shared_ptr<Partition>& p) {
@@ -322,15 +355,19 @@ class FetcherThread {
     return std::nullopt;
   }
 
+  // Asks the leader (no lock held), then truncates under the apply lock if
+  // the partition is still ours.
   void handle_out_of_range(replication::net::ReconnectingClient& client, const std::shared_ptr<Partition>& p) {
+    std::optional<int64_t> leader_leo = leader_offset(client, p, -1);
+    std::optional<int64_t> leader_start = leader_offset(client, p, -2);
+    std::lock_guard<std::mutex> apply(apply_mu_);
+    if (!current(p)) return;
     const int64_t now = Broker::now_ms();
     const int64_t leo = p->log_end_offset();
-    std::optional<int64_t> leader_leo = leader_offset(client, p, -1);
     if (leader_leo && *leader_leo < leo) {
       if (broker_.logs().truncate_to(p->tp(), *leader_leo, now).is_ok()) after_truncate(p);
       return;
     }
-    std::optional<int64_t> leader_start = leader_offset(client, p, -2);
     if (leader_start && leo < *leader_start) {
       if (broker_.logs().truncate_fully_and_start_at(p->tp(), *leader_start, now).is_ok())
         p->set_high_watermark(*leader_start, /*allow_backwards=*/true);

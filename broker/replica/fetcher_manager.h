@@ -17,7 +17,10 @@
 // replica.fetch.{max.bytes, response.max.bytes, wait.max.ms, min.bytes}.
 // The answer, per partition:
 //   records          -> Log::append_as_follower (the leader's offsets and
-//                       epochs kept, CRCs checked), then HW = min(leader HW,
+//                       epochs kept, CRCs checked; when our log is empty
+//                       and the first batch straddles its start, the log
+//                       restarts at that batch's base, as Kafka does after
+//                       DeleteRecords), then HW = min(leader HW,
 //                       LEO) and the log start raised to the leader's
 //                       (bounded by the HW);
 //   diverging_epoch  -> truncate (LogManager::truncate_to) to
@@ -36,8 +39,9 @@
 // Memory is bounded: one response in flight per thread, its frame bounded by
 // replica.fetch.response.max.bytes plus one partition's max and slack.
 //
-// Stopping: removing a partition takes effect at the next response (a
-// response being applied finishes its partition first); stop() closes every
+// Stopping: removing a partition takes effect at the next response; it
+// waits at most for one local append or truncation of that thread (never for
+// network I/O, which runs outside that lock); stop() closes every
 // thread's client (BrokerClient::close from this thread), so a long poll
 // ends at once, and joins them.
 //

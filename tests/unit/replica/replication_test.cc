@@ -10,6 +10,7 @@
 // mode creates the logs with the controller's topic id and uses v17.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "broker/replica/fetcher_manager.h"
 #include "broker/replica/hw_checkpoint.h"
 #include "broker/replica/leader_replicas.h"
+#include "broker/replica/replica_roles_listener.h"
 #include "protocol/generated/alter_partition.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/produce.h"
@@ -111,15 +113,15 @@ struct Pair {
   LeaderReplicas& leaders() { return leader.broker().service<LeaderReplicas>(); }
   ReplicaFetcherManager& fetchers() { return follower.broker().service<ReplicaFetcherManager>(); }
 
+  // As the replica manager will: set_role, then the listener.
   void make_leader(int32_t epoch, std::vector<int32_t> isr = {1, 2}) {
     lp->set_role(role(ReplicaRole::kLeader, 1, epoch, std::move(isr)));
-    leaders().became_leader(lp);
+    leader.broker().service<replica::ReplicaRolesListener>().became_leader(lp);
   }
   void make_follower(int32_t epoch) {
     fp->set_role(role(ReplicaRole::kFollower, 1, epoch, {1, 2}));
     LeaderEndpoint ep{1, "127.0.0.1", leader.port()};
-    follower.broker().service<LeaderReplicas>().became_follower(fp, ep);
-    fetchers().became_follower(fp, ep);
+    follower.broker().service<replica::ReplicaRolesListener>().became_follower(fp, ep);
   }
 
   protocol::ProduceResponse::PartitionProduceResponse produce(const std::vector<uint8_t>& records, int16_t acks,
@@ -318,6 +320,21 @@ TEST_CASE("a diverged follower truncates to the leader's epoch end offset, then 
   CHECK(pr.lp->high_watermark() == 7);
 }
 
+TEST_CASE("a follower behind the leader's log start restarts its log there", "[replica]") {
+  Pair pr;
+  // Written while broker 1 was a single node: HW = LEO = 8; then DeleteRecords up to 5.
+  REQUIRE(append_to(*pr.lp, batch(3, "a")));
+  REQUIRE(append_to(*pr.lp, batch(5, "b")));  // offsets 3-7
+  REQUIRE(pr.lp->high_watermark() == 8);
+  REQUIRE(pr.lp->log().advance_log_start_offset(5).is_ok());
+  pr.make_leader(1);
+  pr.make_follower(1);  // LEO 0 < leader log start 5: OFFSET_OUT_OF_RANGE, ListOffsets, restart
+  REQUIRE(eventually([&] { return pr.fp->log_end_offset() == 8 && pr.fp->high_watermark() == 8; }));
+  CHECK(pr.fp->log_start_offset() == 5);  // raised to the leader's
+  CHECK(all_bytes(*pr.fp) == all_bytes(*pr.lp));
+  CHECK(pr.lp->high_watermark() == 8);
+}
+
 TEST_CASE("stopping the fetchers is prompt even during a long poll", "[replica]") {
   Pair pr({}, {"replica.fetch.wait.max.ms=20000"});
   pr.make_leader(1);
@@ -333,43 +350,51 @@ TEST_CASE("stopping the fetchers is prompt even during a long poll", "[replica]"
   CHECK(pr.fetchers().thread_count() == 0);
 }
 
+// A fake controller's connection: ApiVersions (AlterPartition 0-3), then one
+// AlterPartition, recorded in *seen and answered as committed with `isr` and
+// partition epoch `partition_epoch`.
+void serve_alter_partition(int fd, std::vector<int32_t> isr, int32_t partition_epoch,
+                           protocol::AlterPartitionRequest* seen, std::atomic<int>* seen_version) {
+  using namespace replication::net::test;
+  auto av = read_request(fd);
+  if (!av) return;
+  protocol::ApiVersionsResponse versions;
+  versions.api_keys = {{18, 0, 4, {}}, {56, 0, 3, {}}};
+  const int16_t v = av->header.header.request_api_version;
+  write_all(fd, response_frame(18, v, av->header.header.correlation_id, encode_body(versions, v)));
+  auto req = read_request(fd);
+  if (!req || req->header.header.request_api_key != 56) return;
+  const int16_t version = req->header.header.request_api_version;
+  protocol::Reader r(std::span<const uint8_t>(req->frame).subspan(req->header.body_offset));
+  seen->decode(r, version);
+  protocol::AlterPartitionResponse resp;
+  auto& t = resp.topics.emplace_back();
+  t.topic_name = "t";
+  t.topic_id = seen->topics.at(0).topic_id;
+  auto& p = t.partitions.emplace_back();
+  p.partition_index = 0;
+  p.leader_id = 1;
+  p.leader_epoch = seen->topics.at(0).partitions.at(0).leader_epoch;
+  p.isr = std::move(isr);
+  p.partition_epoch = partition_epoch;
+  write_all(fd, response_frame(56, version, req->header.header.correlation_id, encode_body(resp, version)));
+  seen_version->store(version);
+  wait_for_eof(fd);
+}
+
 TEST_CASE("an ISR shrink goes to the controller as AlterPartition and a committed answer updates the ISR",
           "[replica]") {
   using namespace replication::net::test;
   protocol::AlterPartitionRequest seen;
-  int16_t seen_version = -1;
-  FakeKafkaServer controller([&](int fd, int) {
-    auto av = read_request(fd);
-    if (!av) return;
-    protocol::ApiVersionsResponse versions;
-    versions.api_keys = {{18, 0, 4, {}}, {56, 0, 3, {}}};
-    const int16_t v = av->header.header.request_api_version;
-    write_all(fd, response_frame(18, v, av->header.header.correlation_id, encode_body(versions, v)));
-    auto req = read_request(fd);
-    if (!req || req->header.header.request_api_key != 56) return;
-    seen_version = req->header.header.request_api_version;
-    protocol::Reader r(std::span<const uint8_t>(req->frame).subspan(req->header.body_offset));
-    seen.decode(r, seen_version);
-    protocol::AlterPartitionResponse resp;
-    auto& t = resp.topics.emplace_back();
-    t.topic_name = "t";
-    t.topic_id = seen.topics.at(0).topic_id;
-    auto& p = t.partitions.emplace_back();
-    p.partition_index = 0;
-    p.leader_id = 1;
-    p.leader_epoch = seen.topics.at(0).partitions.at(0).leader_epoch;
-    p.isr = {1};
-    p.partition_epoch = 8;
-    write_all(fd, response_frame(56, seen_version, req->header.header.correlation_id, encode_body(resp, seen_version)));
-    wait_for_eof(fd);
-  });
+  std::atomic<int> seen_version{-1};
+  FakeKafkaServer controller([&](int fd, int) { serve_alter_partition(fd, {1}, 8, &seen, &seen_version); });
   Pair pr({"replica.lag.time.max.ms=200"});
   pr.leaders().set_controller_endpoint(replica::ControllerEndpoint{9, "127.0.0.1", controller.port()});
   pr.lp->set_role(role(ReplicaRole::kLeader, 1, 4, {1, 2}, {1, 2}, 7));
   pr.leaders().became_leader(pr.lp);
   REQUIRE(pr.produce(batch(1, "x"), 1).error_code == 0);  // the follower (never fetching) falls behind
   REQUIRE(eventually([&] { return pr.lp->role_state()->isr == std::vector<int32_t>{1}; }));
-  CHECK(seen_version == 3);
+  REQUIRE(eventually([&] { return seen_version.load() == 3; }));
   CHECK(seen.broker_id == 1);
   REQUIRE(seen.topics.size() == 1);
   CHECK(seen.topics[0].topic_id == pr.lp->topic_id());
@@ -417,6 +442,28 @@ TEST_CASE("replication-offset-checkpoint holds the HWs and a new role starts fro
   pr.lp->set_high_watermark(4);
   reloaded.restore(*pr.lp);  // only the first role change restores
   CHECK(pr.lp->high_watermark() == 4);
+}
+
+TEST_CASE("a follower that caught up is proposed back into the ISR", "[replica]") {
+  using namespace replication::net::test;
+  protocol::AlterPartitionRequest seen;
+  std::atomic<int> seen_version{-1};
+  FakeKafkaServer controller([&](int fd, int) { serve_alter_partition(fd, {1, 2}, 3, &seen, &seen_version); });
+  Pair pr;
+  pr.leaders().set_controller_endpoint(replica::ControllerEndpoint{9, "127.0.0.1", controller.port()});
+  pr.make_leader(1, {1});  // ISR = the leader alone, min ISR 1: the HW follows the leader
+  REQUIRE(pr.produce(batch(2, "a"), 1).error_code == 0);
+  REQUIRE(eventually([&] { return pr.lp->high_watermark() == 2; }));
+  pr.make_follower(1);
+  REQUIRE(eventually([&] { return pr.lp->role_state()->isr == std::vector<int32_t>{1, 2}; }));
+  REQUIRE(eventually([&] { return seen_version.load() == 3; }));
+  const auto& sp = seen.topics.at(0).partitions.at(0);
+  REQUIRE(sp.new_isr_with_epochs.size() == 2);
+  CHECK(sp.new_isr_with_epochs[1].broker_id == 2);
+  CHECK(pr.lp->role_state()->partition_epoch == 3);
+  // Now acks=all needs the follower, which is fetching.
+  CHECK(pr.produce(batch(1, "b"), -1).error_code == 0);
+  CHECK(pr.fp->log_end_offset() >= 3);
 }
 
 }  // namespace
