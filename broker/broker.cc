@@ -1,6 +1,9 @@
 // broker/broker.cc: opening the broker's state and shutting it down.
 #include "broker/broker.h"
 
+#include "broker/cluster/replica_manager.h"
+#include "broker/replica/replica_roles_listener.h"
+
 #include <prometheus/metric_family.h>
 
 #include <cstdio>
@@ -212,6 +215,10 @@ void Broker::schedule_tick() {
 
 bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints, std::string* error) {
   if (!cluster_) return true;
+  // Roles from the controller's LeaderAndIsr drive the replication
+  // services (fetchers for followers, follower tracking and the HW for
+  // leaders): hooked up before registering, so the first request finds them.
+  service<ReplicaManager>().add_role_listener(&service<replica::ReplicaRolesListener>());
   return cluster_->start(std::move(endpoints), error);
 }
 
