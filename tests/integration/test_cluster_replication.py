@@ -98,7 +98,7 @@ def metadata(b, topic):
     """{partition: (leader, replicas, isrs)} from one broker's Metadata, or None if the topic errs."""
     from confluent_kafka.admin import AdminClient
     a = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"})
-    md = a.list_topics(topic, timeout=10)
+    md = a.list_topics(timeout=10)  # all topics: asking for one by name would auto-create it
     t = md.topics.get(topic)
     if t is None or t.error is not None:
         return None
