@@ -8,6 +8,7 @@
 
 #include "broker/cluster/topics.pb.h"
 #include "broker/config/topic_config.h"
+#include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 
 namespace ciuickafka::broker {
@@ -17,21 +18,6 @@ using protocol::ErrorCode;
 
 constexpr char kRegistryFile[] = "__ciuickafka_topics.pb";
 constexpr size_t kMaxTopicNameLength = 249;
-
-protocol::Uuid random_topic_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  protocol::Uuid id;
-  for (;;) {
-    for (size_t i = 0; i < 16; i += 8) {
-      uint64_t v = rng();
-      for (size_t b = 0; b < 8; ++b) id.bytes[i + b] = static_cast<uint8_t>(v >> (8 * b));
-    }
-    // Version 4, IETF variant, as java.util.UUID.randomUUID makes them.
-    id.bytes[6] = static_cast<uint8_t>((id.bytes[6] & 0x0f) | 0x40);
-    id.bytes[8] = static_cast<uint8_t>((id.bytes[8] & 0x3f) | 0x80);
-    if (!id.is_zero()) return id;
-  }
-}
 
 int64_t to_long(const std::optional<std::string>& v, int64_t fallback) {
   if (!v) return fallback;
@@ -226,7 +212,7 @@ storage::Status TopicTable::load(int64_t now_ms) {
         if (auto id = logs_.topic_id(storage::TopicPartition{name, disk.begin()->first})) topic->id = *id;
       }
     }
-    if (topic->id.is_zero()) topic->id = random_topic_id();
+    if (topic->id.is_zero()) topic->id = replication::random_topic_id();
     const storage::LogConfig lc = log_config(topic->configs);
     if (sparse_) {
       // Cluster mode: adopt what is on disk, create nothing.
@@ -296,7 +282,7 @@ TopicTable::Created TopicTable::create(std::string_view name, int32_t partitions
   }
   auto topic = std::make_shared<Topic>();
   topic->name = std::string(name);
-  topic->id = random_topic_id();
+  topic->id = replication::random_topic_id();
   topic->replication_factor = replication_factor;
   topic->configs = configs;
   if (validate_only) {
@@ -406,7 +392,7 @@ TopicTable::Ensured TopicTable::ensure_partition(std::string_view name, const pr
     next->name = std::string(name);
     next->configs = configs;
   }
-  if (next->id.is_zero()) next->id = id.is_zero() ? random_topic_id() : id;
+  if (next->id.is_zero()) next->id = id.is_zero() ? replication::random_topic_id() : id;
   auto log = logs_.create(storage::TopicPartition{next->name, index}, next->id, log_config(next->configs), now_ms);
   if (!log.is_ok()) {
     out.error = {ErrorCode::KAFKA_STORAGE_ERROR, log.status().to_string()};

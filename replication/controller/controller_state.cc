@@ -6,6 +6,7 @@
 #include <random>
 
 #include "replication/controller/fenced_zk.h"
+#include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 
 namespace ciuickafka::replication::controller {
@@ -15,20 +16,6 @@ namespace {
 constexpr int kStateWriteAttempts = 3;
 
 bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// Kafka's Uuid.randomUuid: never zero, never the metadata topic's id (0, 1),
-// never one whose base64 form starts with '-' (it would read as an option).
-protocol::Uuid random_topic_id() {
-  std::random_device rd;
-  for (;;) {
-    protocol::Uuid id;
-    for (auto& b : id.bytes) b = static_cast<uint8_t>(rd());
-    bool metadata_id = id.bytes[15] == 1;
-    for (int i = 0; i < 15 && metadata_id; ++i) metadata_id = id.bytes[static_cast<size_t>(i)] == 0;
-    if (id.is_zero() || metadata_id || storage::uuid_to_string(id).starts_with('-')) continue;
-    return id;
-  }
-}
 
 std::vector<int32_t> live_ids(const ControllerContext& ctx) {
   std::vector<int32_t> out;
@@ -107,7 +94,7 @@ PartitionStateMachine::Write PartitionStateMachine::ensure_topic_id(const std::s
                                                                     int32_t* version, StepResult* r) {
   for (int attempt = 0; attempt < kStateWriteAttempts && !a->topic_id; ++attempt) {
     TopicAssignment with_id = *a;
-    with_id.topic_id = random_topic_id();
+    with_id.topic_id = replication::random_topic_id();
     std::vector<zk::Op> ops{zk::Op::set_data(topic_path(topic), encode_topic_assignment(with_id), *version)};
     FencedWrite w = fenced_multi(zk_, id_.epoch_zk_version, std::move(ops));
     if (stop_on(w.outcome, w.code, r)) return Write::kStop;
