@@ -128,7 +128,8 @@ void ControllerChannel::set_brokers(const std::vector<LiveBroker>& live) {
 
 void ControllerChannel::send(const ControlRequests& requests) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, q] : queues_) {
+  for (auto& [broker_id, q] : queues_) {
+    const int32_t id = broker_id;  // a plain copy: clang 14 cannot capture a structured binding
     std::vector<QueuedRequest> mine;
     auto add_metadata = [&] {
       if (auto it = requests.update_metadata.find(id); it != requests.update_metadata.end()) mine.emplace_back(it->second);
