@@ -136,12 +136,27 @@ ErrorCode MetadataCache::update(const UpdateMetadataRequest& req, int16_t versio
         apply_partition(*next, t.topic_name, version >= 7 ? &t.topic_id : nullptr, p, deleted);
   }
   note_controller_epoch(req.controller_epoch);
+  initialized_.store(true, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
     snap_ = std::move(next);
+    changed_.notify_all();
   }
-  initialized_.store(true, std::memory_order_release);
   return ErrorCode::NONE;
+}
+
+bool MetadataCache::wait_until(const std::function<bool(const MetadataSnapshot&)>& pred,
+                               std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    std::shared_ptr<const MetadataSnapshot> s = snap_;
+    lock.unlock();
+    const bool ok = pred(*s);  // outside the lock: pred may take its time
+    lock.lock();
+    if (ok) return true;
+    if (snap_ != s) continue;  // updated meanwhile: check the new one
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && snap_ == s) return false;
+  }
 }
 
 }  // namespace ciuickafka::broker

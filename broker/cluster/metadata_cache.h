@@ -26,7 +26,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,8 +116,16 @@ class MetadataCache {
   protocol::ErrorCode update(const protocol::UpdateMetadataRequest& req, int16_t version,
                              std::vector<std::pair<std::string, int32_t>>* deleted = nullptr);
 
+  // Blocks until pred(snapshot) holds or the deadline passes; pred is
+  // re-checked after every update (no polling). For threads that may wait:
+  // the admin worker (CreateTopics waiting for its leaders), never a
+  // network thread. Returns whether pred held.
+  bool wait_until(const std::function<bool(const MetadataSnapshot&)>& pred,
+                  std::chrono::steady_clock::time_point deadline) const;
+
  private:
   mutable std::mutex mu_;       // guards snap_ (the pointer)
+  mutable std::condition_variable changed_;  // notified (under mu_) after each update
   std::mutex update_mu_;        // serialises updates
   std::shared_ptr<const MetadataSnapshot> snap_;
   std::atomic<bool> initialized_{false};

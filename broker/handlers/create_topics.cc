@@ -19,14 +19,19 @@
 // ZooKeeper on the admin worker (broker/cluster/zk_topics.h): the
 // assignment spans the live brokers, explicit assignments may name any
 // broker (Kafka does not check them against the live ones on create), and
-// the topic is created when its znodes are written; the controller then
-// elects its leaders.
+// the answer comes once this broker's metadata cache names a leader for
+// every new partition (REQUEST_TIMED_OUT for a topic still without one at
+// timeout_ms; timeout_ms <= 0 answers once the znodes are written), as
+// Kafka's DelayedCreatePartitions does.
+#include <chrono>
 #include <map>
 #include <set>
 
 #include "broker/admin/admin_worker.h"
 #include "broker/admin/config_describe.h"
 #include "broker/broker.h"
+#include "broker/cluster/metadata_cache.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -133,7 +138,7 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
 // Cluster mode: the topic goes to ZooKeeper (broker/cluster/zk_topics.h);
 // the controller creates its partitions on the brokers it names.
 Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
-                             bool validate_only, int16_t version) {
+                             bool validate_only, int16_t version, std::map<std::string, int32_t>* created_topics) {
   ZkNewTopic n;
   n.name = t.name;
   n.partitions = t.num_partitions;
@@ -153,6 +158,7 @@ Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTo
   if (TopicError e = read_configs(t, &n.configs, &n.config_order); !e.ok()) return failed(t.name, e.code, e.message);
   ZkTopicResult created = admin.create(n, validate_only);
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
+  if (!validate_only) (*created_topics)[t.name] = static_cast<int32_t>(created.assignment.size());
   Result r;
   r.name = t.name;
   r.error_message = std::nullopt;
@@ -181,6 +187,7 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
   for (const auto& t : req.topics) ++count[t.name];
 
   CreateTopicsResponse resp;
+  std::map<std::string, int32_t> created_topics;  // cluster mode: name -> partitions, to wait for
   std::set<std::string> answered_duplicate;
   for (const auto& t : req.topics) {
     if (count[t.name] > 1) {
@@ -191,9 +198,40 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
       continue;
     }
     if (admin != nullptr)
-      resp.topics.push_back(create_one_in_cluster(broker, *admin, t, req.validate_only, ctx.api_version()));
+      resp.topics.push_back(
+          create_one_in_cluster(broker, *admin, t, req.validate_only, ctx.api_version(), &created_topics));
     else
       resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version()));
+  }
+  if (!created_topics.empty() && req.timeout_ms > 0) {
+    // As Kafka (DelayedCreatePartitions): answer once this broker's metadata
+    // names a leader for every new partition, or REQUEST_TIMED_OUT for the
+    // topics still without one at timeout_ms. The controller sends the
+    // replicas' LeaderAndIsr before the UpdateMetadata, so a client that
+    // produces right after the answer finds the partitions led.
+    auto ready = [&](const MetadataSnapshot& s, const std::string& name, int32_t parts) {
+      const CachedTopic* ct = s.topic(name);
+      if (ct == nullptr || static_cast<int32_t>(ct->partitions.size()) < parts) return false;
+      for (const auto& [_, p] : ct->partitions)
+        if (p.leader < 0) return false;
+      return true;
+    };
+    MetadataCache& cache = broker.service<ReplicaManager>().metadata_cache();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(req.timeout_ms);
+    cache.wait_until(
+        [&](const MetadataSnapshot& s) {
+          for (const auto& [name, parts] : created_topics)
+            if (!ready(s, name, parts)) return false;
+          return true;
+        },
+        deadline);
+    auto snap = cache.snapshot();
+    for (auto& r : resp.topics)
+      if (auto it = created_topics.find(r.name); it != created_topics.end() && !ready(*snap, it->first, it->second)) {
+        r.error_code = to_wire(ErrorCode::REQUEST_TIMED_OUT);
+        r.error_message = "The topic was created, but its leaders were not elected within " +
+                          std::to_string(req.timeout_ms) + " ms.";
+      }
   }
   ctx.respond(make_response(ctx, resp));
 }

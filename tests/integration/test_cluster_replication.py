@@ -15,7 +15,9 @@ Scenarios:
               partition's state (leader = first replica, ISR = all three);
               Metadata from each broker names those leaders and ISRs, and
               the topic's log directories exist on exactly the brokers
-              named. Replication factor 4 is INVALID_REPLICATION_FACTOR
+              named; CreateTopics is answered only once the answering
+              broker's Metadata has every leader. Replication factor 4 is
+              INVALID_REPLICATION_FACTOR
               naming 3 brokers; the same name again TOPIC_ALREADY_EXISTS.
               CreatePartitions to 8 adds two partitions with leaders.
               DeleteTopics removes the znodes and, on every broker, the logs.
@@ -131,6 +133,12 @@ def scenario_topics(ctx, zk):
 
     code, msg = create(brokers, "repl-a", 6, 3, {"retention.ms": "3600000"})
     check(code == 0, "CreateTopics repl-a: %s %s" % (code, msg))
+    # librdkafka sends CreateTopics to the controller, which answers only once
+    # its metadata names a leader for every partition (Kafka's rule): no wait.
+    ctl = by_id[json.loads(kz.get("/controller")[0].decode())["brokerid"]]
+    md = metadata(ctl, "repl-a")
+    check(md is not None and len(md) == 6 and all(v[0] >= 0 for v in md.values()),
+          "the controller answered CreateTopics before its metadata had the leaders: %s" % md)
     t = zk_json(kz, "/brokers/topics/repl-a")
     check(t["version"] == 3 and t.get("topic_id"), "topic znode %s" % t)
     check(sorted(t["partitions"]) == [str(p) for p in range(6)], "partitions %s" % sorted(t["partitions"]))
@@ -173,7 +181,6 @@ def scenario_topics(ctx, zk):
                30, "repl-a's znodes to go", interval=0.1)
     wait_until(lambda: all(metadata(b, "repl-a") is None for b in brokers), 20, "Metadata to drop repl-a")
     wait_until(lambda: all(not log_dirs(b, "repl-a") for b in brokers), 30, "every broker to remove repl-a's logs")
-    del by_id
 
 
 def produce(brokers, topic, start, count, acked):
