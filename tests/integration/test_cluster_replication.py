@@ -183,7 +183,9 @@ def scenario_topics(ctx, zk):
     wait_until(lambda: all(not log_dirs(b, "repl-a") for b in brokers), 30, "every broker to remove repl-a's logs")
 
 
-def produce(brokers, topic, start, count, acked):
+def produce(brokers, topic, start, count, acked, pace=0.0):
+    """acks=all; every acknowledged (partition, offset) -> value into acked. pace: a pause after
+    every 100 records (flushed first), so the run lasts long enough to kill a broker under it."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
                   "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
@@ -201,6 +203,9 @@ def produce(brokers, topic, start, count, acked):
             except BufferError:
                 p.poll(0.05)
         p.poll(0)
+        if pace and (i - start) % 100 == 99:
+            p.flush(60)
+            time.sleep(pace)
     p.flush(60)
 
 
@@ -236,14 +241,18 @@ def scenario_failover(ctx, zk):
     victim = by_id[st0["leader"]]
     # 3,000 more from a second producer; the leader dies under it.
     during = {}
-    t = threading.Thread(target=produce, args=(brokers, topic, 3000, 3000, during))
+    t = threading.Thread(target=produce, args=(brokers, topic, 3000, 3000, during, 0.05))
     t.start()
     wait_until(lambda: len(during) >= 500, 60, "500 acknowledgements from the second producer", interval=0.01)
+    check(len(during) < 2500, "the second producer was nearly done (%d acked) before the kill" % len(during))
     victim.kill()
+    t_kill = time.monotonic()
     print("[test] killed -9 broker %d (leader of partition 0, epoch %d) after %d of the second 3,000 were acked" %
           (st0["leader"], st0["leader_epoch"], len(during)), flush=True)
     wait_until(lambda: partition_states(kz, topic)[0]["leader"] not in (-1, st0["leader"]), SESSION_MS / 1000 + 20,
-               "a new leader for partition 0", interval=0.1)
+               "a new leader for partition 0", interval=0.05)
+    print("[test] new leader of partition 0 in ZooKeeper %.2fs after the kill (session timeout %.1fs)" %
+          (time.monotonic() - t_kill, SESSION_MS / 1000), flush=True)
     t.join(90)
     check(not t.is_alive(), "the second producer did not finish")
     st1 = partition_states(kz, topic)[0]
@@ -264,10 +273,12 @@ def scenario_failover(ctx, zk):
     check(not missing, "%d acknowledged records lost or changed, e.g. %s" % (len(missing), missing[:5]))
     print("[test] all %d acknowledged records read back from the survivors" % len(acked), flush=True)
 
+    t_start = time.monotonic()
     victim.start()
     wait_until(lambda: all(sorted(s["isr"]) == [1, 2, 3] for s in partition_states(kz, topic).values()),
                60, "the restarted broker back in every ISR", interval=0.2)
-    print("[test] broker %d caught up and back in every ISR" % st0["leader"], flush=True)
+    print("[test] broker %d caught up and back in every ISR %.1fs after it was started" %
+          (st0["leader"], time.monotonic() - t_start), flush=True)
     # Only the rejoined replica left: it must lead everything and hold every
     # acknowledged record.
     for b in survivors:
