@@ -61,6 +61,12 @@ ErrorCode ZkProducerIds::next(int64_t* id) {
   return ErrorCode::NONE;
 }
 
+void ZkProducerIds::prefetch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (prefetched_ || (current_ && next_ <= current_->block_end)) return;
+  request_claim_locked();
+}
+
 bool ZkProducerIds::wait_idle(int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !wanted_ || stopping_; });

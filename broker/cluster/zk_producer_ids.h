@@ -53,6 +53,9 @@ class ZkProducerIds {
   // The next id, or COORDINATOR_LOAD_IN_PROGRESS while no block is ready
   // (a claim is then under way).
   protocol::ErrorCode next(int64_t* id);
+  // Starts claiming a block unless one is ready or being claimed (the broker
+  // calls it once registered, so the first request finds ids).
+  void prefetch();
   // Blocks until no claim is asked for or running (tests); false when one
   // still is after timeout_ms.
   bool wait_idle(int64_t timeout_ms);

@@ -21,6 +21,8 @@ Scenarios:
               naming 3 brokers; the same name again TOPIC_ALREADY_EXISTS.
               CreatePartitions to 8 adds two partitions with leaders.
               DeleteTopics removes the znodes and, on every broker, the logs.
+              InitProducerId on each broker hands out ids from a block it
+              claimed in /latest_producer_id_block: no id twice.
   failover    a replication-factor-3 topic, min.insync.replicas 2: 3,000
               records produced with acks=all, then a second producer sends
               3,000 more and the leader of partition 0 is killed -9 under
@@ -181,6 +183,40 @@ def scenario_topics(ctx, zk):
                30, "repl-a's znodes to go", interval=0.1)
     wait_until(lambda: all(metadata(b, "repl-a") is None for b in brokers), 20, "Metadata to drop repl-a")
     wait_until(lambda: all(not log_dirs(b, "repl-a") for b in brokers), 30, "every broker to remove repl-a's logs")
+
+    # Producer ids: every broker claimed its own block of 1000 in ZooKeeper.
+    ids = {}
+    for i, b in by_id.items():
+        ids[i] = [init_producer_id(b) for _ in range(3)]
+    flat = [x for v in ids.values() for x in v]
+    check(len(set(flat)) == len(flat), "producer ids handed out twice across brokers: %s" % ids)
+    blocks = {i: v[0] // 1000 for i, v in ids.items()}
+    check(len(set(blocks.values())) == 3 and all(v == list(range(v[0], v[0] + 3)) for v in ids.values()),
+          "each broker's ids from its own block, in order: %s" % ids)
+    last = json.loads(kz.get("/latest_producer_id_block")[0].decode())
+    check(int(last["block_end"]) == max(blocks.values()) * 1000 + 999 and last["broker"] in by_id,
+          "/latest_producer_id_block names the last block claimed: %s (ids %s)" % (last, ids))
+
+
+def init_producer_id(broker):
+    """InitProducerId v0 with a null transactional id, retried while the broker has no block ready."""
+    import struct
+    import kafka_wire as kw
+    body = struct.pack(">hi", -1, 60000)
+    result = []
+
+    def attempt():
+        with kw.Conn(broker.port) as c:
+            d = c.request(22, 0, body)
+            d.i32()  # throttle
+            err, pid = d.i16(), d.i64()
+        check(err in (0, 14), "InitProducerId error %d" % err)  # 14: COORDINATOR_LOAD_IN_PROGRESS
+        if err == 0:
+            result.append(pid)
+            return True
+        return False
+    wait_until(attempt, 20, "InitProducerId on broker %s" % broker.name, interval=0.1)
+    return result[-1]
 
 
 def produce(brokers, topic, start, count, acked, pace=0.0):
