@@ -1,6 +1,7 @@
 // broker/broker.cc: opening the broker's state and shutting it down.
 #include "broker/broker.h"
 
+#include "broker/cluster/config_changes.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/replica/replica_roles_listener.h"
@@ -224,6 +225,8 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   // The first producer id block is claimed at start, as Kafka's
   // ZkProducerIdManager does, so the first InitProducerId finds one ready.
   service<ZkProducerIds>().prefetch();
+  // Topic config changes made anywhere in the cluster apply here too.
+  service<ConfigChangeListener>().start();
   return true;
 }
 

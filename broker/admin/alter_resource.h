@@ -3,7 +3,9 @@
 // are touched, and the answer for resources we cannot alter.
 //
 // A TOPIC resource must be a valid (INVALID_TOPIC_EXCEPTION) and existing
-// (UNKNOWN_TOPIC_OR_PARTITION) topic. BROKER and BROKER_LOGGER resources:
+// (UNKNOWN_TOPIC_OR_PARTITION) topic; in cluster mode existence is the
+// config store's to check (ZooKeeper's /brokers/topics/T, not this broker's
+// replicas). BROKER and BROKER_LOGGER resources:
 // this broker has no dynamic configs (everything is set at start-up, file >
 // --override > environment), so a change is INVALID_REQUEST with a message
 // saying so; an empty change set is accepted (it changes nothing). A
@@ -11,6 +13,11 @@
 //
 // alter_each_resource() is the per-resource response loop both handlers
 // share over their different generated request/response types.
+//
+// ConfigStore is where a topic's overrides live: this broker's TopicTable
+// on a single node (LocalConfigStore), ZooKeeper in a cluster
+// (ZkConfigStore: /config/topics/T plus a /config/changes notification that
+// every broker applies, cluster/config_changes.h).
 //
 // Header-only (inline functions): small, and used by several handler files.
 // Thread-safety: pure functions (reads the topic table).
@@ -24,9 +31,55 @@
 
 #include "broker/admin/resource_types.h"
 #include "broker/broker.h"
+#include "broker/cluster/zk_topics.h"
+#include "broker/config/topic_config.h"
 #include "protocol/error_code.h"
 
 namespace ciuickafka::broker::admin {
+
+class ConfigStore {
+ public:
+  explicit ConfigStore(Broker& broker) : broker_(broker) {}
+  virtual ~ConfigStore() = default;
+  // The topic's current overrides (UNKNOWN_TOPIC_OR_PARTITION if none).
+  virtual TopicError current(const std::string& topic, ConfigMap* out) = 0;
+  // Replaces the overrides (validated; validate_only changes nothing).
+  virtual TopicError replace(const std::string& topic, const ConfigMap& configs, bool validate_only) = 0;
+  // The effective value of key for a topic with these overrides.
+  std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const {
+    auto it = overrides.find(key);
+    return it != overrides.end() ? std::optional<std::string>(it->second) : config::topic_default(broker_.config(), key);
+  }
+
+ protected:
+  Broker& broker_;
+};
+
+class LocalConfigStore final : public ConfigStore {
+ public:
+  using ConfigStore::ConfigStore;
+  TopicError current(const std::string& topic, ConfigMap* out) override {
+    auto t = broker_.topics().find(topic);
+    if (!t) return {protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + topic + "' does not exist."};
+    *out = t->configs;
+    return {};
+  }
+  TopicError replace(const std::string& topic, const ConfigMap& configs, bool validate_only) override {
+    return broker_.topics().set_configs(topic, configs, validate_only);
+  }
+};
+
+class ZkConfigStore final : public ConfigStore {
+ public:
+  ZkConfigStore(Broker& broker, ZkTopicAdmin& admin) : ConfigStore(broker), admin_(admin) {}
+  TopicError current(const std::string& topic, ConfigMap* out) override { return admin_.read_configs(topic, out); }
+  TopicError replace(const std::string& topic, const ConfigMap& configs, bool validate_only) override {
+    return admin_.alter_configs(topic, configs, validate_only);
+  }
+
+ private:
+  ZkTopicAdmin& admin_;
+};
 
 // Checks a resource about to be altered; `changes` = number of configs.
 // NONE means: a topic, go ahead (or a broker resource with nothing to do,
@@ -38,7 +91,7 @@ inline TopicError check_alter_resource(Broker& broker, int8_t type, const std::s
   switch (type) {
     case kResourceTopic:
       if (auto why = TopicTable::invalid_name_reason(name)) return {ErrorCode::INVALID_TOPIC_EXCEPTION, *why};
-      if (!broker.topics().find(name))
+      if (broker.cluster() == nullptr && !broker.topics().find(name))
         return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + name + "' does not exist."};
       return {};
     case kResourceBroker:

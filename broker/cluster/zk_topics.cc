@@ -265,4 +265,45 @@ TopicError ZkTopicAdmin::mark_for_deletion(const std::string& name) {
   return zk_failure(c, "the deletion request");
 }
 
+TopicError ZkTopicAdmin::read_configs(const std::string& name, ConfigMap* out) {
+  out->clear();
+  zk::Code c = zk_.exists(replication::topic_path(name));
+  if (c == zk::Code::kNoNode) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + name + "' does not exist."};
+  if (c != zk::Code::kOk) return zk_failure(c, "the topic read");
+  std::string data;
+  c = zk_.get(replication::topic_config_path(name), &data);
+  if (c == zk::Code::kNoNode) return {};
+  if (c != zk::Code::kOk) return zk_failure(c, "the topic config read");
+  auto decoded = replication::decode_entity_config(data);
+  if (!decoded.ok())
+    return {ErrorCode::UNKNOWN_SERVER_ERROR, replication::topic_config_path(name) + ": " + decoded.error().message};
+  for (const auto& [k, v] : decoded.value()) (*out)[k] = v;
+  return {};
+}
+
+TopicError ZkTopicAdmin::alter_configs(const std::string& name, const ConfigMap& configs, bool validate_only) {
+  zk::Code c = zk_.exists(replication::topic_path(name));
+  if (c == zk::Code::kNoNode) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + name + "' does not exist."};
+  if (c != zk::Code::kOk) return zk_failure(c, "the topic read");
+  if (TopicError e = topics_.validate_configs(configs); !e.ok()) return e;
+  if (validate_only) return {};
+  replication::ConfigEntries entries(configs.begin(), configs.end());
+  const std::string data = replication::encode_entity_config(entries);
+  const std::string path = replication::topic_config_path(name);
+  zk::Stat stat;
+  c = zk_.exists(path, &stat);
+  if (c != zk::Code::kOk && c != zk::Code::kNoNode) return zk_failure(c, "the topic config read");
+  std::vector<zk::Op> ops;
+  ops.push_back(c == zk::Code::kNoNode ? zk::Op::create(path, data) : zk::Op::set_data(path, data, stat.version));
+  ops.push_back(zk::Op::create(std::string(replication::kConfigChangePrefix),
+                               replication::encode_config_change("topics/" + name),
+                               zk::CreateMode::kPersistentSequential));
+  std::vector<zk::OpResult> results;
+  c = zk_.multi(ops, &results);
+  if (c == zk::Code::kBadVersion || c == zk::Code::kNodeExists)
+    return {ErrorCode::REQUEST_TIMED_OUT, "The config of topic '" + name + "' changed concurrently; try again."};
+  if (c != zk::Code::kOk) return zk_failure(c, "the topic config write");
+  return {};
+}
+
 }  // namespace ciuickafka::broker

@@ -20,6 +20,9 @@
 //   version read, so a concurrent change is refused, not overwritten.
 // - delete: /admin/delete_topics/T is created (already there: still
 //   success, the deletion is under way).
+// - alter configs: /config/topics/T replaced and a /config/changes
+//   notification created in one multi; the brokers apply it
+//   (cluster/config_changes.h).
 //
 // Every function makes blocking ZooKeeper calls: call them off the network
 // threads (broker/admin/admin_worker.h). A ZooKeeper failure (a lost
@@ -70,6 +73,17 @@ class ZkTopicAdmin {
   TopicError add_partitions(const std::string& name, int32_t new_total,
                             const std::vector<std::vector<int32_t>>& assignment, bool validate_only);
   TopicError mark_for_deletion(const std::string& name);
+
+  // The topic's config overrides as /config/topics/T has them (empty when
+  // the znode is absent); UNKNOWN_TOPIC_OR_PARTITION when /brokers/topics/T
+  // is absent.
+  TopicError read_configs(const std::string& name, ConfigMap* out);
+  // Replaces the topic's overrides with configs (Kafka's
+  // AdminZkClient.changeTopicConfig): the topic must exist, the configs are
+  // validated as on a single node, then one multi writes /config/topics/T
+  // and creates the /config/changes/config_change_N notification (version
+  // 2, entity_path topics/T) every broker watches and applies.
+  TopicError alter_configs(const std::string& name, const ConfigMap& configs, bool validate_only);
 
   // The topic's assignment as /brokers/topics/T has it; false if absent.
   bool read_assignment(const std::string& name, replication::TopicAssignment* out, int32_t* version,

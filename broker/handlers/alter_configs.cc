@@ -6,9 +6,12 @@
 // value (INVALID_CONFIG naming both) and persists before answering.
 // validate_only checks and changes nothing. A null value or a key given
 // twice is INVALID_REQUEST. Broker resources: see admin/alter_resource.h.
+// In cluster mode the overrides go to ZooKeeper (on the admin worker) and
+// every broker applies the change (cluster/config_changes.h).
 #include <set>
 
 #include "broker/admin/alter_resource.h"
+#include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -22,7 +25,8 @@ using protocol::AlterConfigsRequest;
 using protocol::AlterConfigsResponse;
 using protocol::ErrorCode;
 
-TopicError alter(Broker& broker, const AlterConfigsRequest::AlterConfigsResource& r, bool validate_only) {
+TopicError alter(Broker& broker, admin::ConfigStore& store, const AlterConfigsRequest::AlterConfigsResource& r,
+                 bool validate_only) {
   bool nothing_to_do = false;
   TopicError e = admin::check_alter_resource(broker, r.resource_type, r.resource_name, r.configs.size(), &nothing_to_do);
   if (!e.ok() || nothing_to_do) return e;
@@ -32,18 +36,38 @@ TopicError alter(Broker& broker, const AlterConfigsRequest::AlterConfigsResource
     if (!configs.emplace(c.name, *c.value).second)
       return {ErrorCode::INVALID_REQUEST, "Error due to duplicate config keys: " + c.name};
   }
-  return broker.topics().set_configs(r.resource_name, configs, validate_only);
+  return store.replace(r.resource_name, configs, validate_only);
+}
+
+void answer(RequestContext& ctx, const AlterConfigsRequest& req, admin::ConfigStore& store) {
+  const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
+      req, [&](const auto& r) { return alter(*ctx.broker, store, r, req.validate_only); });
+  ctx.respond(make_response(ctx, resp));
 }
 
 void handle_alter_configs(RequestContext&& ctx) {
-  AlterConfigsRequest req;
-  if (!decode_request(ctx, req)) {
+  auto req = std::make_shared<AlterConfigsRequest>();
+  if (!decode_request(ctx, *req)) {
     ctx.respond(Response::close());
     return;
   }
-  const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
-      req, [&](const auto& r) { return alter(*ctx.broker, r, req.validate_only); });
-  ctx.respond(make_response(ctx, resp));
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr) {
+    admin::LocalConfigStore store(broker);
+    answer(ctx, *req, store);
+    return;
+  }
+  admin::with_zk_admin(
+      broker,
+      [ctx, req](ZkTopicAdmin& zk, replication::zk::Session&) mutable {
+        admin::ZkConfigStore store(*ctx.broker, zk);
+        answer(ctx, *req, store);
+      },
+      [ctx, req](const std::string& why) mutable {
+        const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
+            *req, [&](const auto&) { return TopicError{ErrorCode::REQUEST_TIMED_OUT, why}; });
+        ctx.respond(make_response(ctx, resp));
+      });
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 // /brokers/topics/T on the admin worker (broker/cluster/zk_topics.h).
 #include <map>
 
-#include "broker/admin/admin_worker.h"
+#include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
@@ -101,22 +101,9 @@ void handle_create_partitions(RequestContext&& ctx) {
     for (const auto& t : r.topics) resp.results.push_back(result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
     c.respond(make_response(c, resp));
   };
-  // ZooKeeper calls block: off the network thread.
-  bool posted = broker.service<admin::AdminWorker>().post([ctx, req, fail_all]() mutable {
-    Broker& b = *ctx.broker;
-    auto session = b.cluster()->session();
-    auto view = b.cluster()->view();
-    if (!session) {
-      fail_all(ctx, *req, "Not connected to ZooKeeper.");
-      return;
-    }
-    std::vector<replication::BrokerRack> live;
-    if (view)
-      for (const auto& lb : view->brokers) live.push_back({lb.id, lb.rack});
-    ZkTopicAdmin admin(*session, b.topics(), std::move(live));
-    answer(ctx, *req, &admin);
-  });
-  if (!posted) fail_all(ctx, *req, "The broker is shutting down.");
+  admin::with_zk_admin(
+      broker, [ctx, req](ZkTopicAdmin& admin, replication::zk::Session&) mutable { answer(ctx, *req, &admin); },
+      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); });
 }
 
 }  // namespace

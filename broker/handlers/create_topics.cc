@@ -27,8 +27,8 @@
 #include <map>
 #include <set>
 
-#include "broker/admin/admin_worker.h"
 #include "broker/admin/config_describe.h"
+#include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/cluster/metadata_cache.h"
 #include "broker/cluster/replica_manager.h"
@@ -247,22 +247,9 @@ void handle_create_topics(RequestContext&& ctx) {
     answer(ctx, *req, nullptr);
     return;
   }
-  // ZooKeeper calls block: off the network thread.
-  auto posted = broker.service<admin::AdminWorker>().post([ctx, req]() mutable {
-    Broker& b = *ctx.broker;
-    auto session = b.cluster()->session();
-    auto view = b.cluster()->view();
-    std::vector<replication::BrokerRack> live;
-    if (view)
-      for (const auto& lb : view->brokers) live.push_back({lb.id, lb.rack});
-    if (!session) {
-      answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, "Not connected to ZooKeeper.");
-      return;
-    }
-    ZkTopicAdmin admin(*session, b.topics(), std::move(live));
-    answer(ctx, *req, &admin);
-  });
-  if (!posted) answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, "The broker is shutting down.");
+  admin::with_zk_admin(
+      broker, [ctx, req](ZkTopicAdmin& admin, replication::zk::Session&) mutable { answer(ctx, *req, &admin); },
+      [ctx, req](const std::string& why) mutable { answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, why); });
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include <map>
 #include <set>
 
-#include "broker/admin/admin_worker.h"
+#include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
@@ -159,18 +159,12 @@ void handle_delete_topics(RequestContext&& ctx) {
     }
     c.respond(make_response(c, resp));
   };
-  // ZooKeeper calls block: off the network thread.
-  bool posted = broker.service<admin::AdminWorker>().post([ctx, req, fail_all]() mutable {
-    Broker& b = *ctx.broker;
-    auto session = b.cluster()->session();
-    if (!session) {
-      fail_all(ctx, *req, "Not connected to ZooKeeper.");
-      return;
-    }
-    ZkTopicAdmin admin(*session, b.topics(), {});
-    answer(ctx, *req, &admin, session.get());
-  });
-  if (!posted) fail_all(ctx, *req, "The broker is shutting down.");
+  admin::with_zk_admin(
+      broker,
+      [ctx, req](ZkTopicAdmin& admin, replication::zk::Session& session) mutable {
+        answer(ctx, *req, &admin, &session);
+      },
+      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); });
 }
 
 }  // namespace

@@ -9,11 +9,14 @@
 // value) and persists it; validate_only changes nothing. Following Kafka:
 // APPEND/SUBTRACT on a non-list config is INVALID_CONFIG; a null value for
 // SET/APPEND/SUBTRACT, an unknown operation or a key given twice is
-// INVALID_REQUEST. Broker resources: see admin/alter_resource.h.
+// INVALID_REQUEST. Broker resources: see admin/alter_resource.h. In cluster
+// mode the overrides are read from and written to ZooKeeper (on the admin
+// worker) and every broker applies the change (cluster/config_changes.h).
 #include <algorithm>
 #include <set>
 
 #include "broker/admin/alter_resource.h"
+#include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/config/registry.h"
 #include "broker/handlers/codec.h"
@@ -51,19 +54,19 @@ std::string join_list(const std::vector<std::string>& items) {
   return out;
 }
 
-TopicError alter(Broker& broker, const IncrementalAlterConfigsRequest::AlterConfigsResource& r, bool validate_only) {
+TopicError alter(Broker& broker, admin::ConfigStore& store, const IncrementalAlterConfigsRequest::AlterConfigsResource& r,
+                 bool validate_only) {
   bool nothing_to_do = false;
   TopicError e = admin::check_alter_resource(broker, r.resource_type, r.resource_name, r.configs.size(), &nothing_to_do);
   if (!e.ok() || nothing_to_do) return e;
-  auto topic = broker.topics().find(r.resource_name);
-  if (!topic) return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "Topic '" + r.resource_name + "' does not exist."};
 
   std::set<std::string> seen;
   for (const auto& c : r.configs)
     if (!seen.insert(c.name).second)
       return {ErrorCode::INVALID_REQUEST, "Error due to duplicate config keys: " + c.name};
 
-  ConfigMap configs = topic->configs;
+  ConfigMap configs;
+  if (TopicError ce = store.current(r.resource_name, &configs); !ce.ok()) return ce;
   for (const auto& c : r.configs) {
     if (c.config_operation < kSet || c.config_operation > kSubtract)
       return {ErrorCode::INVALID_REQUEST, "Unknown alter config operation " + std::to_string(c.config_operation)};
@@ -84,7 +87,7 @@ TopicError alter(Broker& broker, const IncrementalAlterConfigsRequest::AlterConf
                                              " is not allowed for config key: " + c.name};
     auto it = configs.find(c.name);
     std::vector<std::string> items =
-        split_list(it != configs.end() ? it->second : broker.topics().config_value(*topic, c.name).value_or(""));
+        split_list(it != configs.end() ? it->second : store.effective(configs, c.name).value_or(""));
     for (const std::string& v : split_list(*c.value)) {
       auto pos = std::find(items.begin(), items.end(), v);
       if (c.config_operation == kAppend && pos == items.end()) items.push_back(v);
@@ -92,18 +95,38 @@ TopicError alter(Broker& broker, const IncrementalAlterConfigsRequest::AlterConf
     }
     configs[c.name] = join_list(items);
   }
-  return broker.topics().set_configs(r.resource_name, configs, validate_only);
+  return store.replace(r.resource_name, configs, validate_only);
+}
+
+void answer(RequestContext& ctx, const IncrementalAlterConfigsRequest& req, admin::ConfigStore& store) {
+  const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
+      req, [&](const auto& r) { return alter(*ctx.broker, store, r, req.validate_only); });
+  ctx.respond(make_response(ctx, resp));
 }
 
 void handle_incremental_alter_configs(RequestContext&& ctx) {
-  IncrementalAlterConfigsRequest req;
-  if (!decode_request(ctx, req)) {
+  auto req = std::make_shared<IncrementalAlterConfigsRequest>();
+  if (!decode_request(ctx, *req)) {
     ctx.respond(Response::close());
     return;
   }
-  const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
-      req, [&](const auto& r) { return alter(*ctx.broker, r, req.validate_only); });
-  ctx.respond(make_response(ctx, resp));
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr) {
+    admin::LocalConfigStore store(broker);
+    answer(ctx, *req, store);
+    return;
+  }
+  admin::with_zk_admin(
+      broker,
+      [ctx, req](ZkTopicAdmin& zk, replication::zk::Session&) mutable {
+        admin::ZkConfigStore store(*ctx.broker, zk);
+        answer(ctx, *req, store);
+      },
+      [ctx, req](const std::string& why) mutable {
+        const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
+            *req, [&](const auto&) { return TopicError{ErrorCode::REQUEST_TIMED_OUT, why}; });
+        ctx.respond(make_response(ctx, resp));
+      });
 }
 
 }  // namespace

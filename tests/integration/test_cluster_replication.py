@@ -33,6 +33,13 @@ Scenarios:
               restarts, catches up and is back in every ISR; then the other
               two are killed: it leads every partition and a consumer reads
               every acknowledged record from it alone.
+  configs     topic config changes reach every broker: IncrementalAlterConfigs
+              and AlterConfigs sent to one broker write /config/topics/T and a
+              /config/changes notification, and DescribeConfigs on each of
+              the three brokers shows the new value; a change written into
+              ZooKeeper directly (as kafka-configs.sh --zookeeper does) is
+              applied by all three; a change made while a broker is down is
+              applied when it restarts.
 """
 
 import json
@@ -326,7 +333,92 @@ def scenario_failover(ctx, zk):
     check(not missing, "after the restart: %d acknowledged records lost, e.g. %s" % (len(missing), missing[:5]))
 
 
-SCENARIOS = {"topics": scenario_topics, "failover": scenario_failover}
+def incremental_alter(broker, topic, key, value):
+    """IncrementalAlterConfigs v0, SET one key; returns the error code."""
+    import kafka_wire as kw
+    body = kw.array([None], lambda _: kw.i8(2) + kw.string(topic) +
+                    kw.array([None], lambda _: kw.string(key) + kw.i8(0) + kw.string(value))) + kw.i8(0)
+    with kw.Conn(broker.port) as c:
+        d = c.request(44, 0, body)
+        d.i32()
+        res = d.array(lambda d: (d.i16(), d.string(), d.i8(), d.string()))
+    return res[0][0]
+
+
+def alter(broker, topic, configs):
+    """AlterConfigs v0 (the whole override set); returns the error code."""
+    import kafka_wire as kw
+    body = kw.array([None], lambda _: kw.i8(2) + kw.string(topic) +
+                    kw.array(sorted(configs.items()), lambda kv: kw.string(kv[0]) + kw.string(kv[1]))) + kw.i8(0)
+    with kw.Conn(broker.port) as c:
+        d = c.request(33, 0, body)
+        d.i32()
+        res = d.array(lambda d: (d.i16(), d.string(), d.i8(), d.string()))
+    return res[0][0]
+
+
+def described(broker, topic, key):
+    """DescribeConfigs v0 of one topic key on this broker: its value (None on an error)."""
+    import kafka_wire as kw
+    body = kw.array([None], lambda _: kw.i8(2) + kw.string(topic) + kw.array([key], kw.string))
+    try:
+        with kw.Conn(broker.port) as c:
+            d = c.request(32, 0, body)
+            d.i32()
+            res = d.array(lambda d: (d.i16(), d.string(), d.i8(), d.string(),
+                                     d.array(lambda d: (d.string(), d.string(), d.i8(), d.i8(), d.i8()))))
+    except OSError:
+        return None
+    if res[0][0] != 0:
+        return None
+    return {n: v for n, v, _, _, _ in res[0][4]}.get(key)
+
+
+def scenario_configs(ctx, zk):
+    brokers = start_cluster(ctx, zk)
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    code, msg = create(brokers, "cfg", 2, 3)
+    check(code == 0, "CreateTopics cfg: %s %s" % (code, msg))
+    wait_until(lambda: all(described(b, "cfg", "retention.ms") is not None for b in brokers), 30,
+               "every broker to host cfg")
+
+    def everywhere(key, value, what):
+        t0 = time.monotonic()
+        wait_until(lambda: all(described(b, "cfg", key) == value for b in brokers), 20, what, interval=0.1)
+        print("[test] %s: on all three brokers after %.2fs" % (what, time.monotonic() - t0))
+
+    err = incremental_alter(brokers[0], "cfg", "retention.ms", "123456")
+    check(err == 0, "IncrementalAlterConfigs on broker1: error %d" % err)
+    conf = json.loads(kz.get("/config/topics/cfg")[0].decode())
+    check(conf.get("config", {}).get("retention.ms") == "123456", "/config/topics/cfg: %s" % conf)
+    notes = sorted(kz.get_children("/config/changes"))
+    check(notes and json.loads(kz.get("/config/changes/" + notes[-1])[0].decode()) ==
+          {"version": 2, "entity_path": "topics/cfg"}, "no change notification for cfg: %s" % notes)
+    everywhere("retention.ms", "123456", "IncrementalAlterConfigs retention.ms=123456")
+
+    err = alter(brokers[1], "cfg", {"retention.ms": "234567", "segment.bytes": "1048576"})
+    check(err == 0, "AlterConfigs on broker2: error %d" % err)
+    everywhere("segment.bytes", "1048576", "AlterConfigs segment.bytes=1048576")
+    check(all(described(b, "cfg", "retention.ms") == "234567" for b in brokers), "AlterConfigs retention.ms")
+
+    # As kafka-configs.sh --zookeeper writes it: the znode, then a notification.
+    kz.set("/config/topics/cfg", json.dumps({"version": 1, "config": {"retention.ms": "345678"}}).encode())
+    kz.create("/config/changes/config_change_", json.dumps({"version": 2, "entity_path": "topics/cfg"}).encode(),
+              sequence=True)
+    everywhere("retention.ms", "345678", "a change written into ZooKeeper")
+    check(all(described(b, "cfg", "segment.bytes") == "1073741824" for b in brokers),
+          "segment.bytes back to the default once the override is gone")
+
+    # A change while broker3 is down reaches it when it restarts.
+    brokers[2].stop()
+    err = incremental_alter(brokers[0], "cfg", "retention.ms", "456789")
+    check(err == 0, "IncrementalAlterConfigs with broker3 down: error %d" % err)
+    brokers[2].start()
+    everywhere("retention.ms", "456789", "a change made while broker3 was down")
+
+
+SCENARIOS = {"topics": scenario_topics, "failover": scenario_failover, "configs": scenario_configs}
 
 
 def main(ctx):
