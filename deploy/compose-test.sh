@@ -22,7 +22,21 @@
 # On any failure (or timeout) it prints the containers' logs and tears the
 # stack down (trap). Images are kept as a cache unless --rmi is given.
 #
-# Usage: deploy/compose-test.sh [--rmi] [--skip-build]
+# --cluster tests deploy/docker-compose.cluster.yml instead (issue #12):
+#   1. ZooKeeper and three brokers healthy; the creator makes the topic with
+#      8 partitions, replication factor 3, min.insync.replicas 2; kcat -L
+#      lists three brokers and every partition with 3 replicas, 3 in sync;
+#   2. an idempotent acks=all producer and a consumer group (confluent-kafka
+#      on the host, deploy/compose-cluster-clients.py) run while broker 2's
+#      container is killed (SIGKILL), drops out of the metadata (leaderships
+#      moved), stays down 10 s and is started again: every acknowledged
+#      record is consumed by the group, and the group keeps consuming after
+#      the kill;
+#   3. the restarted broker is back in every ISR; Prometheus has up == 1 for
+#      all three brokers;
+#   4. down -v leaves nothing.
+#
+# Usage: deploy/compose-test.sh [--rmi] [--skip-build] [--cluster]
 # Environment: CK_COMPOSE_TEST_TIMEOUT (whole run, seconds, default 1800:
 # a fresh machine bootstraps a Debian base and builds four images first),
 # CK_COMPOSE_PROJECT (default ckcompose-test). Needs root (podman, apt).
@@ -39,15 +53,22 @@ fi
 
 RMI=0
 SKIP_BUILD=0
+CLUSTER=0
 for a in "$@"; do
   case "$a" in
     --rmi) RMI=1 ;;
     --skip-build) SKIP_BUILD=1 ;;
+    --cluster) CLUSTER=1 ;;
     *) echo "compose-test: unknown argument $a" >&2; exit 2 ;;
   esac
 done
 
 PROJECT=${CK_COMPOSE_PROJECT:-ckcompose-test}
+COMPOSE_FILE=$ROOT/docker-compose.yml
+if [ "$CLUSTER" = 1 ]; then
+  PROJECT=${CK_COMPOSE_PROJECT:-ckcompose-cluster-test}
+  COMPOSE_FILE=$ROOT/deploy/docker-compose.cluster.yml
+fi
 TOPIC=deepseek-train-topic
 N=10000
 T0=$SECONDS
@@ -75,15 +96,18 @@ if [ ! -f /etc/containers/containers.conf ]; then
 fi
 
 # --- Free host ports, images, compose invocation -------------------------------
-read -r KAFKA_HOST_PORT METRICS_HOST_PORT PROMETHEUS_HOST_PORT ZOOKEEPER_HOST_PORT < <(
+read -r KAFKA_HOST_PORT METRICS_HOST_PORT PROMETHEUS_HOST_PORT ZOOKEEPER_HOST_PORT \
+        KAFKA_HOST_PORT_1 KAFKA_HOST_PORT_2 KAFKA_HOST_PORT_3 \
+        METRICS_HOST_PORT_1 METRICS_HOST_PORT_2 METRICS_HOST_PORT_3 < <(
   /usr/bin/python3 - <<'EOF'
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(10)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])
 EOF
 )
-export KAFKA_HOST_PORT METRICS_HOST_PORT PROMETHEUS_HOST_PORT ZOOKEEPER_HOST_PORT
+export KAFKA_HOST_PORT METRICS_HOST_PORT PROMETHEUS_HOST_PORT ZOOKEEPER_HOST_PORT \
+       KAFKA_HOST_PORT_1 KAFKA_HOST_PORT_2 KAFKA_HOST_PORT_3 METRICS_HOST_PORT_1 METRICS_HOST_PORT_2 METRICS_HOST_PORT_3
 export CIUICKAFKA_IMAGE=localhost/ciuickafka:latest
 export ZOOKEEPER_IMAGE=localhost/ciuickafka-zookeeper:local
 export PROMETHEUS_IMAGE=localhost/ciuickafka-prometheus:local
@@ -95,7 +119,7 @@ CREATOR=${PROJECT}_create-topic_1
 BOOT=localhost:$KAFKA_HOST_PORT
 PROM=http://127.0.0.1:$PROMETHEUS_HOST_PORT
 
-compose() { timeout 180 podman-compose -p "$PROJECT" -f "$ROOT/docker-compose.yml" "$@" >>"$WORK/compose.log" 2>&1; }
+compose() { timeout 180 podman-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@" >>"$WORK/compose.log" 2>&1; }
 
 WORK=$(mktemp -d /tmp/ck-compose-test.XXXXXX)
 volumes_before=$(podman volume ls -q | sort)
@@ -111,7 +135,7 @@ cleanup() {
     done
     echo "---- podman-compose output (last 30 lines)" >&2
     tail -30 "$WORK/compose.log" >&2
-    timeout 120 podman-compose -p "$PROJECT" -f "$ROOT/docker-compose.yml" down -v -t 5 >/dev/null 2>&1
+    timeout 120 podman-compose -p "$PROJECT" -f "$COMPOSE_FILE" down -v -t 5 >/dev/null 2>&1
     podman network rm "$NET" >/dev/null 2>&1
   fi
   if [ "$RMI" = 1 ]; then
@@ -174,6 +198,83 @@ prom_value() {  # prom_value QUERY: first sample's value, or empty
   curl -sf --max-time 5 "$PROM/api/v1/query" --data-urlencode "query=$1" \
     | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null || true
 }
+
+# --- --cluster: the three-broker stack ------------------------------------------
+if [ "$CLUSTER" = 1 ]; then
+  BOOT3=localhost:$KAFKA_HOST_PORT_1,localhost:$KAFKA_HOST_PORT_2,localhost:$KAFKA_HOST_PORT_3
+  B1=${PROJECT}_ciuickafka-1_1 B2=${PROJECT}_ciuickafka-2_1 B3=${PROJECT}_ciuickafka-3_1
+  isr_full() {  # every partition of the topic lists 3 replicas and 3 in sync
+    timeout 30 kcat -b "$BOOT3" -L -t "$TOPIC" >"$WORK/metadata" 2>/dev/null || return 1
+    [ "$(grep -cE 'replicas: [0-9]+,[0-9]+,[0-9]+, isrs: [0-9]+,[0-9]+,[0-9]+$' "$WORK/metadata")" = 8 ]
+  }
+  phase "podman-compose up (cluster)"
+  compose up -d || fail "podman-compose up"
+  wait_healthy "$ZK" 120
+  for b in "$B1" "$B2" "$B3"; do wait_healthy "$b" 90; done
+  log "zookeeper and three brokers healthy"
+  wait_creator
+  deadline=$((SECONDS + 60))
+  until isr_full; do
+    [ $SECONDS -lt $deadline ] || { cat "$WORK/metadata"; fail "$TOPIC: not 8 partitions with 3 replicas in sync"; }
+    sleep 1
+  done
+  brokers=$(grep -cE "^ +broker [123] at localhost:" "$WORK/metadata" || true)
+  [ "$brokers" = 3 ] || { cat "$WORK/metadata"; fail "kcat -L lists $brokers brokers, not 3"; }
+  log "kcat -L: 3 brokers, $TOPIC with 8 partitions, 3 replicas each, all in sync"
+
+  phase "producer and consumer group running, broker 2 killed and restarted"
+  /usr/bin/python3 "$ROOT/deploy/compose-cluster-clients.py" --bootstrap "$BOOT3" --topic "$TOPIC" \
+      --records 20000 --work "$WORK" >"$WORK/clients.log" 2>&1 &
+  clients=$!
+  deadline=$((SECONDS + 120))
+  until [ -f "$WORK/consumed-1000" ]; do  # the group consumed its first 1,000
+    kill -0 $clients 2>/dev/null || { cat "$WORK/clients.log"; fail "the clients exited early"; }
+    [ $SECONDS -lt $deadline ] || { cat "$WORK/clients.log"; fail "the group consumed nothing within 120s"; }
+    sleep 1
+  done
+  t_kill=$SECONDS
+  podman kill --signal KILL "$B2" >/dev/null || fail "podman kill $B2"
+  log "killed $B2 (SIGKILL) with the producer and the group running"
+  # Down for real: its registration expires (session timeout), the
+  # controller moves its leaderships; it stays down while the clients run.
+  deadline=$((SECONDS + 60))
+  until timeout 30 kcat -b "$BOOT3" -L -t "$TOPIC" >"$WORK/metadata" 2>/dev/null \
+        && ! grep -qE "broker 2 at|leader 2," "$WORK/metadata"; do
+    [ $SECONDS -lt $deadline ] || { cat "$WORK/metadata"; fail "broker 2 still registered or leading 60s after the kill"; }
+    sleep 0.5
+  done
+  log "broker 2 gone from the metadata and leading nothing $((SECONDS - t_kill))s after the kill"
+  sleep 10  # not a wait for an event: the time the broker stays down while the clients run
+  podman start "$B2" >/dev/null || fail "podman start $B2"
+  wait_healthy "$B2" 120
+  deadline=$((SECONDS + 120))
+  until isr_full; do
+    [ $SECONDS -lt $deadline ] || { cat "$WORK/metadata"; fail "$B2 not back in every ISR within 120s"; }
+    sleep 1
+  done
+  log "$B2 restarted and back in every ISR $((SECONDS - t_kill))s after the kill"
+  wait $clients || { tail -30 "$WORK/clients.log"; fail "the clients failed"; }
+  tail -3 "$WORK/clients.log" | sed 's/^/    /'
+
+  deadline=$((SECONDS + 90))
+  until [ "$(prom_value 'count(up{job="ciuickafka"} == 1)')" = 3 ]; do
+    [ $SECONDS -lt $deadline ] || fail "Prometheus: $(prom_value 'count(up{job="ciuickafka"} == 1)') of 3 brokers up"
+    sleep 2
+  done
+  log "Prometheus: up == 1 for all three brokers"
+
+  phase "down -v"
+  compose down -v -t 20 || fail "podman-compose down -v"
+  podman network rm "$NET" >/dev/null 2>&1 || true
+  left=$(podman ps -a -q --filter "label=io.podman.compose.project=$PROJECT")
+  [ -z "$left" ] || fail "containers left after down -v: $left"
+  new_volumes=$(comm -13 <(echo "$volumes_before") <(podman volume ls -q | sort))
+  [ -z "$new_volumes" ] || fail "volumes left after down -v: $new_volumes"
+  passed=1
+  phase "done"
+  log "PASS (cluster) in $((SECONDS - T0))s"
+  exit 0
+fi
 
 seq 1 "$N" | sed 's/.*/k&:message-&-of-the-training-stream/' >"$WORK/expected"
 

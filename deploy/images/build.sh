@@ -11,8 +11,9 @@
 # - localhost/ciuickafka-zookeeper:local, localhost/ciuickafka-prometheus:local
 #   (stand-ins for the official images, from Debian packages) and
 #   ciuickafka-tools:latest (kcat, confluent-kafka, ck-create-topic).
-# Images that already exist are kept unless --rebuild is given (the broker
-# image is always rebuilt: its binary changes). Uses podman; docker works too
+# Images that already exist are kept unless --rebuild is given or their build
+# context changed (each image carries a hash of its context as the label
+# ck.context-hash); the broker image is always rebuilt: its binary changes. Uses podman; docker works too
 # if CK_ENGINE=docker.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,9 +31,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+context_hash() {  # context_hash CONTEXT DOCKERFILE: one hash of every file that goes into the image
+  { find "$1" -type f -print0 | sort -z | xargs -0 sha256sum; sha256sum "$2"; } | sha256sum | cut -c1-16
+}
+
 build() {  # build TAG CONTEXT [DOCKERFILE]
   local tag=$1 ctx=$2 file=${3:-$2/Dockerfile}
-  if [ "$rebuild" = 0 ] && [ "$tag" != ciuickafka:latest ] && $ENGINE image exists "$tag" 2>/dev/null; then
+  local hash
+  hash=$(context_hash "$ctx" "$file")
+  if [ "$rebuild" = 0 ] && [ "$tag" != ciuickafka:latest ] && $ENGINE image exists "$tag" 2>/dev/null \
+     && [ "$($ENGINE image inspect --format '{{index .Labels "ck.context-hash"}}' "$tag" 2>/dev/null)" = "$hash" ]; then
     echo "build.sh: $tag already present"
     return
   fi
@@ -43,7 +51,7 @@ build() {  # build TAG CONTEXT [DOCKERFILE]
   # $$ is still the parent's pid, so a shared name lost the failing log.
   local log
   log=$(mktemp /tmp/ck-build.XXXXXX)
-  if ! $ENGINE build "${fmt[@]}" -q -t "$tag" -f "$file" "$ctx" >"$log" 2>&1; then
+  if ! $ENGINE build "${fmt[@]}" -q --label "ck.context-hash=$hash" -t "$tag" -f "$file" "$ctx" >"$log" 2>&1; then
     tail -30 "$log" >&2
     rm -f "$log"
     echo "build.sh: building $tag failed" >&2
