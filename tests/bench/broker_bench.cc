@@ -13,6 +13,11 @@
 // (broker RSS); produce latency at a moderate fixed rate. Broker CPU time
 // per phase comes from /proc/<pid>/stat, RSS from /proc/<pid>/status.
 // --scale multiplies every count and time limit (0.2 for a quick check).
+//
+//   broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] ...
+//
+// is one producer run printed as one JSON line, for scripts that run their
+// own brokers (tests/bench/run_replication_bench.py).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -299,13 +304,51 @@ int run(const Options& o) {
 }  // namespace
 }  // namespace ckbench
 
+// `broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES]
+// [--msgs N] [--secs S] [--partitions P]`: one producer run, one JSON line
+// (the replication benchmark, run_replication_bench.py, drives it).
+int produce_once(int argc, char** argv) {
+  ckbench::ProduceSpec spec;
+  spec.max_msgs = 1000000;
+  spec.max_s = 10;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--brokers") spec.brokers = v;
+    else if (k == "--topic") spec.topic = v;
+    else if (k == "--acks") spec.acks = std::atoi(v.c_str());
+    else if (k == "--size") spec.msg_size = static_cast<std::size_t>(std::atol(v.c_str()));
+    else if (k == "--msgs") spec.max_msgs = static_cast<std::uint64_t>(std::atoll(v.c_str()));
+    else if (k == "--secs") spec.max_s = std::atof(v.c_str());
+    else if (k == "--partitions") spec.partitions = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "broker_bench produce: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (spec.brokers.empty() || spec.topic.empty()) {
+    std::fprintf(stderr, "broker_bench produce: --brokers and --topic are required\n");
+    return 2;
+  }
+  ckbench::ProduceResult r = ckbench::run_produce(spec);
+  std::string err;
+  for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;
+  std::printf("{\"sent\":%llu,\"delivered\":%llu,\"failed\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"error\":\"%s\"}\n",
+              static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.delivered),
+              static_cast<unsigned long long>(r.failed), static_cast<unsigned long long>(r.bytes), r.secs,
+              err.c_str());
+  return r.failed == 0 && r.delivered > 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "produce") == 0) return produce_once(argc, argv);
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     std::fprintf(stderr,
                  "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
                  "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,latency]\n"
                  "       [--scale F]\n"
-                 "Normally started by tests/bench/run_broker_bench.sh.\n");
+                 "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
+                 "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
+                 "Normally started by tests/bench/run_broker_bench.sh / run_replication_bench.py.\n");
     return 2;
   }
   ckbench::Options o = ckbench::parse(argc, argv);
