@@ -4,6 +4,7 @@
 #include "broker/cluster/config_changes.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
+#include "broker/produce/produce_service.h"
 #include "broker/replica/replica_roles_listener.h"
 
 #include <prometheus/metric_family.h>
@@ -221,6 +222,8 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   // services (fetchers for followers, follower tracking and the HW for
   // leaders): hooked up before registering, so the first request finds them.
   service<ReplicaManager>().add_role_listener(&service<replica::ReplicaRolesListener>());
+  // Idempotent-producer state is rebuilt from the log after a role change.
+  service<ReplicaManager>().add_role_listener(&service<produce::ProduceService>());
   if (!cluster_->start(std::move(endpoints), error)) return false;
   // The first producer id block is claimed at start, as Kafka's
   // ZkProducerIdManager does, so the first InitProducerId finds one ready.

@@ -93,7 +93,10 @@ void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   if (st.loaded) return;
   st.loaded = true;
   int64_t from = log.log_start_offset();
-  auto bytes = storage::io::read_file(broker_.fs(), snapshot_path(log));
+  const bool use_snapshot = !st.rescan;
+  st.rescan = false;
+  auto bytes = use_snapshot ? storage::io::read_file(broker_.fs(), snapshot_path(log))
+                            : storage::Result<std::vector<uint8_t>>(storage::Status::not_found("rescan"));
   if (bytes.is_ok()) {
     auto parsed = ProducerStateTable::parse(bytes.value());
     if (parsed && parsed->snapshot_offset <= log.log_end_offset()) {
@@ -102,6 +105,16 @@ void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
     }
   }
   scan_log(log, from, st.table);
+}
+
+void ProduceService::reset_for_role_change(const Partition& p) {
+  if (!p.log_ptr()) return;
+  auto st = partition_state(p);
+  std::lock_guard<std::mutex> lock(st->mu);
+  st->loaded = false;
+  st->table = ProducerStateTable{};
+  st->dirty = false;
+  st->rescan = true;
 }
 
 void ProduceService::forget_after_failed_write(PartitionState& st, const storage::Log& log) {

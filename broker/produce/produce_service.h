@@ -18,6 +18,15 @@
 // log grow past it again. Producers idle for producer.id.expiration.ms
 // (Kafka's default, one day) are dropped when a snapshot is written.
 //
+// In cluster mode the service is a ReplicaRoleListener: a follower's
+// appends (the leader's batches, copied as they are) do not go through this
+// table, and a follower may truncate a divergent tail that a snapshot still
+// covers, so every role change (leader or follower) drops the partition's
+// table and marks its snapshot unusable; the next idempotent batch on a
+// leader rebuilds the table from the whole log, which then holds every
+// batch the previous leaders wrote: a producer retrying across a failover
+// is deduplicated and its next sequence accepted, as on Kafka.
+//
 // Producer ids (InitProducerId) come from blocks of 1000 reserved in
 // `ciuic-producer-ids` in the first log dir (a decimal number: the end of
 // the last reserved block, replaced atomically before any id of a new block
@@ -35,6 +44,7 @@
 #include <unordered_map>
 
 #include "broker/cluster/partition.h"
+#include "broker/cluster/replica_roles.h"
 #include "broker/produce/producer_state.h"
 #include "metrics/topic_metrics.h"
 #include "storage/log.h"
@@ -58,6 +68,7 @@ struct PartitionState {
   bool loaded = false;              // under mu
   ProducerStateTable table;         // under mu
   bool dirty = false;               // under mu: appends since the last snapshot
+  bool rescan = false;              // under mu: the next load ignores the snapshot (a role change)
   bool snapshot_queued = false;     // under mu
   int64_t last_snapshot_ms = 0;     // under mu
   std::mutex file_mu;               // one snapshot write at a time
@@ -67,7 +78,7 @@ struct PartitionState {
   metrics::PartitionMetrics partition_metrics;
 };
 
-class ProduceService {
+class ProduceService : public ReplicaRoleListener {
  public:
   explicit ProduceService(Broker& broker);
   ~ProduceService();
@@ -90,6 +101,15 @@ class ProduceService {
 
   // A new producer id, never handed out before.
   storage::Result<int64_t> allocate_producer_id();
+
+  // ReplicaRoleListener (cluster mode; registered by Broker::start_cluster).
+  void became_leader(const std::shared_ptr<Partition>& p) override { reset_for_role_change(*p); }
+  void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) override {
+    reset_for_role_change(*p);
+  }
+  void stopped(const storage::TopicPartition&, bool) override {}
+  // Drops p's table and marks its snapshot unusable (no disk access).
+  void reset_for_role_change(const Partition& p);
 
   // Tests: writes the snapshot now.
   storage::Status snapshot_now(const std::shared_ptr<PartitionState>& st);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/produce/produce_service.h"
 #include "broker/replica/fetcher_manager.h"
 #include "broker/replica/hw_checkpoint.h"
 #include "broker/replica/leader_replicas.h"
@@ -467,4 +468,64 @@ TEST_CASE("a follower that caught up is proposed back into the ISR", "[replica]"
 }
 
 }  // namespace
+}  // namespace ciuickafka::broker::test
+
+namespace ciuickafka::broker::test {
+namespace {
+
+std::vector<uint8_t> idempotent_batch(int64_t pid, int32_t seq, const std::string& value, int64_t base_offset = 0,
+                                      int32_t leader_epoch = -1) {
+  protocol::BatchOptions o;
+  o.producer_id = pid;
+  o.producer_epoch = 0;
+  o.base_sequence = seq;
+  o.base_offset = base_offset;
+  if (leader_epoch >= 0) o.partition_leader_epoch = leader_epoch;
+  protocol::BatchBuilder b(o);
+  b.add(1000, protocol::as_bytes(std::string("k")), protocol::as_bytes(value));
+  auto r = b.build();
+  if (!r.ok()) throw std::runtime_error("batch does not build");
+  return r.value();
+}
+
+}  // namespace
+
+// A broker led the partition (its producer state loaded), followed while
+// another leader appended the producer's next batch, and leads again: the
+// producer's retry of that batch is deduplicated (same offset, nothing
+// written twice) and its next sequence is accepted. Without the rebuild on
+// the role change the table still ended at sequence 0, so the retry was
+// appended a second time.
+TEST_CASE("after leading, following and leading again, idempotent producer state includes the follower's appends",
+          "[replica]") {
+  Pair pair;
+  auto& produce = pair.leader.broker().service<produce::ProduceService>();
+  pair.make_leader(1, {1});
+  produce.became_leader(pair.lp);
+  const int64_t pid = 4242;
+  auto first = pair.produce(idempotent_batch(pid, 0, "v0"), 1);
+  REQUIRE(first.error_code == 0);
+  CHECK(first.base_offset == 0);
+
+  // Broker 1 follows (epoch 2); the new leader's batch with sequence 1
+  // arrives as a follower append.
+  pair.lp->set_role(role(ReplicaRole::kFollower, 2, 2, {1, 2}));
+  produce.became_follower(pair.lp, LeaderEndpoint{2, "127.0.0.1", 1});
+  auto copied = idempotent_batch(pid, 1, "v1", 1, 2);
+  REQUIRE(pair.lp->log().append_as_follower(copied, Broker::now_ms()).is_ok());
+  REQUIRE(pair.lp->log_end_offset() == 2);
+
+  // Broker 1 leads again (epoch 3): the retry of sequence 1 is a duplicate.
+  pair.make_leader(3, {1});
+  produce.became_leader(pair.lp);
+  auto retry = pair.produce(idempotent_batch(pid, 1, "v1"), 1);
+  CHECK(retry.error_code == 0);
+  CHECK(retry.base_offset == 1);
+  CHECK(pair.lp->log_end_offset() == 2);
+  auto next = pair.produce(idempotent_batch(pid, 2, "v2"), 1);
+  CHECK(next.error_code == 0);
+  CHECK(next.base_offset == 2);
+  CHECK(pair.lp->log_end_offset() == 3);
+}
+
 }  // namespace ciuickafka::broker::test
