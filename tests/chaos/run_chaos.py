@@ -25,11 +25,16 @@ acknowledged nothing, or the wall-clock bound). The run directory
 (<work>/chaos_seed<S>/: history.jsonl, summary.json, the brokers' data and
 logs) is removed on success unless --keep, kept on failure.
 
-Only --brokers 1 works today: topics are not replicated yet. The nemesis
-already chooses its target from Cluster.nodes, and the workload talks to
-Cluster.bootstrap, so a 3-broker cluster (tests/integration/zookeeper.py for
-ZooKeeper, broker overrides node.id and zookeeper.connect) only has to grow
-Cluster.
+--brokers N > 1 runs a ZooKeeper-mode cluster: a standalone ZooKeeper
+(tests/integration/zookeeper.py, never faulted), N brokers with node.id,
+zookeeper.connect and a 3 s session timeout, the topic with replication
+factor min(N, 3) and min.insync.replicas 2 (acks=all producers then keep
+writing with one broker down), __consumer_offsets with the same replication
+factor. The nemesis hits any broker (leaders and the controller included); a
+pause longer than the session timeout expires the broker's session, so it
+comes back as a new registration and truncates as a follower. After the heal
+the run waits for every partition to have a leader, and the final read asks
+each partition's leader.
 
 /usr/bin/python3 (Debian's, with confluent_kafka). See README.md.
 """
@@ -52,6 +57,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import kafka_wire  # noqa: E402
+import zookeeper  # noqa: E402
 import checker  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
@@ -128,30 +134,82 @@ class Node:
         self.broker.kill()
 
 
+SESSION_MS = 3000
+
+
 class Cluster:
-    """The brokers under test. Today one; the nemesis and clients only use
-    `nodes` and `bootstrap`, so growing it is local to this class."""
+    """The brokers under test: one single-node broker, or N brokers of a
+    ZooKeeper-mode cluster (the nemesis and the clients only use `nodes` and
+    `bootstrap`)."""
 
     def __init__(self, binary, work, brokers, overrides):
-        if brokers != 1:
-            raise SystemExit("--brokers %d: only 1 is supported until topics are replicated "
-                             "(issue #12); Cluster would start ZooKeeper "
-                             "(tests/integration/zookeeper.py) and N brokers with node.id and "
-                             "zookeeper.connect overrides" % brokers)
-        self.nodes = [Node(harness.Broker(binary, work, overrides, name="broker%d" % i,
-                                          start_timeout=60.0, stop_timeout=30.0))
-                      for i in range(brokers)]
+        self.zk = None
+        self.rf = min(brokers, 3)
+        if brokers > 1:
+            self.zk = zookeeper.ZooKeeper(work)
+        self.nodes = []
+        for i in range(brokers):
+            o = dict(overrides)
+            if self.zk is not None:
+                o.update({"node.id": str(i + 1), "zookeeper.connect": "%s/chaos" % self.zk.connect,
+                          "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": "5000",
+                          "offsets.topic.replication.factor": str(self.rf),
+                          "default.replication.factor": str(self.rf)})
+            self.nodes.append(Node(harness.Broker(binary, work, o, name="broker%d" % (i + 1 if self.zk else i),
+                                                  start_timeout=60.0, stop_timeout=30.0)))
 
     @property
     def bootstrap(self):
         return ",".join(n.broker.bootstrap for n in self.nodes)
 
     def start(self):
+        if self.zk is not None:
+            self.zk.start()
         for n in self.nodes:
             n.broker.start()
 
     def create_topic(self, name, partitions):
-        self.nodes[0].broker.create_topic(name, partitions)
+        if self.zk is None:
+            self.nodes[0].broker.create_topic(name, partitions)
+            return
+        from confluent_kafka.admin import AdminClient, NewTopic
+        a = AdminClient({"bootstrap.servers": self.bootstrap, "broker.address.family": "v4",
+                         "logger": CLIENT_LOG})
+        harness.wait_until(lambda: len(a.list_topics(timeout=5).brokers) == len(self.nodes), 30,
+                           "every broker in the metadata")
+        fs = a.create_topics([NewTopic(name, partitions, self.rf, config={"min.insync.replicas": "2"})],
+                             request_timeout=30)
+        fs[name].result(30)
+        self.wait_leaders(name, partitions)
+
+    def leaders(self, name, partitions, full_isr=False):
+        """{partition: leader node} from any live broker's Metadata (None when one has no leader)."""
+        for n in self.nodes:
+            if not n.broker.alive() or n.paused:
+                continue
+            try:
+                with n.broker.conn(timeout=5) as c:
+                    md = c.metadata([name])
+            except (OSError, kafka_wire.ConnectionClosed, ValueError, kafka_wire.Truncated):
+                continue
+            t = [t for t in md["topics"] if t["name"] == name]
+            if not t or t[0]["error"] != 0 or len(t[0]["partitions"]) != partitions:
+                return None
+            by_id = {int(b.name.replace("broker", "")): b for b in (x.broker for x in self.nodes)}
+            out = {}
+            for p in t[0]["partitions"]:
+                if p["leader"] < 0 or p["leader"] not in by_id or not by_id[p["leader"]].alive():
+                    return None
+                if full_isr and len(p["isr"] or []) < len(p["replicas"] or []):
+                    return None
+                out[p["partition"]] = by_id[p["leader"]]
+            return out
+        return None
+
+    def wait_leaders(self, name, partitions, full_isr=False):
+        return harness.wait_until(lambda: self.leaders(name, partitions, full_isr), 60,
+                                  "a leader%s for every partition of %s" % (" and a full ISR" if full_isr else "", name),
+                                  interval=0.1)
 
     def heal(self):
         return [note for note in (n.heal() for n in self.nodes) if note]
@@ -162,13 +220,19 @@ class Cluster:
                 n.teardown()
             except Exception as e:  # noqa: BLE001 - best effort at the end
                 print("[chaos] teardown of %s: %r" % (n.name, e), flush=True)
+        if self.zk is not None:
+            self.zk.stop()
 
     def final_read(self, topic, partitions):
-        """{partition: (log_start, end, [(offset, value)])}, read from the first broker."""
+        """{partition: (log_start, end, [(offset, value)])}, read from each partition's leader."""
         out = {}
-        b = self.nodes[0].broker
-        with b.conn(timeout=10) as c:
-            for p in range(partitions):
+        # A cluster: every replica back in the ISR first, so the leader's HW
+        # has reached its log end (a new leader's HW may lag until the
+        # followers have fetched from it).
+        leaders = {p: self.nodes[0].broker for p in range(partitions)} if self.zk is None else \
+            self.wait_leaders(topic, partitions, full_isr=True)
+        for p in range(partitions):
+            with leaders[p].conn(timeout=10) as c:
                 lo = c.list_offsets([(topic, [(p, -2)])])[(topic, p)]
                 hi = c.list_offsets([(topic, [(p, -1)])])[(topic, p)]
                 harness.check(lo[0] == 0 and hi[0] == 0, "ListOffsets %s-%d: errors %d, %d" % (topic, p, lo[0], hi[0]))
