@@ -2,6 +2,7 @@
 #include "broker/broker.h"
 
 #include "broker/cluster/replica_manager.h"
+#include "broker/groups/coordinator.h"
 #include "broker/replica/replica_roles_listener.h"
 
 #include <prometheus/metric_family.h>
@@ -219,6 +220,9 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   // services (fetchers for followers, follower tracking and the HW for
   // leaders): hooked up before registering, so the first request finds them.
   service<ReplicaManager>().add_role_listener(&service<replica::ReplicaRolesListener>());
+  // The group coordinator loads and unloads __consumer_offsets partitions
+  // as this broker gains and loses their leadership.
+  service<ReplicaManager>().add_role_listener(&service<groups::GroupCoordinator>());
   return cluster_->start(std::move(endpoints), error);
 }
 
