@@ -13,10 +13,14 @@
 #include "broker/groups/ownership.h"
 #include "broker/groups/partition_for.h"
 #include "broker/replica/leader_replicas.h"
+#include "protocol/generated/delete_groups.h"
 #include "protocol/generated/describe_groups.h"
 #include "protocol/generated/find_coordinator.h"
 #include "protocol/generated/heartbeat.h"
+#include "protocol/generated/leave_group.h"
 #include "protocol/generated/list_groups.h"
+#include "protocol/generated/offset_delete.h"
+#include "protocol/generated/sync_group.h"
 #include "tests/unit/handlers/cluster/cluster_fixture.h"
 #include "tests/unit/handlers/groups/groups_test_util.h"
 
@@ -174,6 +178,26 @@ TEST_CASE("Cluster mode: groups of partitions led elsewhere get NOT_COORDINATOR;
   auto described = c.f().call<protocol::DescribeGroupsResponse>(dg, 3);
   REQUIRE(described.groups.size() == 1);
   CHECK(described.groups[0].error_code == nc);
+  protocol::SyncGroupRequest sg;
+  sg.group_id = elsewhere;
+  sg.member_id = "m";
+  sg.generation_id = 1;
+  CHECK(c.f().call<protocol::SyncGroupResponse>(sg, 3).error_code == nc);
+  protocol::LeaveGroupRequest lg;
+  lg.group_id = elsewhere;
+  lg.member_id = "m";
+  CHECK(c.f().call<protocol::LeaveGroupResponse>(lg, 0).error_code == nc);
+  protocol::OffsetDeleteRequest od;
+  od.group_id = elsewhere;
+  od.topics.emplace_back();
+  od.topics.back().name = "t";
+  od.topics.back().partitions.emplace_back();
+  CHECK(c.f().call<protocol::OffsetDeleteResponse>(od, 0).error_code == nc);
+  protocol::DeleteGroupsRequest del;
+  del.groups_names = {elsewhere};
+  auto deleted = c.f().call<protocol::DeleteGroupsResponse>(del, 2);
+  REQUIRE(deleted.results.size() == 1);
+  CHECK(deleted.results[0].error_code == nc);
 
   // Losing partition 0 unloads its groups; leading it again reloads them
   // from the log.
