@@ -19,6 +19,10 @@ Scenarios:
                before the kill delivered again, nothing skipped) and commits
                the end offsets to the new coordinator, read back by a third
                consumer.
+  live         the same with one member that stays in the group while its
+               coordinator is killed -9: it goes on consuming (every record
+               delivered once) and its commit, retried while the
+               coordinator moves, lands on the new coordinator.
   unavailable  one broker of a cluster meant for three: FindCoordinator
                answers COORDINATOR_NOT_AVAILABLE and __consumer_offsets is
                not created (fewer live brokers than its replication factor,
@@ -205,6 +209,63 @@ def scenario_failover(ctx, zk):
           flush=True)
 
 
+def commit_until_ok(c, timeout=30):
+    from confluent_kafka import KafkaException
+
+    def ok():
+        try:
+            c.commit(asynchronous=False)
+            return True
+        except KafkaException as e:  # retriable while the coordinator moves
+            print("[test] commit: %s" % e.args[0], flush=True)
+            return False
+    wait_until(ok, timeout, "a commit to succeed", interval=0.2)
+
+
+def scenario_live(ctx, zk):
+    brokers = start_cluster(ctx, zk)
+    by_id = {i + 1: b for i, b in enumerate(brokers)}
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    topic, group, parts = "cg-live", "ck-cg-live", 3
+    code, msg = create(brokers, topic, parts, 3)
+    check(code == 0, "CreateTopics: %s %s" % (code, msg))
+    wait_leaders(brokers, topic, parts, want_isr=3)
+    acked = {}
+    produce(brokers, topic, 0, 3000, acked)
+    check(len(acked) == 3000, "%d of 3000 acknowledged" % len(acked))
+    ends = {p: 1 + max(o for (q, o) in acked if q == p) for p in range(parts)}
+
+    # One member stays in the group across the coordinator's death.
+    c = consumer(brokers, group)
+    c.subscribe([topic])
+    first, _ = consume(c, topic, lambda got: len(got) >= 1000)
+    c.commit(asynchronous=False)
+    op = partition_for(group)
+    wait_until(lambda: metadata(brokers[0], OFFSETS) is not None, 10, "Metadata of " + OFFSETS)
+    leader = metadata(brokers[0], OFFSETS)[op][0]
+    check(find_coordinator(brokers[0], group)[:2] == (0, leader), "coordinator of %s is not broker %d" % (group, leader))
+    by_id[leader].kill()
+    print("[test] killed -9 broker %d, coordinator of %s, under a live member" % (leader, group), flush=True)
+
+    # It keeps consuming where it was and commits to the new coordinator.
+    rest, _ = consume(c, topic, lambda got: len(first) + len(got) >= 3000)
+    both = dict(first)
+    both.update(rest)
+    check(len(both) == 3000 and all(both.get(k) == v for k, v in acked.items()),
+          "%d distinct records delivered, want the 3000 acknowledged" % len(both))
+    commit_until_ok(c)
+    c.close()
+    survivors = [b for b in brokers if b is not by_id[leader]]
+    new_leader = partition_states(kz, OFFSETS)[op]["leader"]
+    check(new_leader not in (-1, leader), "offsets partition %d leader %d after the kill" % (op, new_leader))
+    c3 = consumer(survivors, group)
+    got = committed(c3, topic, range(parts))
+    c3.close()
+    check(got == ends, "committed through the new coordinator %s, want %s" % (got, ends))
+    print("[test] the live member committed %s through broker %d" % (got, new_leader), flush=True)
+
+
 def scenario_unavailable(ctx, zk):
     (b1,) = start_cluster(ctx, zk, ids=(1,))
     kz = zk.client(CHROOT)
@@ -222,7 +283,7 @@ def scenario_unavailable(ctx, zk):
     check(err == 0 and node in (1, 2, 3), "FindCoordinator on broker 2: (%d, %d)" % (err, node))
 
 
-SCENARIOS = {"failover": scenario_failover, "unavailable": scenario_unavailable}
+SCENARIOS = {"failover": scenario_failover, "live": scenario_live, "unavailable": scenario_unavailable}
 
 
 def main(ctx):
