@@ -159,10 +159,11 @@ Appended GroupCoordinator::append(const std::string& group_id, const std::vector
   auto p = offsets_partition(group_id);
   if (cluster_) {
     // Only the loaded leader writes (a follower's log is its leader's copy).
+    const int32_t index = partition_of(group_id);
     ErrorCode own;
     {
       std::lock_guard<std::mutex> lock(own_mu_);
-      own = ownership_.error(partition_of(group_id));
+      own = ownership_.error(index);
     }
     if (own != ErrorCode::NONE || !p || !p->is_leader()) {
       a.error = ErrorCode::NOT_COORDINATOR;
