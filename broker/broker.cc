@@ -4,6 +4,7 @@
 #include "broker/cluster/config_changes.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
+#include "broker/groups/coordinator.h"
 #include "broker/produce/produce_service.h"
 #include "broker/replica/replica_roles_listener.h"
 
@@ -224,6 +225,9 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   service<ReplicaManager>().add_role_listener(&service<replica::ReplicaRolesListener>());
   // Idempotent-producer state is rebuilt from the log after a role change.
   service<ReplicaManager>().add_role_listener(&service<produce::ProduceService>());
+  // The group coordinator loads and unloads __consumer_offsets partitions
+  // as this broker gains and loses their leadership.
+  service<ReplicaManager>().add_role_listener(&service<groups::GroupCoordinator>());
   if (!cluster_->start(std::move(endpoints), error)) return false;
   // The first producer id block is claimed at start, as Kafka's
   // ZkProducerIdManager does, so the first InitProducerId finds one ready.

@@ -18,9 +18,11 @@
 // has elected its leaders, as Kafka answers an auto-created topic. A
 // replication factor above the live brokers is INVALID_REPLICATION_FACTOR
 // at once. One creation per name is in flight at a time, so a client
-// retrying Metadata does not queue more. The internal topics stay local to
-// each broker for now (the group coordinator does not follow partition
-// leadership yet; replication/README.md).
+// retrying Metadata does not queue more. The internal topics are created
+// the same way with their own settings (internal_topic_settings(): the
+// offsets.topic.* / transaction.state.log.* partitions, replication factor
+// and segment size, compact, producer compression for the offsets topic);
+// the group coordinator queues __consumer_offsets from FindCoordinator.
 //
 // Header-only (inline functions): small, and used by several handler files.
 // Thread-safety: any thread (TopicTable serialises creations).
@@ -31,6 +33,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
@@ -51,20 +54,41 @@ inline AutoCreated finish_create(Broker& broker, std::string_view name, TopicTab
   return {created.error, created.topic};
 }
 
-// Creates an internal topic (__consumer_offsets, __transaction_state) with
-// its own settings, or returns the existing one.
-inline AutoCreated ensure_internal_topic(Broker& broker, std::string_view name) {
-  if (auto t = broker.topics().find(name)) return {{}, t};
+// An internal topic's settings, as Kafka creates it (GroupCoordinator's
+// groupMetadataTopicConfigs, the transaction log's likewise).
+struct InternalTopicSettings {
+  int32_t partitions = 0;
+  int16_t replication_factor = 0;  // the configured one (a single node uses 1)
+  ConfigMap configs;
+  std::vector<std::string> config_order;
+};
+
+inline InternalTopicSettings internal_topic_settings(Broker& broker, std::string_view name) {
   const auto& cfg = broker.config();
   const bool offsets = name == "__consumer_offsets";
-  const int32_t partitions =
-      cfg.get_int(offsets ? "offsets.topic.num.partitions" : "transaction.state.log.num.partitions");
+  InternalTopicSettings s;
+  s.partitions = cfg.get_int(offsets ? "offsets.topic.num.partitions" : "transaction.state.log.num.partitions");
+  s.replication_factor = static_cast<int16_t>(
+      cfg.get_int(offsets ? "offsets.topic.replication.factor" : "transaction.state.log.replication.factor"));
   const int32_t segment_bytes =
       cfg.get_int(offsets ? "offsets.topic.segment.bytes" : "transaction.state.log.segment.bytes");
-  ConfigMap configs{{"cleanup.policy", "compact"}, {"segment.bytes", std::to_string(segment_bytes)}};
-  if (offsets) configs["compression.type"] = "producer";
+  s.configs = {{"cleanup.policy", "compact"}, {"segment.bytes", std::to_string(segment_bytes)}};
+  s.config_order = {"cleanup.policy", "segment.bytes"};
+  if (offsets) {
+    s.configs["compression.type"] = "producer";
+    s.config_order.push_back("compression.type");
+  }
+  return s;
+}
+
+// Creates an internal topic (__consumer_offsets, __transaction_state) with
+// its own settings, or returns the existing one (a single node: local, one
+// replica whatever the configured replication factor).
+inline AutoCreated ensure_internal_topic(Broker& broker, std::string_view name) {
+  if (auto t = broker.topics().find(name)) return {{}, t};
+  InternalTopicSettings s = internal_topic_settings(broker, name);
   return finish_create(broker, name,
-                       broker.topics().create(name, partitions, 1, configs, false, Broker::now_ms()));
+                       broker.topics().create(name, s.partitions, 1, s.configs, false, Broker::now_ms()));
 }
 
 // The names whose ZooKeeper creation is queued or running (cluster mode).
@@ -88,7 +112,9 @@ class AutoCreateInFlight {
 inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name) {
   const protocol::ErrorCode pending = protocol::ErrorCode::LEADER_NOT_AVAILABLE;
   auto view = broker.cluster()->view();
-  const int32_t rf = broker.config().get_int("default.replication.factor");
+  const bool internal = name == "__consumer_offsets" || name == "__transaction_state";
+  const int32_t rf = internal ? internal_topic_settings(broker, name).replication_factor
+                              : broker.config().get_int("default.replication.factor");
   const size_t live = view ? view->brokers.size() : 0;
   if (view && static_cast<size_t>(rf) > live)
     return {{protocol::ErrorCode::INVALID_REPLICATION_FACTOR,
@@ -109,6 +135,13 @@ inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name)
       ZkTopicAdmin zk_admin(*session, b->topics(), std::move(brokers));
       ZkNewTopic t;
       t.name = n;
+      if (n == "__consumer_offsets" || n == "__transaction_state") {
+        InternalTopicSettings s = internal_topic_settings(*b, n);
+        t.partitions = s.partitions;
+        t.replication_factor = s.replication_factor;
+        t.configs = std::move(s.configs);
+        t.config_order = std::move(s.config_order);
+      }
       (void)zk_admin.create(t, false);  // TOPIC_ALREADY_EXISTS: another broker won; the next Metadata sees it
     }
     b->service<AutoCreateInFlight>().end(n);
@@ -119,8 +152,8 @@ inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name)
 
 // Creates a topic a client asked for by name (Metadata auto-creation).
 inline AutoCreated auto_create_topic(Broker& broker, std::string_view name) {
-  if (name == "__consumer_offsets" || name == "__transaction_state") return ensure_internal_topic(broker, name);
   if (broker.cluster() != nullptr) return auto_create_in_cluster(broker, name);
+  if (name == "__consumer_offsets" || name == "__transaction_state") return ensure_internal_topic(broker, name);
   return finish_create(broker, name, broker.topics().create(name, -1, -1, {}, false, Broker::now_ms()));
 }
 

@@ -54,6 +54,11 @@ protocol::ListGroupsResponse GroupCoordinator::list_groups(const protocol::ListG
     resp.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
     return resp;
   }
+  if (cluster_) {
+    // Kafka: the loaded groups, and LOAD_IN_PROGRESS while any partition loads.
+    std::lock_guard<std::mutex> lock(own_mu_);
+    if (ownership_.any_loading()) resp.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  }
   const bool by_state = version >= 4 && !req.states_filter.empty();
   const bool by_type = version >= 5 && !req.types_filter.empty();
   if (by_type && std::none_of(req.types_filter.begin(), req.types_filter.end(),
@@ -81,8 +86,8 @@ protocol::DescribeGroupsResponse::DescribedGroup GroupCoordinator::describe_grou
   protocol::DescribeGroupsResponse::DescribedGroup d;
   d.group_id = group_id;
   d.authorized_operations = include_operations ? kGroupOperations : INT32_MIN;
-  if (!loaded()) {
-    d.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = coordinator_error(group_id); e != ErrorCode::NONE) {
+    d.error_code = protocol::to_wire(e);
     return d;
   }
   auto g = find(group_id);
@@ -139,7 +144,7 @@ void GroupCoordinator::delete_groups(const std::vector<std::string>& group_ids, 
 }
 
 ErrorCode GroupCoordinator::delete_one(const std::string& group_id, Appended* appended_out) {
-  if (!loaded()) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  if (const ErrorCode e = coordinator_error(group_id); e != ErrorCode::NONE) return e;
   auto gp = find(group_id);
   if (!gp) return ErrorCode::GROUP_ID_NOT_FOUND;
   Appended& appended = *appended_out;

@@ -1,16 +1,21 @@
 // broker/groups/coordinator.cc: the coordinator service: the group map,
 // the __consumer_offsets topic (creation, appends, durability), loading it
-// at start and the timer tick. The protocol logic lives in membership.cc,
-// offsets.cc and admin_ops.cc.
+// (a single node: all of it at start; cluster mode: per partition as
+// leadership comes and goes) and the timer tick. The protocol logic lives
+// in membership.cc, offsets.cc and admin_ops.cc.
 #include "broker/groups/coordinator.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
+#include "broker/admin/auto_create.h"
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/groups/lag_metrics.h"
 #include "broker/groups/membership.h"
 #include "broker/groups/partition_for.h"
+#include "broker/replica/leader_replicas.h"
 #include "broker/server/connection_events.h"
 #include "protocol/records/record_batch.h"
 
@@ -23,9 +28,32 @@ int64_t steady_ms() {
       .count();
 }
 
+namespace {
+
+// Kafka's GroupMetadataManager mapping of a failed offsets append.
+ErrorCode coordinator_append_error(ErrorCode e) {
+  switch (e) {
+    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode::NOT_ENOUGH_REPLICAS:
+    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case ErrorCode::REQUEST_TIMED_OUT:
+      return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode::NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode::KAFKA_STORAGE_ERROR:
+      return ErrorCode::NOT_COORDINATOR;
+    default:
+      return e;
+  }
+}
+
+}  // namespace
+
 GroupCoordinator::GroupCoordinator(Broker& broker)
-    : broker_(broker), timer_(std::make_unique<asio::steady_timer>(broker.background())) {
+    : broker_(broker),
+      cluster_(broker.cluster() != nullptr),
+      timer_(std::make_unique<asio::steady_timer>(broker.background())) {
   metrics_id_ = register_lag_metrics(*this);
+  if (cluster_) loader_ = std::thread([this] { loader_loop(); });
   auto alive = alive_;
   asio::post(broker_.background(), [this, alive] {
     if (!*alive) return;
@@ -45,6 +73,13 @@ void GroupCoordinator::stop() {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_->cancel();
   }
+  {
+    std::lock_guard<std::mutex> lock(loader_mu_);
+    loader_stop_ = true;
+    load_jobs_.clear();
+  }
+  loader_cv_.notify_all();
+  if (loader_.joinable()) loader_.join();
   // Answer what is held so no connection waits forever.
   std::vector<std::shared_ptr<Group>> all;
   {
@@ -74,6 +109,13 @@ bool GroupCoordinator::wait_loaded(int64_t timeout_ms) {
 // The topic.
 
 bool GroupCoordinator::ensure_offsets_topic() {
+  if (cluster_) {
+    auto snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+    if (snap->topic(kOffsetsTopic) != nullptr) return true;
+    // Queued once at a time; refused at once while too few brokers live.
+    (void)admin::auto_create_topic(broker_, kOffsetsTopic);
+    return false;
+  }
   if (broker_.topics().find(kOffsetsTopic)) return true;
   const auto& cfg = broker_.config();
   ConfigMap configs;
@@ -86,7 +128,15 @@ bool GroupCoordinator::ensure_offsets_topic() {
   return created.error.ok() || broker_.topics().find(kOffsetsTopic) != nullptr;
 }
 
+int32_t GroupCoordinator::offsets_partition_count() {
+  auto snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+  if (const CachedTopic* t = snap->topic(kOffsetsTopic); t != nullptr && !t->partitions.empty())
+    return t->partitions.rbegin()->first + 1;
+  return broker_.config().get_int("offsets.topic.num.partitions");
+}
+
 int32_t GroupCoordinator::partition_of(const std::string& group_id) {
+  if (cluster_) return partition_for(group_id, offsets_partition_count());
   auto topic = broker_.topics().find(kOffsetsTopic);
   const int32_t n = topic ? static_cast<int32_t>(topic->partitions.size())
                           : broker_.config().get_int("offsets.topic.num.partitions");
@@ -94,6 +144,10 @@ int32_t GroupCoordinator::partition_of(const std::string& group_id) {
 }
 
 std::shared_ptr<Partition> GroupCoordinator::offsets_partition(const std::string& group_id) {
+  if (cluster_) {
+    auto topic = broker_.topics().find(kOffsetsTopic);
+    return topic ? topic->partition(partition_of(group_id)) : nullptr;
+  }
   if (!ensure_offsets_topic()) return nullptr;
   auto topic = broker_.topics().find(kOffsetsTopic);
   if (!topic || topic->partitions.empty()) return nullptr;
@@ -103,6 +157,26 @@ std::shared_ptr<Partition> GroupCoordinator::offsets_partition(const std::string
 Appended GroupCoordinator::append(const std::string& group_id, const std::vector<OffsetsRecord>& records) {
   Appended a;
   auto p = offsets_partition(group_id);
+  if (cluster_) {
+    // Only the loaded leader writes (a follower's log is its leader's copy).
+    const int32_t index = partition_of(group_id);
+    ErrorCode own;
+    {
+      std::lock_guard<std::mutex> lock(own_mu_);
+      own = ownership_.error(index);
+    }
+    if (own != ErrorCode::NONE || !p || !p->is_leader()) {
+      a.error = ErrorCode::NOT_COORDINATOR;
+      return a;
+    }
+    if (!p->hw_follows_leo()) {  // replicated: refuse below min.insync.replicas, as acks=all does
+      const ErrorCode e = broker_.service<replica::LeaderReplicas>().acks_all_check_before_append(*p);
+      if (e != ErrorCode::NONE) {
+        a.error = coordinator_append_error(e);
+        return a;
+      }
+    }
+  }
   if (!p) {
     a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
@@ -119,18 +193,51 @@ Appended GroupCoordinator::append(const std::string& group_id, const std::vector
     return a;
   }
   a.log = p->log_ptr();
+  a.partition = p;
   a.end_offset = r.value().last_offset + 1;
   return a;
 }
 
 void GroupCoordinator::when_durable(Appended a, std::function<void(ErrorCode)> done) {
-  if (a.error != ErrorCode::NONE || !a.log || !broker_.config().get_bool("ciuic.acks.all.fsync")) {
+  if (a.error != ErrorCode::NONE || !a.log) {
     done(a.error);
     return;
   }
-  broker_.logs().sync_to(std::move(a.log), a.end_offset, [done = std::move(done)](storage::Status s) {
-    done(s.is_ok() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE);
-  });
+  Broker* broker = &broker_;
+  auto fsync_then_done = [broker, log = a.log, end = a.end_offset](std::function<void(ErrorCode)> fn) {
+    if (!broker->config().get_bool("ciuic.acks.all.fsync")) return fn(ErrorCode::NONE);
+    broker->logs().sync_to(log, end, [fn = std::move(fn)](storage::Status s) {
+      fn(s.is_ok() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    });
+  };
+  if (!cluster_ || !a.partition || a.partition->hw_follows_leo()) return fsync_then_done(std::move(done));
+  // Cluster mode, replicated partition: answered once the HW covers the
+  // write (acks=all), then once fsynced when so configured.
+  std::vector<replica::ReplicationTarget> targets{replica::ReplicationTarget{a.partition, a.end_offset}};
+  broker_.service<replica::LeaderReplicas>().wait_for_replication(
+      std::move(targets), broker_.config().get_int("offsets.commit.timeout.ms"),
+      [fsync_then_done, done = std::move(done)](const std::vector<ErrorCode>& results) mutable {
+        const ErrorCode e = results.empty() ? ErrorCode::NONE : results.front();
+        if (e != ErrorCode::NONE) return done(coordinator_append_error(e));
+        fsync_then_done(std::move(done));
+      });
+}
+
+ErrorCode GroupCoordinator::coordinator_error(const std::string& group_id) {
+  if (!cluster_) return loaded() ? ErrorCode::NONE : ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  const int32_t p = partition_of(group_id);
+  std::lock_guard<std::mutex> lock(own_mu_);
+  return ownership_.error(p);
+}
+
+OwnState GroupCoordinator::partition_state(int32_t p) {
+  std::lock_guard<std::mutex> lock(own_mu_);
+  return ownership_.state(p);
+}
+
+bool GroupCoordinator::wait_partition_state(int32_t p, OwnState want, int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(own_mu_);
+  return own_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return ownership_.state(p) == want; });
 }
 
 // ---------------------------------------------------------------------------
@@ -143,7 +250,14 @@ std::shared_ptr<Group> GroupCoordinator::find(const std::string& group_id) {
 }
 
 std::shared_ptr<Group> GroupCoordinator::get_or_create(const std::string& group_id) {
+  const int32_t p = cluster_ ? partition_of(group_id) : 0;
   std::lock_guard<std::mutex> lock(mu_);
+  if (cluster_) {
+    // Never a group of a partition not loaded here (an unload may have run
+    // since the caller's coordinator_error check).
+    std::lock_guard<std::mutex> own(own_mu_);
+    if (ownership_.state(p) != OwnState::kLoaded) return nullptr;
+  }
   auto& slot = groups_[group_id];
   if (!slot) {
     slot = std::make_shared<Group>(group_id);
@@ -169,20 +283,15 @@ std::vector<std::shared_ptr<Group>> GroupCoordinator::all_groups() {
 // Loading.
 
 void GroupCoordinator::load() {
-  std::map<std::string, std::shared_ptr<Group>> loaded_groups;
-  std::map<std::string, bool> has_metadata;
-  if (auto topic = broker_.topics().find(kOffsetsTopic)) {
-    for (const auto& p : topic->partitions)
-      if (p) load_partition(*p, loaded_groups, has_metadata);
-  }
-  const int64_t now = steady_ms();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, g] : loaded_groups) {
-      if (g->members.empty() && g->offsets.empty() && !has_metadata[id]) continue;  // deleted
-      for (auto& [mid, m] : g->members) m.heartbeat_deadline = now + m.session_timeout_ms;
-      groups_.emplace(id, g);
+  // Cluster mode loads per partition as leadership comes (became_leader).
+  if (!cluster_) {
+    std::map<std::string, std::shared_ptr<Group>> loaded_groups;
+    std::map<std::string, bool> has_metadata;
+    if (auto topic = broker_.topics().find(kOffsetsTopic)) {
+      for (const auto& p : topic->partitions)
+        if (p) load_partition(*p, p->high_watermark(), loaded_groups, has_metadata);
     }
+    install(loaded_groups, has_metadata, [] { return true; });
   }
   {
     std::lock_guard<std::mutex> lock(load_mu_);
@@ -191,7 +300,116 @@ void GroupCoordinator::load() {
   load_cv_.notify_all();
 }
 
-void GroupCoordinator::load_partition(Partition& p, std::map<std::string, std::shared_ptr<Group>>& into,
+void GroupCoordinator::install(std::map<std::string, std::shared_ptr<Group>>& loaded_groups,
+                               std::map<std::string, bool>& has_metadata, const std::function<bool()>& still_current) {
+  const int64_t now = steady_ms();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!still_current()) return;
+  for (auto& [id, g] : loaded_groups) {
+    if (g->members.empty() && g->offsets.empty() && !has_metadata[id]) continue;  // deleted
+    for (auto& [mid, m] : g->members) m.heartbeat_deadline = now + m.session_timeout_ms;
+    groups_.emplace(id, g);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Cluster mode: loading and unloading follow leadership.
+
+void GroupCoordinator::became_leader(const std::shared_ptr<Partition>& p) {
+  if (!cluster_ || stopped_.load() || p->topic() != kOffsetsTopic) return;
+  std::optional<uint64_t> token;
+  {
+    std::lock_guard<std::mutex> lock(own_mu_);
+    token = ownership_.begin_load(p->index(), p->leader_epoch());
+  }
+  own_cv_.notify_all();
+  if (!token) return;  // loading or loaded already
+  {
+    std::lock_guard<std::mutex> lock(loader_mu_);
+    if (loader_stop_) return;
+    load_jobs_.push_back(LoadJob{p, *token});
+  }
+  loader_cv_.notify_all();
+}
+
+void GroupCoordinator::became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) {
+  if (!cluster_ || p->topic() != kOffsetsTopic) return;
+  unload(p->index());
+}
+
+void GroupCoordinator::stopped(const storage::TopicPartition& tp, bool) {
+  if (!cluster_ || tp.topic != kOffsetsTopic) return;
+  unload(tp.partition);
+}
+
+void GroupCoordinator::loader_loop() {
+  for (;;) {
+    LoadJob job;
+    {
+      std::unique_lock<std::mutex> lock(loader_mu_);
+      loader_cv_.wait(lock, [this] { return loader_stop_ || !load_jobs_.empty(); });
+      if (loader_stop_) return;
+      job = std::move(load_jobs_.front());
+      load_jobs_.pop_front();
+    }
+    load_owned(job);
+  }
+}
+
+void GroupCoordinator::load_owned(const LoadJob& job) {
+  const int32_t index = job.partition->index();
+  // Up to the log end now, as Kafka reads to the LEO: a new leader's log
+  // holds every committed record, and nothing is written here until loaded.
+  const int64_t end = job.partition->log_end_offset();
+  std::map<std::string, std::shared_ptr<Group>> loaded_groups;
+  std::map<std::string, bool> has_metadata;
+  load_partition(*job.partition, end, loaded_groups, has_metadata);
+  const int32_t n = offsets_partition_count();
+  std::erase_if(loaded_groups, [&](const auto& kv) { return partition_for(kv.first, n) != index; });
+  bool installed = false;
+  install(loaded_groups, has_metadata, [&] {
+    std::lock_guard<std::mutex> own(own_mu_);  // mu_ then own_mu_, as get_or_create
+    installed = ownership_.finish_load(index, job.token);
+    return installed;
+  });
+  own_cv_.notify_all();
+  if (installed)
+    std::fprintf(stderr, "[ciuickafka] %s-%d: loaded %zu groups (offsets up to %lld)\n", kOffsetsTopic, index,
+                 loaded_groups.size(), static_cast<long long>(end));
+}
+
+void GroupCoordinator::unload(int32_t index) {
+  std::vector<std::shared_ptr<Group>> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    {
+      std::lock_guard<std::mutex> own(own_mu_);
+      if (!ownership_.unload(index)) return;
+    }
+    const int32_t n = offsets_partition_count();
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      if (partition_for(it->first, n) == index) {
+        gone.push_back(it->second);
+        it = groups_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  own_cv_.notify_all();
+  // Kafka's onGroupUnloaded: Dead, held answers NOT_COORDINATOR.
+  for (auto& g : gone) {
+    Outbox out;
+    {
+      std::lock_guard<std::mutex> lock(g->mu);
+      Membership::fail_held(*g, ErrorCode::NOT_COORDINATOR, out);
+      g->state = GroupState::kDead;
+    }
+    run(out);
+  }
+}
+
+void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
                                       std::map<std::string, bool>& has_metadata) {
   auto group = [&into](const std::string& id) -> Group& {
     auto& slot = into[id];
@@ -199,7 +417,6 @@ void GroupCoordinator::load_partition(Partition& p, std::map<std::string, std::s
     return *slot;
   };
   int64_t offset = p.log_start_offset();
-  const int64_t end = p.high_watermark();
   while (offset < end) {
     auto read = p.log().read(offset, 1 << 20, end);
     if (!read.is_ok() || read.value().slices.empty()) break;

@@ -3,13 +3,36 @@
 // and committed offsets, persisted in the compacted internal topic
 // __consumer_offsets in Kafka's record format (offsets_records.h).
 //
-// Life cycle. On first use it creates nothing; it loads every partition of
-// __consumer_offsets (when the topic exists) on the background thread,
-// last value per key winning and tombstones deleting. Until that is done
-// every group request is answered COORDINATOR_LOAD_IN_PROGRESS. The topic
-// itself is created on demand (FindCoordinator, first write) with
-// offsets.topic.num.partitions partitions, replication factor 1 (a single
-// node), segment.bytes = offsets.topic.segment.bytes, cleanup.policy=compact.
+// Single node (no zookeeper.connect). On first use it creates nothing; it
+// loads every partition of __consumer_offsets (when the topic exists) on
+// the background thread, last value per key winning and tombstones
+// deleting. Until that is done every group request is answered
+// COORDINATOR_LOAD_IN_PROGRESS. The topic itself is created on demand
+// (FindCoordinator, first write) with offsets.topic.num.partitions
+// partitions, replication factor 1, segment.bytes =
+// offsets.topic.segment.bytes, cleanup.policy=compact.
+//
+// Cluster mode (zookeeper.connect set): coordination follows leadership,
+// as Kafka 3.9's GroupMetadataManager. __consumer_offsets is created in
+// ZooKeeper like any topic (admin/auto_create.h, on the admin worker:
+// offsets.topic.replication.factor replicas, compact, producer
+// compression); FindCoordinator names the leader of the group's partition
+// from the metadata cache. This class is a ReplicaRoleListener (registered
+// in Broker::start_cluster): becoming leader of an offsets partition marks
+// it loading (COORDINATOR_LOAD_IN_PROGRESS for its groups) and queues a
+// load, on the coordinator's own loader thread, of that partition's groups
+// and offsets up to its log end at that moment; becoming follower or being
+// stopped unloads it: its groups leave the map, turn Dead and their held
+// JoinGroup/SyncGroup answers get NOT_COORDINATOR. A group of a partition
+// not led here gets NOT_COORDINATOR for every request (ownership.h holds
+// the table; a load overtaken by a role change is dropped). Writes check
+// leadership before appending, and an OffsetCommit / GroupMetadata write is
+// answered only once the partition's HW covers it (as acks=all, within
+// offsets.commit.timeout.ms), then, with ciuic.acks.all.fsync, once it is
+// fsynced. Kafka's mapping of a failed append: NOT_ENOUGH_REPLICAS(_AFTER_
+// APPEND), REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION ->
+// COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR ->
+// NOT_COORDINATOR.
 //
 // Writes. Each group maps to one partition (partition_for.h). An
 // OffsetCommit is appended and, when ciuic.acks.all.fsync is true, answered
@@ -31,12 +54,15 @@
 // expires sessions, pending MEMBER_ID_REQUIRED members and join phases).
 //
 // Thread-safety: every method may be called from any thread. One mutex per
-// group (Group::mu) plus one for the group map; callbacks (client answers)
-// always run after the group's lock is released.
+// group (Group::mu) plus one for the group map and one for the ownership
+// table (taken after either, never before); callbacks (client answers)
+// always run after the group's lock is released. Role changes never block:
+// loads run on the loader thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -44,10 +70,13 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
+#include "broker/cluster/replica_roles.h"
 #include "broker/groups/group.h"
+#include "broker/groups/ownership.h"
 #include "broker/net/asio.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/delete_groups.h"
@@ -82,13 +111,14 @@ struct ClientInfo {
 struct Appended {
   protocol::ErrorCode error = protocol::ErrorCode::NONE;
   std::shared_ptr<storage::Log> log;  // set on success
+  std::shared_ptr<Partition> partition;  // set on success
   int64_t end_offset = 0;             // one past the last record written
 };
 
-class GroupCoordinator {
+class GroupCoordinator : public ReplicaRoleListener {
  public:
   explicit GroupCoordinator(Broker& broker);
-  ~GroupCoordinator();
+  ~GroupCoordinator() override;
   GroupCoordinator(const GroupCoordinator&) = delete;
   GroupCoordinator& operator=(const GroupCoordinator&) = delete;
   void stop();
@@ -97,9 +127,29 @@ class GroupCoordinator {
   // Blocks until loading finished (tests); false on timeout.
   bool wait_loaded(int64_t timeout_ms);
 
-  // Creates __consumer_offsets when missing; false when it cannot.
+  // Creates __consumer_offsets when missing; false when it cannot (yet).
+  // Cluster mode: true once the metadata cache knows the topic; otherwise
+  // its ZooKeeper creation is queued on the admin worker (once at a time).
   bool ensure_offsets_topic();
   int32_t partition_of(const std::string& group_id);
+
+  bool cluster_mode() const { return cluster_; }
+  // What every request about group_id is answered before anything else:
+  // NONE when served here; COORDINATOR_LOAD_IN_PROGRESS while loading (a
+  // single node: until the start-up load is done); NOT_COORDINATOR when
+  // this broker does not lead the group's offsets partition (cluster mode).
+  protocol::ErrorCode coordinator_error(const std::string& group_id);
+  // Cluster mode: __consumer_offsets' partition count (the metadata cache's,
+  // else offsets.topic.num.partitions).
+  int32_t offsets_partition_count();
+  // Cluster mode: the state of offsets partition p here; tests wait on it.
+  OwnState partition_state(int32_t p);
+  bool wait_partition_state(int32_t p, OwnState want, int64_t timeout_ms);
+
+  // --- ReplicaRoleListener (cluster mode; ownership.cc's table)
+  void became_leader(const std::shared_ptr<Partition>& p) override;
+  void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader) override;
+  void stopped(const storage::TopicPartition& tp, bool deleted) override;
 
   // --- offsets (offsets.cc)
   using CommitDone = std::function<void(protocol::OffsetCommitResponse)>;
@@ -175,12 +225,26 @@ class GroupCoordinator {
   std::shared_ptr<Partition> offsets_partition(const std::string& group_id);
 
   void load();
-  void load_partition(Partition& p, std::map<std::string, std::shared_ptr<Group>>& into,
+  // Reads p's records in [log start, end) into `into`.
+  void load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
                       std::map<std::string, bool>& has_metadata);
+  // Cluster mode: the loader thread, one partition load, the unload.
+  struct LoadJob {
+    std::shared_ptr<Partition> partition;
+    uint64_t token = 0;
+  };
+  void loader_loop();
+  void load_owned(const LoadJob& job);
+  void unload(int32_t p);
+  // Installs loaded groups (single node: all; cluster: those of a load
+  // still current). Takes mu_ (and own_mu_ through the check).
+  void install(std::map<std::string, std::shared_ptr<Group>>& loaded_groups, std::map<std::string, bool>& has_metadata,
+               const std::function<bool()>& still_current);
   void arm_timer();
   void tick();
 
   Broker& broker_;
+  const bool cluster_;
   std::atomic<bool> loaded_{false};
   std::atomic<bool> stopped_{false};
   std::mutex load_mu_;
@@ -188,6 +252,16 @@ class GroupCoordinator {
 
   std::mutex mu_;  // guards groups_
   std::map<std::string, std::shared_ptr<Group>> groups_;
+
+  std::mutex own_mu_;  // guards ownership_; taken after mu_ or a group's lock, never before
+  std::condition_variable own_cv_;
+  OffsetsOwnership ownership_;
+
+  std::mutex loader_mu_;  // guards load_jobs_, loader_stop_
+  std::condition_variable loader_cv_;
+  std::deque<LoadJob> load_jobs_;
+  bool loader_stop_ = false;
+  std::thread loader_;  // cluster mode only
 
   uint64_t metrics_id_ = 0;  // the lag collector (lag_metrics.h)
   // Subscribed to ConnectionEvents on the first tracked connection (not in

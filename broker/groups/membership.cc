@@ -179,7 +179,7 @@ void Membership::join(GroupCoordinator& c, const protocol::JoinGroupRequest& req
   const auto& cfg = c.broker().config();
   auto fail = [&](ErrorCode e, const std::string& member = "") { done(join_error(e, version, member)); };
   if (req.group_id.empty()) return fail(ErrorCode::INVALID_GROUP_ID, req.member_id);
-  if (!c.loaded()) return fail(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS, req.member_id);
+  if (const ErrorCode e = c.coordinator_error(req.group_id); e != ErrorCode::NONE) return fail(e, req.member_id);
   if (req.session_timeout_ms < cfg.get_int("group.min.session.timeout.ms") ||
       req.session_timeout_ms > cfg.get_int("group.max.session.timeout.ms"))
     return fail(ErrorCode::INVALID_SESSION_TIMEOUT, req.member_id);
@@ -187,7 +187,8 @@ void Membership::join(GroupCoordinator& c, const protocol::JoinGroupRequest& req
   const int32_t rebalance_timeout = req.rebalance_timeout_ms < 0 ? req.session_timeout_ms : req.rebalance_timeout_ms;
   const bool unknown = req.member_id.empty();
   std::shared_ptr<Group> gp = unknown ? c.get_or_create(req.group_id) : c.find(req.group_id);
-  if (!gp) return fail(ErrorCode::UNKNOWN_MEMBER_ID, req.member_id);
+  // A new member finds no group only when the partition was just unloaded.
+  if (!gp) return fail(unknown ? ErrorCode::NOT_COORDINATOR : ErrorCode::UNKNOWN_MEMBER_ID, req.member_id);
 
   Outbox out;
   {

@@ -32,7 +32,7 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
     r.error_code = protocol::to_wire(e);
     done(std::move(r));
   };
-  if (!c.loaded()) return fail(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = c.coordinator_error(req.group_id); e != ErrorCode::NONE) return fail(e);
   if (req.group_id.empty()) return fail(ErrorCode::INVALID_GROUP_ID);
   auto gp = c.find(req.group_id);
   if (!gp) return fail(ErrorCode::UNKNOWN_MEMBER_ID);
@@ -108,7 +108,7 @@ void Membership::sync(GroupCoordinator& c, const protocol::SyncGroupRequest& req
 
 ErrorCode Membership::heartbeat(GroupCoordinator& c, const protocol::HeartbeatRequest& req,
                                 uint64_t connection_id) {
-  if (!c.loaded()) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  if (const ErrorCode e = c.coordinator_error(req.group_id); e != ErrorCode::NONE) return e;
   if (req.group_id.empty()) return ErrorCode::INVALID_GROUP_ID;
   auto gp = c.find(req.group_id);
   if (!gp) return ErrorCode::UNKNOWN_MEMBER_ID;
@@ -146,7 +146,7 @@ protocol::LeaveGroupResponse Membership::leave(GroupCoordinator& c, const protoc
     resp.error_code = protocol::to_wire(e);
     return resp;
   };
-  if (!c.loaded()) return top(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = c.coordinator_error(req.group_id); e != ErrorCode::NONE) return top(e);
   if (req.group_id.empty()) return top(ErrorCode::INVALID_GROUP_ID);
   auto gp = c.find(req.group_id);
   Outbox out;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/groups/coordinator.h"
 
 namespace ciuickafka::broker::groups {
@@ -15,7 +16,11 @@ using protocol::ErrorCode;
 
 namespace {
 
+// The partition exists in the cluster (cluster mode: the metadata cache, as
+// Kafka's metadataCache.contains; the coordinator need not host it).
 bool partition_exists(Broker& b, const std::string& topic, int32_t partition) {
+  if (b.cluster() != nullptr)
+    return b.service<ReplicaManager>().metadata_cache().snapshot()->partition(topic, partition) != nullptr;
   auto t = b.topics().find(topic);
   return t && t->partition(partition) != nullptr;
 }
@@ -60,7 +65,7 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
     for (auto& t : errors) std::fill(t.begin(), t.end(), e);
     done(finish(errors, e));
   };
-  if (!loaded()) return fail_all(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = coordinator_error(req.group_id); e != ErrorCode::NONE) return fail_all(e);
   // Kafka 3.9's classic coordinator accepts an empty group id here (only
   // null is invalid for OffsetCommit/OffsetFetch).
   if (!any_valid) return done(finish(errors, ErrorCode::NONE));
@@ -68,7 +73,9 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
   const bool simple = req.generation_id_or_member_epoch < 0;
   if (!simple) track_connection(connection_id, req.group_id);
   std::shared_ptr<Group> gp = simple ? get_or_create(req.group_id) : find(req.group_id);
-  if (!gp) return fail_all(ErrorCode::ILLEGAL_GENERATION);  // an old generation of a group that is gone
+  // Not found: an old generation of a group that is gone (simple commits:
+  // the partition was unloaded since the check).
+  if (!gp) return fail_all(simple ? ErrorCode::NOT_COORDINATOR : ErrorCode::ILLEGAL_GENERATION);
 
   Appended appended;
   ErrorCode group_error = ErrorCode::NONE;
@@ -151,8 +158,8 @@ protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_
   using P = protocol::OffsetFetchResponse::OffsetFetchResponsePartitions;
   G out;
   out.group_id = group_id;
-  if (!loaded()) {
-    out.error_code = protocol::to_wire(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = coordinator_error(group_id); e != ErrorCode::NONE) {
+    out.error_code = protocol::to_wire(e);
     return out;
   }
   std::map<TopicPartitionKey, CommittedOffset> offsets;
@@ -207,7 +214,7 @@ void GroupCoordinator::delete_offsets(const protocol::OffsetDeleteRequest& req, 
     resp.error_code = protocol::to_wire(e);
     done(std::move(resp));
   };
-  if (!loaded()) return top(ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+  if (const ErrorCode e = coordinator_error(req.group_id); e != ErrorCode::NONE) return top(e);
   if (req.group_id.empty()) return top(ErrorCode::INVALID_GROUP_ID);
   auto gp = find(req.group_id);
   if (!gp) return top(ErrorCode::GROUP_ID_NOT_FOUND);

@@ -3,12 +3,19 @@
 // A single node coordinates every group: GROUP keys get this node's
 // advertised endpoint for the listener the request came in on (the first
 // call also creates __consumer_offsets and starts loading it, as Kafka
-// does). TRANSACTION keys get COORDINATOR_NOT_AVAILABLE: there is no
+// does). In cluster mode (Kafka's ZooKeeper mode) a GROUP key gets the
+// current leader of its __consumer_offsets partition from the metadata
+// cache, at that broker's endpoint for the request's listener; while the
+// topic does not exist its creation is queued on the admin worker (refused
+// while fewer brokers live than offsets.topic.replication.factor) and,
+// like a partition without a leader (or a leader without that listener),
+// the answer is COORDINATOR_NOT_AVAILABLE. TRANSACTION keys get COORDINATOR_NOT_AVAILABLE: there is no
 // transaction coordinator yet, and that error makes clients retry rather
 // than fail. An unknown key type is INVALID_REQUEST. v4+ batch the keys
 // (coordinator_keys) and answer one Coordinator per key.
 #include "broker/admin/cluster_info.h"
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -29,7 +36,24 @@ struct Answer {
   int32_t port = -1;
 };
 
-Answer locate(RequestContext& ctx, int8_t key_type) {
+// Cluster mode: the leader of the group's offsets partition.
+Answer locate_in_cluster(RequestContext& ctx, groups::GroupCoordinator& coordinator, const std::string& group_id) {
+  Answer a;
+  a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  auto snap = ctx.broker->service<ReplicaManager>().metadata_cache().snapshot();
+  const CachedPartition* p = snap->partition(groups::kOffsetsTopic, coordinator.partition_of(group_id));
+  if (p == nullptr || p->leader < 0) return a;
+  const CachedBroker* leader = snap->broker(p->leader);
+  const CachedEndpoint* ep = leader ? leader->endpoint(ctx.listener) : nullptr;
+  if (ep == nullptr) return a;
+  a.error = ErrorCode::NONE;
+  a.node_id = p->leader;
+  a.host = ep->host;
+  a.port = ep->port;
+  return a;
+}
+
+Answer locate(RequestContext& ctx, int8_t key_type, const std::string& key) {
   Answer a;
   if (key_type == 1) {
     a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
@@ -44,6 +68,7 @@ Answer locate(RequestContext& ctx, int8_t key_type) {
     a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
   }
+  if (coordinator.cluster_mode()) return locate_in_cluster(ctx, coordinator, key);
   auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
   a.node_id = ctx.broker->node_id();
   a.host = ep.host;
@@ -60,7 +85,7 @@ void handle_find_coordinator(RequestContext&& ctx) {
   FindCoordinatorResponse resp;
   if (ctx.api_version() >= 4) {
     for (const std::string& key : req.coordinator_keys) {
-      Answer a = locate(ctx, req.key_type);
+      Answer a = locate(ctx, req.key_type, key);
       FindCoordinatorResponse::Coordinator c;
       c.key = key;
       c.node_id = a.node_id;
@@ -73,7 +98,7 @@ void handle_find_coordinator(RequestContext&& ctx) {
     ctx.respond(make_response(ctx, resp));
     return;
   }
-  Answer a = locate(ctx, req.key_type);
+  Answer a = locate(ctx, req.key_type, req.key);
   resp.error_code = protocol::to_wire(a.error);
   resp.error_message = a.error == ErrorCode::NONE ? std::nullopt : std::optional<std::string>(std::string(protocol::error_description(a.error)));
   resp.node_id = a.node_id;

@@ -253,10 +253,16 @@ def produce(brokers, topic, start, count, acked, pace=0.0):
 
 
 def read_all(brokers, topic, expect):
-    from confluent_kafka import Consumer
+    # Partitions assigned from the beginning, not a group subscription: the
+    # group coordinator follows __consumer_offsets leadership, and this test
+    # kills brokers down to one (fewer than the offsets topic's replication
+    # factor, so no coordinator could be found; test_cluster_groups.py
+    # covers that).
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "group.id": "ck-repl-reader",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False, "broker.address.family": "v4"})
-    c.subscribe([topic])
+    parts = {p for (p, _) in expect}
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(parts)])
     got = {}
     end = time.monotonic() + 60
     while time.monotonic() < end and not set(expect) <= set(got):
