@@ -226,6 +226,13 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
   role.removing_replicas = st.removing_replicas;
   const bool leader = role.role == ReplicaRole::kLeader;
   const bool alone = st.isr.size() == 1 && st.isr[0] == me;
+  {
+    std::string isr;
+    for (int32_t r : st.isr) isr += (isr.empty() ? "" : ",") + std::to_string(r);
+    std::fprintf(stderr, "[ciuickafka] INFO partition %s-%d: %s at leader epoch %d (leader %d, ISR [%s], LEO %lld)\n",
+                 pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
+                 isr.c_str(), static_cast<long long>(p->log_end_offset()));
+  }
   p->set_role(std::move(role));
   applied_epoch_[key] = st.leader_epoch;
   if (leader) {

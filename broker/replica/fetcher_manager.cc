@@ -321,6 +321,10 @@ class FetcherThread {
       }
     }
     target = std::max<int64_t>(target, 0);
+    if (target < leo)
+      std::fprintf(stderr, "[ciuickafka] INFO replica fetcher %s-%d: truncating from LEO %lld to %lld (leader epoch %d ends at %lld)\n",
+                   p->topic().c_str(), p->index(), static_cast<long long>(leo), static_cast<long long>(target),
+                   leader_epoch, static_cast<long long>(leader_end));
     auto r = broker_.logs().truncate_to(p->tp(), target, now);
     if (!r.is_ok()) {
       std::fprintf(stderr, "[ciuickafka] replica fetcher %s-%d: truncation to %lld failed: %s\n",
