@@ -27,6 +27,9 @@ Scenarios:
               preferred replica is the restarted broker back to it (NONE) and
               answers ELECTION_NOT_NEEDED for the others, and the state
               znodes show every preferred replica leading.
+  controller  the same with the SIGTERM sent to the controller itself (it
+              answers its own ControlledShutdown over the network, as Kafka's
+              controller does, then resigns on exit).
 """
 
 import json
@@ -77,6 +80,14 @@ def elect_leaders_v1(broker, partitions_by_topic, election_type=0):
 
 
 def scenario_controlled(ctx, zk):
+    run_controlled(ctx, zk, victim_is_controller=False)
+
+
+def scenario_controller(ctx, zk):
+    run_controlled(ctx, zk, victim_is_controller=True)
+
+
+def run_controlled(ctx, zk, victim_is_controller):
     brokers = repl.start_cluster(ctx, zk, extra={"auto.leader.rebalance.enable": "false"})
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
@@ -91,11 +102,14 @@ def scenario_controlled(ctx, zk):
     t = threading.Thread(target=repl.produce, args=(brokers, topic, 0, 6000, acked, 0.03))
     t.start()
     wait_until(lambda: len(acked) >= 1000, 60, "1000 acknowledgements before the SIGTERM", interval=0.01)
-    st0, _ = state_with_stat(kz, topic, 0)
-    victim_id = st0["leader"]
+    if victim_is_controller:
+        victim_id = json.loads(kz.get("/controller")[0].decode())["brokerid"]
+    else:
+        victim_id = state_with_stat(kz, topic, 0)[0]["leader"]
     victim = by_id[victim_id]
     led = sorted(p for p in range(PARTITIONS) if state_with_stat(kz, topic, p)[0]["leader"] == victim_id)
-    check(0 in led, "the victim leads partition 0")
+    check(led, "the victim leads some partitions")
+    first = led[0]
     victim.proc.send_signal(signal.SIGTERM)
     t_term = time.monotonic()
     print("[test] SIGTERM to broker %d (leader of partitions %s, %d acknowledged so far)" %
@@ -110,7 +124,7 @@ def scenario_controlled(ctx, zk):
             s, st = state_with_stat(kz, topic, p)
             if s["leader"] not in (-1, victim_id) and victim_id not in s["isr"]:
                 moved_mzxid[p] = st.mzxid
-                if p == 0 and t_new_leader is None:
+                if p == first and t_new_leader is None:
                     t_new_leader = time.monotonic()
         if victim.proc.poll() is not None:
             break
@@ -131,9 +145,9 @@ def scenario_controlled(ctx, zk):
         check(moved_mzxid[p] < ids_stat.pzxid,
               "partition %d moved at zxid %d, after the registration went (%d): not by ControlledShutdown" %
               (p, moved_mzxid[p], ids_stat.pzxid))
-    check(t_new_leader is not None, "partition 0's new leader was not seen before the broker exited")
-    print("[test] SIGTERM to new leader of partition 0: %.3fs; SIGTERM to exit: %.3fs (session timeout %.1fs)" %
-          (t_new_leader - t_term, t_exit - t_term, SESSION_MS / 1000), flush=True)
+    check(t_new_leader is not None, "partition %d's new leader was not seen before the broker exited" % first)
+    print("[test] SIGTERM to new leader of partition %d: %.3fs; SIGTERM to exit: %.3fs (session timeout %.1fs)" %
+          (first, t_new_leader - t_term, t_exit - t_term, SESSION_MS / 1000), flush=True)
     check("controlled shutdown: succeeded" in victim.log_text(), "the broker's log does not say it succeeded")
 
     t.join(120)
@@ -174,7 +188,7 @@ def scenario_controlled(ctx, zk):
     check(len(more) == 300, "%d of 300 acknowledged after the election" % len(more))
 
 
-SCENARIOS = {"controlled": scenario_controlled}
+SCENARIOS = {"controlled": scenario_controlled, "controller": scenario_controller}
 
 
 def main(ctx):
