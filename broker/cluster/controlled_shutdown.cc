@@ -97,8 +97,16 @@ ControlledShutdownReport run_controlled_shutdown(const ControlledShutdownSetting
   for (int32_t i = 0; i < s.max_retries; ++i) {
     const int64_t left = ms_between(Clock::now(), deadline);
     if (left <= 0) break;
-    ++report.attempts;
     auto v = view();
+    if (i == 0 && v && v->broker_epoch >= 0 &&
+        std::none_of(v->brokers.begin(), v->brokers.end(), [&](const replication::LiveBroker& b) { return b.id != s.broker_id; })) {
+      // Nobody to hand leadership to: Kafka would retry until it gives up.
+      report.last = "no other broker is registered: nothing to hand over";
+      report.succeeded = true;
+      log_line(report.last);
+      break;
+    }
+    ++report.attempts;
     const bool ok = v ? attempt(s, *v, left, &report.last) : (report.last = "no cluster view", false);
     log_line("attempt " + std::to_string(report.attempts) + ": " + report.last);
     if (ok) {

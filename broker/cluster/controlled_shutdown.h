@@ -13,6 +13,9 @@
 // controller up again. The listeners keep serving meanwhile, so followers of
 // the moving partitions keep fetching and the new leaders catch up.
 //
+// When no other broker is registered the step is skipped (nothing can take
+// the leaderships; Kafka would retry until it gives up).
+//
 // Bounded: every attempt (connect, ApiVersions, the request) gets at most
 // controller.socket.timeout.ms, and the whole step never runs past
 // bound_ms() = max_retries * socket_timeout_ms + (max_retries - 1) *
