@@ -2,6 +2,7 @@
 #include "broker/broker.h"
 
 #include "broker/cluster/config_changes.h"
+#include "broker/cluster/controlled_shutdown.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/groups/coordinator.h"
@@ -235,6 +236,24 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   // Topic config changes made anywhere in the cluster apply here too.
   service<ConfigChangeListener>().start();
   return true;
+}
+
+bool Broker::controlled_shutdown() {
+  if (!cluster_ || !config_.get_bool("controlled.shutdown.enable")) return true;
+  ControlledShutdownSettings s;
+  s.broker_id = node_id_;
+  s.max_retries = config_.get_int("controlled.shutdown.max.retries");
+  s.retry_backoff_ms = config_.get_long("controlled.shutdown.retry.backoff.ms");
+  s.socket_timeout_ms = config_.get_int("controller.socket.timeout.ms");
+  s.listener = cluster_->inter_broker_listener();
+  std::fprintf(stderr, "[ciuickafka] INFO controlled shutdown: starting (at most %lld ms)\n",
+               static_cast<long long>(s.bound_ms()));
+  ZkCluster* c = cluster_.get();
+  const ControlledShutdownReport r = run_controlled_shutdown(s, [c] { return c->view(); });
+  std::fprintf(stderr, "[ciuickafka] %s controlled shutdown: %s after %d attempt(s) in %lld ms\n",
+               r.succeeded ? "INFO" : "WARN", r.succeeded ? "succeeded" : "gave up", r.attempts,
+               static_cast<long long>(r.elapsed_ms));
+  return r.succeeded;
 }
 
 bool Broker::shutdown() {

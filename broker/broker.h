@@ -90,6 +90,15 @@ class Broker {
     return *raw;
   }
 
+  // Cluster mode with controlled.shutdown.enable: asks the controller to
+  // move this broker's leaderships away (broker/cluster/controlled_shutdown.h)
+  // while the listeners still serve; blocking, bounded (at most
+  // controlled.shutdown.max.retries * controller.socket.timeout.ms +
+  // (max.retries - 1) * controlled.shutdown.retry.backoff.ms). Call before
+  // stopping the server. True when the controller confirmed it (or nothing
+  // was to be done: single-node mode, or disabled).
+  bool controlled_shutdown();
+
   // Stops services, flushes and closes the logs, writes checkpoints and the
   // clean-shutdown marker. Idempotent. Returns false when the storage
   // shutdown reported an error (the marker is then not written).

@@ -5,7 +5,8 @@
 // Loads the configuration (environment > --override > file > defaults; an
 // invalid value stops startup with one line naming key and value, exit 1),
 // opens the log dirs (recovery), starts the metrics endpoint and the
-// listeners, then waits for SIGINT/SIGTERM. Shutdown: stop accepting, let
+// listeners, then waits for SIGINT/SIGTERM. Shutdown: in cluster mode a
+// controlled shutdown first (leaderships move, bounded), then stop accepting, let
 // in-flight requests finish (bounded), flush and checkpoint every log, write
 // the clean-shutdown marker, exit 0.
 #include <csignal>
@@ -136,6 +137,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "[ciuickafka] %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // Cluster mode: hand leaderships over while the listeners still serve
+  // (followers keep fetching); bounded, then the shutdown goes on anyway.
+  broker->controlled_shutdown();
   server.stop(std::chrono::seconds(10));
   server_owner.reset();
   exposer.reset();

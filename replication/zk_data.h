@@ -144,6 +144,7 @@ struct TopicPartitionRef {
   std::string topic;
   int32_t partition = 0;
   bool operator==(const TopicPartitionRef&) const = default;
+  auto operator<=>(const TopicPartitionRef&) const = default;
 };
 struct PartitionReassignment {
   std::string topic;

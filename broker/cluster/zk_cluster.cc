@@ -73,6 +73,9 @@ std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, i
   replication::controller::ControllerOptions copts;
   copts.delete_topic_enable = config.get_bool("delete.topic.enable");
   copts.unclean_leader_election_enable = config.get_bool("unclean.leader.election.enable");
+  copts.auto_leader_rebalance_enable = config.get_bool("auto.leader.rebalance.enable");
+  copts.leader_imbalance_check_interval_ms = config.get_long("leader.imbalance.check.interval.seconds") * 1000;
+  copts.leader_imbalance_per_broker_percentage = config.get_int("leader.imbalance.per.broker.percentage");
   z->controller_ = std::make_unique<replication::controller::Controller>(
       *z->channel_, copts, [](const std::string& why) {
         std::fprintf(stderr, "[ciuickafka] WARN controller resigned: %s\n", why.c_str());

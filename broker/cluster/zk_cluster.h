@@ -64,6 +64,9 @@ class ZkCluster {
   // The ZooKeeper session now (a new one after an expiry); null before open().
   std::shared_ptr<replication::zk::Session> session() const { return membership_->session(); }
 
+  // The listener brokers talk to each other on (inter.broker.listener.name).
+  const std::string& inter_broker_listener() const { return inter_broker_listener_; }
+
   // The controller (active or not; never null once open() succeeded).
   replication::controller::Controller* controller() { return controller_.get(); }
 

@@ -433,6 +433,30 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(V::at_least(1)));
   k.push_back(key("broker.rack", T::kString, kNull, S::kReplication,
                   "The rack of this broker, registered in ZooKeeper and answered in Metadata."));
+  k.push_back(key("controlled.shutdown.enable", T::kBoolean, "true", S::kReplication,
+                  "Cluster mode: on SIGTERM/SIGINT ask the controller to move this broker's leaderships away "
+                  "(ControlledShutdown) before stopping."));
+  k.push_back(key("controlled.shutdown.max.retries", T::kInt, "3", S::kReplication,
+                  "ControlledShutdown attempts before the broker stops anyway (a failure, or partitions still "
+                  "led).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("controlled.shutdown.retry.backoff.ms", T::kLong, "5000", S::kReplication,
+                  "Wait between ControlledShutdown attempts (milliseconds).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("controller.socket.timeout.ms", T::kInt, "30000", S::kReplication,
+                  "Timeout of one ControlledShutdown attempt: connecting to the controller and its answer "
+                  "(milliseconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("auto.leader.rebalance.enable", T::kBoolean, "true", S::kReplication,
+                  "The controller moves leadership back to preferred replicas when a broker's share of "
+                  "partitions led elsewhere exceeds leader.imbalance.per.broker.percentage."));
+  k.push_back(key("leader.imbalance.check.interval.seconds", T::kLong, "300", S::kReplication,
+                  "How often the controller checks the leader imbalance (seconds).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("leader.imbalance.per.broker.percentage", T::kInt, "10", S::kReplication,
+                  "Per broker, the percentage of its preferred partitions led elsewhere above which the "
+                  "controller runs preferred elections for them.")
+                  .valid(V::at_least(0)));
 
   // --- ZooKeeper and KRaft
   k.push_back(key("zookeeper.connect", T::kString, kNull, S::kQuorum,

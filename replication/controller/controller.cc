@@ -25,12 +25,19 @@ Controller::Controller(RequestSender& sender, ControllerOptions options,
                        std::function<void(const std::string&)> on_resign)
     : sender_(sender), options_(options), on_resign_(std::move(on_resign)) {
   thread_ = std::thread([this] { run(); });
+  timer_thread_ = std::thread([this] { run_timer(); });
 }
 
 Controller::~Controller() { stop(); }
 
 void Controller::stop() {
   deactivate();
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    timer_stopping_ = true;
+    timer_cv_.notify_all();
+  }
+  if (timer_thread_.joinable() && timer_thread_.get_id() != std::this_thread::get_id()) timer_thread_.join();
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     if (inbox_->stopping && !thread_.joinable()) return;
@@ -87,6 +94,11 @@ void Controller::activate(std::shared_ptr<zk::Session> session, ControllerIdenti
   }
   const uint64_t gen = ++generation_;
   active_ = true;
+  if (options_.auto_leader_rebalance_enable) {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    next_rebalance_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.first_rebalance_check_delay_ms);
+    timer_cv_.notify_all();
+  }
   {
     std::lock_guard<std::mutex> lock(inbox_->mu);
     inbox_->cv.notify_all();  // an older activation's retry wait ends

@@ -28,6 +28,10 @@
 // queued event and retry of the old activation is dropped without touching
 // ZooKeeper, and clears the sender.
 //
+// controlled_shutdown() and elect_leaders() answer ControlledShutdown and
+// ElectLeaders the same way (controller_requests.cc); a timer thread posts
+// the auto leader rebalance check (leader_rebalance.h) while active.
+//
 // alter_partition() answers an AlterPartition request on the event thread
 // (alter_partition_rules.h in Kafka's order; fenced conditional writes of
 // the state znodes; UpdateMetadata of the changed partitions to every live
@@ -38,6 +42,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -50,6 +55,8 @@
 #include <vector>
 
 #include "protocol/generated/alter_partition.h"
+#include "protocol/generated/controlled_shutdown.h"
+#include "protocol/generated/elect_leaders.h"
 #include "replication/controller/channel.h"
 #include "replication/controller/controller_state.h"
 #include "replication/zk/session.h"
@@ -61,6 +68,10 @@ struct ControllerOptions {
   bool unclean_leader_election_enable = false;  // the broker's unclean.leader.election.enable
   int32_t retry_backoff_ms = 200;               // first retry of a step that hit a ZooKeeper error
   int32_t retry_backoff_max_ms = 5000;
+  bool auto_leader_rebalance_enable = true;                 // auto.leader.rebalance.enable
+  int64_t leader_imbalance_check_interval_ms = 300000;      // leader.imbalance.check.interval.seconds
+  int32_t leader_imbalance_per_broker_percentage = 10;      // leader.imbalance.per.broker.percentage
+  int64_t first_rebalance_check_delay_ms = 5000;            // after activation (Kafka: 5 s)
 };
 
 // Counts for metrics, as of the last step.
@@ -90,6 +101,33 @@ class Controller {
 
   using AlterPartitionDone = std::function<void(protocol::AlterPartitionResponse)>;
   void alter_partition(protocol::AlterPartitionRequest request, int16_t version, AlterPartitionDone done);
+
+  // ControlledShutdown (key 7) on the event thread (controller_requests.cc):
+  // NOT_CONTROLLER when not active, else PartitionStateMachine::
+  // controlled_shutdown's error code and remaining partitions. done runs
+  // exactly once, from the event thread (or the caller's when not active).
+  using ControlledShutdownDone = std::function<void(protocol::ControlledShutdownResponse)>;
+  void controlled_shutdown(protocol::ControlledShutdownRequest request, int16_t version, ControlledShutdownDone done);
+
+  // ElectLeaders (key 43) on the event thread, answered once the state
+  // znodes are written (Kafka also waits for the leaders to reach its
+  // metadata cache). A null partition list means every partition the
+  // controller knows. Per partition: NONE, ELECTION_NOT_NEEDED,
+  // PREFERRED_LEADER_NOT_AVAILABLE (preferred) / ELIGIBLE_LEADERS_NOT_AVAILABLE
+  // (unclean), UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (being
+  // deleted), NOT_CONTROLLER when not active; INVALID_REQUEST for an
+  // unknown election type.
+  using ElectLeadersDone = std::function<void(protocol::ElectLeadersResponse)>;
+  void elect_leaders(protocol::ElectLeadersRequest request, int16_t version, ElectLeadersDone done);
+
+  // The auto leader rebalance check (leader_rebalance.h), normally run by
+  // the timer thread first_rebalance_check_delay_ms after activation and
+  // then every leader_imbalance_check_interval_ms when
+  // auto_leader_rebalance_enable; tests call it to run one now. Queued on
+  // the event thread; returns at once.
+  void check_leader_rebalance();
+  // Preferred elections the rebalance check has started (partitions).
+  uint64_t rebalance_elections() const { return rebalance_elections_.load(); }
 
   ControllerStats stats() const;
   // Steps run to completion (any outcome) since construction: lets tests
@@ -123,6 +161,12 @@ class Controller {
   void arm_topic(uint64_t gen, const std::string& topic);
   void process_deletions(uint64_t gen);
   void process_preferred(uint64_t gen);
+  void do_controlled_shutdown(uint64_t gen, const protocol::ControlledShutdownRequest& req,
+                              const ControlledShutdownDone& done);
+  void do_elect_leaders(uint64_t gen, const protocol::ElectLeadersRequest& req, int16_t version,
+                        const ElectLeadersDone& done);
+  void do_rebalance(uint64_t gen);
+  void run_timer();
   void do_alter_partition(uint64_t gen, const protocol::AlterPartitionRequest& req, int16_t version,
                           const AlterPartitionDone& done);
   bool unclean_allowed(const std::string& topic);
@@ -153,7 +197,16 @@ class Controller {
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> steps_{0};
   std::atomic<uint64_t> retries_{0};
+  std::atomic<uint64_t> rebalance_elections_{0};
   std::thread thread_;
+
+  // The rebalance timer: its own thread, posting do_rebalance for the
+  // activation current when it fires.
+  std::mutex timer_mu_;
+  std::condition_variable timer_cv_;
+  bool timer_stopping_ = false;
+  std::chrono::steady_clock::time_point next_rebalance_ = std::chrono::steady_clock::time_point::max();
+  std::thread timer_thread_;
 
   // Event-thread state.
   std::shared_ptr<zk::Session> session_;

@@ -1,5 +1,5 @@
 // replication/controller/controller_admin.cc: the request- and admin-driven
-// steps: preferred election, controlled shutdown, topic deletion,
+// steps: preferred and unclean election, controlled shutdown, topic deletion,
 // AlterPartition's state writes. See
 // controller_state.h.
 #include <algorithm>
@@ -63,6 +63,40 @@ StepResult PartitionStateMachine::elect_preferred(const std::vector<TopicPartiti
   return r;
 }
 
+StepResult PartitionStateMachine::elect_unclean(const std::vector<TopicPartitionRef>& partitions) {
+  if (resigned_) return resigned_result();
+  StepResult r;
+  RequestBatch batch;
+  const BrokerSet online = ctx_.online();
+  for (const auto& tp : partitions) {
+    const PartitionInfo* info = ctx_.partition(tp.topic, tp.partition);
+    if (!info || !info->state) {
+      r.failed.push_back({tp, "unknown partition or no leader assigned yet"});
+      continue;
+    }
+    if (ctx_.topics.at(tp.topic).deleting) {
+      r.failed.push_back({tp, "topic is being deleted"});
+      continue;
+    }
+    if (info->state->leader >= 0 && online.contains(info->state->leader)) {
+      r.not_needed.push_back(tp);
+      continue;
+    }
+    bool changed = false;
+    Write w = update_state(tp.topic, tp.partition, [&](const PartitionInfo& cur) {
+      return replication::elect_offline(cur.assignment.replicas, *cur.state, online, /*unclean_allowed=*/true,
+                                        id_.epoch);
+    }, &r, &changed);
+    if (w == Write::kStop) break;
+    if (changed)
+      batch.add_leader_and_isr(ctx_, live_replicas(info->assignment.replicas), tp.topic, tp.partition, false);
+    else if (w == Write::kOk)
+      r.failed.push_back({tp, "no replica of the partition is alive"});
+  }
+  finish(batch, &r);
+  return r;
+}
+
 StepResult PartitionStateMachine::controlled_shutdown(int32_t broker_id, int64_t broker_epoch) {
   if (resigned_) return resigned_result();
   StepResult r;
@@ -80,6 +114,15 @@ StepResult PartitionStateMachine::controlled_shutdown(int32_t broker_id, int64_t
   ctx_.shutting_down.insert(broker_id);
   RequestBatch batch;
   const BrokerSet all = ctx_.live_or_shutting_down();
+  // A moved leadership goes to the live replicas and the shutting-down one
+  // too (Kafka's liveOrShuttingDownReplicas), so the old leader hears it is a
+  // follower now and stops taking produce requests.
+  auto live_or_shutting_down = [&](const std::vector<int32_t>& replicas) {
+    std::vector<int32_t> out;
+    for (int32_t b : replicas)
+      if (all.contains(b)) out.push_back(b);
+    return out;
+  };
   for (auto& [topic, t] : ctx_.topics) {
     if (t.deleting) continue;
     for (auto& [p, info] : t.partitions) {
@@ -87,7 +130,8 @@ StepResult PartitionStateMachine::controlled_shutdown(int32_t broker_id, int64_t
         continue;
       bool changed = false;
       Write w;
-      if (info.state->leader == broker_id) {
+      const bool leads = info.state->leader == broker_id;
+      if (leads) {
         w = update_state(topic, p, [&](const PartitionInfo& cur) {
           return elect_controlled_shutdown(cur.assignment.replicas, *cur.state, all, ctx_.shutting_down, id_.epoch);
         }, &r, &changed);
@@ -102,12 +146,17 @@ StepResult PartitionStateMachine::controlled_shutdown(int32_t broker_id, int64_t
         finish(batch, &r);
         return r;
       }
-      if (changed) batch.add_leader_and_isr(ctx_, live_replicas(info.assignment.replicas), topic, p, false);
+      if (changed)
+        batch.add_leader_and_isr(ctx_, leads ? live_or_shutting_down(info.assignment.replicas)
+                                             : live_replicas(info.assignment.replicas),
+                                 topic, p, false);
     }
   }
+  // Kafka's replicatedPartitionsBrokerLeads: RF 1 partitions and topics
+  // being deleted are not counted.
   for (const auto& [topic, t] : ctx_.topics)
     for (const auto& [p, info] : t.partitions)
-      if (info.state && info.state->leader == broker_id && info.assignment.replicas.size() > 1)
+      if (!t.deleting && info.state && info.state->leader == broker_id && info.assignment.replicas.size() > 1)
         r.remaining.push_back({topic, p});
   finish(batch, &r);
   return r;

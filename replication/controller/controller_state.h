@@ -83,8 +83,21 @@ class PartitionStateMachine {
   // Preferred replica election (ElectLeaders PREFERRED, auto rebalance,
   // /admin/preferred_replica_election).
   StepResult elect_preferred(const std::vector<TopicPartitionRef>& partitions);
-  // ControlledShutdown: moves leadership off the broker, drops it from the
-  // ISRs it follows; remaining = the partitions it still leads.
+  // ElectLeaders UNCLEAN: partitions whose leader is -1 or not online get
+  // the first live ISR member, else the first live replica (ISR = [it],
+  // RECOVERING); those with an online leader are not_needed, those with no
+  // live replica failed (ELIGIBLE_LEADERS_NOT_AVAILABLE).
+  StepResult elect_unclean(const std::vector<TopicPartitionRef>& partitions);
+  // ControlledShutdown (Kafka's doControlledShutdown): BROKER_NOT_AVAILABLE
+  // for a broker not registered, STALE_BROKER_EPOCH for an older epoch (-1
+  // is accepted, as Kafka does for pre-KIP-380 brokers). Marks it shutting
+  // down (excluded from every later election and ISR join while it stays
+  // registered); for its partitions with RF > 1 (topics being deleted
+  // skipped): the ones it leads get the controlled-shutdown election (first
+  // live ISR member not shutting down; the ISR drops it; LeaderAndIsr to the
+  // live replicas and to it, so it becomes a follower), the ones it follows
+  // get StopReplica(delete=false) and it leaves their ISR. remaining = the
+  // RF > 1 partitions it still leads (no other ISR member).
   StepResult controlled_shutdown(int32_t broker_id, int64_t broker_epoch);
 
   // /admin/delete_topics children: deletes topics whose replicas are all on

@@ -166,7 +166,11 @@ TEST_CASE("controller: controlled shutdown moves leadership away and drops the b
     CHECK(stop.topic_states[0].partition_states[0].partition_index == 1);
     CHECK_FALSE(stop.topic_states[0].partition_states[0].delete_partition);
     CHECK(lai(r, 2, "t", 0));
-    CHECK(lai(r, 1, "t", 0) == nullptr);  // shutting down: not a recipient
+    // The shutting-down old leader hears it follows now (Kafka's
+    // liveOrShuttingDownReplicas), so it stops taking produce requests.
+    REQUIRE(lai(r, 1, "t", 0));
+    CHECK(lai(r, 1, "t", 0)->leader == 2);
+    CHECK(lai(r, 1, "t", 1) == nullptr);  // it followed t-1: StopReplica, no LeaderAndIsr
     REQUIRE(um(r, 1, "t", 0));             // but it still hears metadata
     CHECK(um(r, 1, "t", 0)->offline_replicas == std::vector<int32_t>{1});
   }

@@ -1,7 +1,8 @@
 // tests/unit/replication/controller_runtime_test.cc: the Controller (its
 // event thread, watches, resignation, retries, AlterPartition) on the
 // in-memory ZooKeeper, with a fake RequestSender that records what it was
-// asked to send. Brokers register as real ones do (ephemeral /brokers/ids/N
+// asked to send. Also ControlledShutdown, ElectLeaders and the auto
+// leader rebalance timer. Brokers register as real ones do (ephemeral /brokers/ids/N
 // from their own sessions, so their epochs are czxids).
 #include <catch2/catch.hpp>
 
@@ -415,6 +416,176 @@ TEST_CASE("Controller: AlterPartition shrinks the ISR, stale epochs are refused"
   c->deactivate();
   r = call(1, e1, 1, version + 1, {1});
   CHECK(r.error_code == protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+}
+
+
+namespace {
+
+// Runs an async controller call and waits for its answer.
+template <class Resp, class Call>
+Resp await_answer(Call call) {
+  std::mutex mu;
+  std::optional<Resp> out;
+  call([&](Resp r) {
+    std::lock_guard<std::mutex> lock(mu);
+    out = std::move(r);
+  });
+  REQUIRE(wait_until([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return out.has_value();
+  }));
+  std::lock_guard<std::mutex> lock(mu);
+  return *out;
+}
+
+int16_t elect_code(const protocol::ElectLeadersResponse& r, const std::string& topic, int32_t p) {
+  for (const auto& t : r.replica_election_results)
+    if (t.topic == topic)
+      for (const auto& pr : t.partition_result)
+        if (pr.partition_id == p) return pr.error_code;
+  return -999;
+}
+
+}  // namespace
+
+TEST_CASE("Controller: ControlledShutdown moves leadership and answers what remains", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
+  f.create_topic("t", {{0, {1, 2, 3}}, {1, {2, 1, 3}}});
+  f.create_topic("pair", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 1).has_value() && f.state("pair", 0).has_value(); }));
+  auto shutdown = [&](int32_t broker, int64_t epoch) {
+    protocol::ControlledShutdownRequest req;
+    req.broker_id = broker;
+    req.broker_epoch = epoch;
+    return await_answer<protocol::ControlledShutdownResponse>(
+        [&](auto done) { c->controlled_shutdown(req, 3, done); });
+  };
+  CHECK(shutdown(1, f.epoch_of(1) - 1).error_code == protocol::to_wire(protocol::ErrorCode::STALE_BROKER_EPOCH));
+  CHECK(shutdown(9, -1).error_code == protocol::to_wire(protocol::ErrorCode::BROKER_NOT_AVAILABLE));
+  CHECK(f.state("t", 0)->leader == 1);
+
+  const size_t before = f.sender.sent_count();
+  protocol::ControlledShutdownResponse r = shutdown(1, f.epoch_of(1));
+  CHECK(r.error_code == 0);
+  CHECK(r.remaining_partitions.empty());
+  CHECK(f.state("t", 0)->leader == 2);
+  CHECK(f.state("t", 0)->isr == std::vector<int32_t>{2, 3});
+  CHECK(f.state("t", 1)->isr == std::vector<int32_t>{2, 3});
+  CHECK(f.state("pair", 0)->leader == 2);
+  REQUIRE(wait_until([&] { return f.sender.lai_leader(1, "t", 0, before) == 2; }));
+  CHECK(f.sender.lai_leader(3, "t", 0, before) == 2);
+
+  // Not active: NOT_CONTROLLER at once.
+  c->deactivate();
+  CHECK(shutdown(1, -1).error_code == protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+}
+
+TEST_CASE("Controller: ElectLeaders preferred and unclean, per-partition answers", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
+  f.create_topic("t", {{0, {1, 2, 3}}, {1, {2, 3, 1}}});
+  // t-0 led by 2 with 1 in the ISR: preferred election moves it to 1.
+  REQUIRE(f.tool->create(topic_partitions_path("t"), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(topic_partition_path("t", 0), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(partition_state_path("t", 0), encode_partition_state(ps(2, 3, 1, {2, 3, 1})),
+                         zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(topic_partition_path("t", 1), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  // t-1 led by 3, preferred 2 not in the ISR.
+  REQUIRE(f.tool->create(partition_state_path("t", 1), encode_partition_state(ps(3, 3, 1, {3, 1})),
+                         zk::CreateMode::kPersistent) == zk::Code::kOk);
+  ControllerOptions o;
+  o.auto_leader_rebalance_enable = false;
+  auto c = f.make(o);
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.sender.sent_count() > 0; }));
+  auto elect = [&](int8_t type, std::optional<std::vector<protocol::ElectLeadersRequest::TopicPartitions>> tps) {
+    protocol::ElectLeadersRequest req;
+    req.election_type = type;
+    req.topic_partitions = std::move(tps);
+    return await_answer<protocol::ElectLeadersResponse>([&](auto done) { c->elect_leaders(req, 2, done); });
+  };
+  auto tp = [](std::string topic, std::vector<int32_t> ps) {
+    protocol::ElectLeadersRequest::TopicPartitions t;
+    t.topic = std::move(topic);
+    t.partitions = std::move(ps);
+    return t;
+  };
+  using TP = protocol::ElectLeadersRequest::TopicPartitions;
+  using protocol::ErrorCode;
+  using protocol::to_wire;
+
+  protocol::ElectLeadersResponse r = elect(0, std::vector<TP>{tp("t", {0, 1, 5}), tp("nope", {0})});
+  CHECK(r.error_code == 0);
+  CHECK(elect_code(r, "t", 0) == 0);
+  CHECK(elect_code(r, "t", 1) == to_wire(ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE));
+  CHECK(elect_code(r, "t", 5) == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  CHECK(elect_code(r, "nope", 0) == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  CHECK(f.state("t", 0)->leader == 1);
+  CHECK(f.state("t", 0)->leader_epoch == 4);
+
+  // Null list = every partition: t-0 is now led by its preferred replica.
+  r = elect(0, std::nullopt);
+  CHECK(elect_code(r, "t", 0) == to_wire(ErrorCode::ELECTION_NOT_NEEDED));
+  CHECK(elect_code(r, "t", 1) == to_wire(ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE));
+
+  // Unclean: leaders are online, nothing to do.
+  r = elect(1, std::vector<TP>{tp("t", {0, 1})});
+  CHECK(elect_code(r, "t", 0) == to_wire(ErrorCode::ELECTION_NOT_NEEDED));
+  CHECK(elect_code(r, "t", 1) == to_wire(ErrorCode::ELECTION_NOT_NEEDED));
+  // t-1's ISR members 3 and 1 go: 2 (live, outside the ISR) is elected uncleanly.
+  f.unregister(3);
+  REQUIRE(wait_until([&] { return f.state("t", 1)->leader == 1; }));
+  f.unregister(1);
+  REQUIRE(wait_until([&] { return f.state("t", 1)->leader == -1; }));
+  r = elect(1, std::vector<TP>{tp("t", {1})});
+  CHECK(elect_code(r, "t", 1) == 0);
+  CHECK(f.state("t", 1)->leader == 2);
+  CHECK(f.state("t", 1)->isr == std::vector<int32_t>{2});
+  f.unregister(2);
+  REQUIRE(wait_until([&] { return f.state("t", 1)->leader == -1; }));
+  r = elect(1, std::vector<TP>{tp("t", {1})});
+  CHECK(elect_code(r, "t", 1) == to_wire(ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE));
+
+  // Not active: NOT_CONTROLLER per partition.
+  c->deactivate();
+  r = elect(0, std::vector<TP>{tp("t", {0})});
+  CHECK(elect_code(r, "t", 0) == to_wire(ErrorCode::NOT_CONTROLLER));
+}
+
+TEST_CASE("Controller: the auto leader rebalance moves leadership back to preferred replicas",
+          "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  REQUIRE(f.tool->create(topic_partitions_path("t"), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(topic_partition_path("t", 0), "", zk::CreateMode::kPersistent) == zk::Code::kOk);
+  REQUIRE(f.tool->create(partition_state_path("t", 0), encode_partition_state(ps(2, 3, 1, {2, 1})),
+                         zk::CreateMode::kPersistent) == zk::Code::kOk);
+  SECTION("on the timer") {
+    ControllerOptions o;
+    o.first_rebalance_check_delay_ms = 50;
+    o.leader_imbalance_check_interval_ms = 50;
+    auto c = f.make(o);
+    c->activate(f.controller_session(), f.id, live);
+    REQUIRE(wait_until([&] { return f.state("t", 0)->leader == 1; }));
+    CHECK(c->rebalance_elections() >= 1);
+  }
+  SECTION("disabled: nothing moves, an explicit check does") {
+    ControllerOptions o;
+    o.auto_leader_rebalance_enable = false;
+    o.first_rebalance_check_delay_ms = 1;
+    auto c = f.make(o);
+    c->activate(f.controller_session(), f.id, live);
+    REQUIRE(wait_until([&] { return f.sender.sent_count() > 0; }));
+    CHECK(f.state("t", 0)->leader == 2);
+    CHECK(c->rebalance_elections() == 0);
+    c->check_leader_rebalance();
+    REQUIRE(wait_until([&] { return f.state("t", 0)->leader == 1; }));
+    CHECK(c->rebalance_elections() == 1);
+  }
 }
 
 }  // namespace ciuickafka::replication::controller::test

@@ -1,11 +1,14 @@
 // tests/unit/handlers/cluster/serving_test.cc: cluster-mode serving: Metadata
 // and DescribeCluster from the metadata cache, NOT_LEADER_OR_FOLLOWER for
-// client requests on partitions this broker does not lead.
+// client requests on partitions this broker does not lead; ControlledShutdown
+// and ElectLeaders on a broker that is not the active controller.
 #include <catch2/catch.hpp>
 
 #include "broker/broker.h"
+#include "protocol/generated/controlled_shutdown.h"
 #include "protocol/generated/delete_records.h"
 #include "protocol/generated/describe_cluster.h"
+#include "protocol/generated/elect_leaders.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/list_offsets.h"
 #include "protocol/generated/metadata.h"
@@ -152,6 +155,31 @@ TEST_CASE("cluster mode: Produce, Fetch, ListOffsets, DeleteRecords on a followe
   dr.topics.push_back(dt);
   auto del = c.f().call<protocol::DeleteRecordsResponse>(dr, 2);
   CHECK(del.topics.at(0).partitions.at(0).error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+}
+
+
+TEST_CASE("cluster mode, not the active controller: ControlledShutdown and ElectLeaders answer NOT_CONTROLLER") {
+  ClusterFixture c;
+  protocol::ControlledShutdownRequest cs;
+  cs.broker_id = 2;
+  cs.broker_epoch = 10;
+  CHECK(c.f().call<protocol::ControlledShutdownResponse>(cs, 3).error_code ==
+        protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+  protocol::ElectLeadersRequest el;
+  protocol::ElectLeadersRequest::TopicPartitions tp;
+  tp.topic = "t";
+  tp.partitions = {0, 1};
+  el.topic_partitions = std::vector<protocol::ElectLeadersRequest::TopicPartitions>{tp};
+  auto resp = c.f().call<protocol::ElectLeadersResponse>(el, 2);
+  CHECK(resp.error_code == 0);
+  REQUIRE(resp.replica_election_results.size() == 1);
+  REQUIRE(resp.replica_election_results[0].partition_result.size() == 2);
+  for (const auto& p : resp.replica_election_results[0].partition_result)
+    CHECK(p.error_code == protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
+  // A null list (every partition): the top-level code says it (v1+).
+  el.topic_partitions = std::nullopt;
+  CHECK(c.f().call<protocol::ElectLeadersResponse>(el, 1).error_code ==
+        protocol::to_wire(protocol::ErrorCode::NOT_CONTROLLER));
 }
 
 }  // namespace

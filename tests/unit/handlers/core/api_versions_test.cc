@@ -56,6 +56,6 @@ TEST_CASE("ApiVersions v3 with an invalid client software name is INVALID_REQUES
 TEST_CASE("an API key without a handler closes the connection", "[handlers][dispatch]") {
   test::BrokerFixture f;
   Response::Action action = Response::Action::kSend;
-  f.call_raw(/*ControlledShutdown*/ 7, 3, {}, &action);
+  f.call_raw(/*EndTxn*/ 26, 3, {}, &action);
   CHECK(action == Response::Action::kClose);
 }

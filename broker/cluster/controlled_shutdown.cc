@@ -1,0 +1,126 @@
+// broker/cluster/controlled_shutdown.cc: the ControlledShutdown retry loop.
+// See controlled_shutdown.h.
+#include "broker/cluster/controlled_shutdown.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "protocol/error_code.h"
+#include "protocol/generated/controlled_shutdown.h"
+#include "replication/net/broker_client.h"
+
+namespace ciuickafka::broker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void log_line(const std::string& what) { std::fprintf(stderr, "[ciuickafka] INFO controlled shutdown: %s\n", what.c_str()); }
+
+int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+// One attempt; true when the controller answered NONE with nothing remaining.
+bool attempt(const ControlledShutdownSettings& s, const replication::ClusterView& v, int64_t budget_ms,
+             std::string* what) {
+  if (v.controller_id < 0) {
+    *what = "no controller elected";
+    return false;
+  }
+  if (v.broker_epoch < 0) {
+    *what = "not registered";
+    return false;
+  }
+  const replication::ListenerEndpoint* ep = nullptr;
+  for (const auto& b : v.brokers)
+    if (b.id == v.controller_id)
+      for (const auto& e : b.endpoints)
+        if (e.listener == s.listener) ep = &e;
+  if (ep == nullptr || ep->port <= 0 || ep->port > 65535) {
+    *what = "controller " + std::to_string(v.controller_id) + " has no endpoint on listener " + s.listener;
+    return false;
+  }
+  replication::net::ClientOptions o;
+  o.client_id = "ciuickafka-controlled-shutdown-" + std::to_string(s.broker_id);
+  const int32_t timeout = static_cast<int32_t>(std::clamp<int64_t>(budget_ms, 1, s.socket_timeout_ms));
+  o.connect_timeout_ms = timeout;
+  o.request_timeout_ms = timeout;
+  const std::string host = ep->host.empty() ? "127.0.0.1" : ep->host;
+  const std::string to = "controller " + std::to_string(v.controller_id) + " (" + host + ":" + std::to_string(ep->port) + ")";
+  auto client = replication::net::BrokerClient::connect(host, static_cast<uint16_t>(ep->port), o);
+  if (!client) {
+    *what = to + ": " + client.error().message;
+    return false;
+  }
+  const auto version = client.value()->pick_version(protocol::ControlledShutdownRequest::kApiKey, 3);
+  if (!version) {
+    *what = to + " does not offer ControlledShutdown";
+    return false;
+  }
+  protocol::ControlledShutdownRequest req;
+  req.broker_id = s.broker_id;
+  req.broker_epoch = v.broker_epoch;
+  protocol::ControlledShutdownResponse resp;
+  if (auto st = client.value()->call(req, *version, &resp); !st) {
+    *what = to + ": " + st.message();
+    return false;
+  }
+  if (resp.error_code != 0) {
+    *what = to + " answered " +
+            std::string(protocol::error_name(static_cast<protocol::ErrorCode>(resp.error_code)));
+    return false;
+  }
+  if (!resp.remaining_partitions.empty()) {
+    std::string list;
+    for (const auto& p : resp.remaining_partitions)
+      list += (list.empty() ? "" : ",") + p.topic_name + "-" + std::to_string(p.partition_index);
+    *what = to + ": partitions remaining to move: " + list;
+    return false;
+  }
+  *what = to + " moved every leadership away";
+  return true;
+}
+
+}  // namespace
+
+int64_t ControlledShutdownSettings::bound_ms() const {
+  const int64_t n = std::max<int32_t>(max_retries, 0);
+  return n * socket_timeout_ms + std::max<int64_t>(n - 1, 0) * retry_backoff_ms;
+}
+
+ControlledShutdownReport run_controlled_shutdown(const ControlledShutdownSettings& s, const ViewFn& view) {
+  ControlledShutdownReport report;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + std::chrono::milliseconds(s.bound_ms());
+  for (int32_t i = 0; i < s.max_retries; ++i) {
+    const int64_t left = ms_between(Clock::now(), deadline);
+    if (left <= 0) break;
+    auto v = view();
+    if (i == 0 && v && v->broker_epoch >= 0 &&
+        std::none_of(v->brokers.begin(), v->brokers.end(), [&](const replication::LiveBroker& b) { return b.id != s.broker_id; })) {
+      // Nobody to hand leadership to: Kafka would retry until it gives up.
+      report.last = "no other broker is registered: nothing to hand over";
+      report.succeeded = true;
+      log_line(report.last);
+      break;
+    }
+    ++report.attempts;
+    const bool ok = v ? attempt(s, *v, left, &report.last) : (report.last = "no cluster view", false);
+    log_line("attempt " + std::to_string(report.attempts) + ": " + report.last);
+    if (ok) {
+      report.succeeded = true;
+      break;
+    }
+    if (i + 1 < s.max_retries) {
+      // Kafka sleeps the backoff too; never past the bound.
+      const int64_t wait = std::min(s.retry_backoff_ms, ms_between(Clock::now(), deadline));
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    }
+  }
+  report.elapsed_ms = ms_between(start, Clock::now());
+  return report;
+}
+
+}  // namespace ciuickafka::broker
