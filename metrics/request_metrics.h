@@ -78,6 +78,11 @@ struct RequestMetrics {
   // Counts one request with its time split; the total is their sum.
   void record(const RequestTimes& t) const {
     requests->Increment();
+    observe(t);
+  }
+  // The histograms alone (the broker counts a request when it is answered
+  // and observes its times once the response is written).
+  void observe(const RequestTimes& t) const {
     latency->total.observe(t.total());
     latency->request_queue.observe(t.request_queue);
     latency->local.observe(t.local);

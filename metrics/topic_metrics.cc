@@ -27,11 +27,12 @@ constexpr CounterFamily kCounterFamilies[] = {
     {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
      "Fetch requests (per topic: topic parts) that failed", &TopicCounters::failed_fetch},
     {"kafka_server_brokertopicmetrics_totalproducerequests_total",
-     "Produce requests received (per topic: requests with a part for the topic), failed ones included",
+     "Topic-partitions named in Produce requests (Kafka's totalProduceRequestRate counts one per partition part), "
+     "failed ones included",
      &TopicCounters::total_produce},
     {"kafka_server_brokertopicmetrics_totalfetchrequests_total",
-     "Fetch requests answered (per topic: requests with a part for the topic), consumer and follower, failed ones "
-     "included",
+     "Topic-partitions answered in Fetch requests (one per partition part, as Kafka counts), consumer and "
+     "follower fetches, failed ones included",
      &TopicCounters::total_fetch},
 };
 

@@ -57,7 +57,8 @@ class TopicMetrics {
   void add_messages_in(std::uint64_t n) const { add(&TopicCounters::messages_in, n); }
   void failed_produce() const { add(&TopicCounters::failed_produce, 1); }
   void failed_fetch() const { add(&TopicCounters::failed_fetch, 1); }
-  // One produce / fetch request (per topic: a request with parts for it).
+  // One produce / fetch request part (a topic-partition of a request, as
+  // Kafka's totalProduceRequestRate / totalFetchRequestRate count).
   void produce_request() const { add(&TopicCounters::total_produce, 1); }
   void fetch_request() const { add(&TopicCounters::total_fetch, 1); }
   // True once the topic was removed from the table (see TopicCounters::removed).
