@@ -193,7 +193,6 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
   b->log_metrics_id_ = register_log_metrics(*b);  // removed by shutdown()
-  b->metrics_->partition_count().Set(static_cast<double>(b->topics_->partition_count()));
   if (b->cluster_) b->cluster_->export_metrics(b->metrics_registry_);
 
   b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);

@@ -49,11 +49,12 @@ void collect_log_metrics(Broker& broker, std::vector<prometheus::MetricFamily>& 
                     "Size of the partition's ISR as its leader here knows it; 0 where this broker does not lead it.");
   auto replicas = family("kafka_cluster_partition_replicascount",
                          "Replicas assigned to the partition (1 on a single node).");
-  int64_t leaders = 0, under_count = 0, offline = 0;
+  int64_t hosted = 0, leaders = 0, under_count = 0, offline = 0;
 
   for (const auto& topic : broker.topics().list()) {
     for (const auto& p : topic->partitions) {
       if (!p) continue;  // not hosted here (cluster mode)
+      ++hosted;
       const storage::Log& log = p->log();
       const Labels labels{{"partition", std::to_string(p->index())}, {"topic", topic->name}};
       add(size, labels, static_cast<double>(log.size_bytes()));
@@ -77,6 +78,10 @@ void collect_log_metrics(Broker& broker, std::vector<prometheus::MetricFamily>& 
   }
   for (auto* f : {&size, &start, &end, &segments, &under, &isr, &replicas}) out.push_back(std::move(*f));
 
+  auto partition_count = family("kafka_server_replicamanager_partitioncount",
+                                "Partitions hosted by this broker (led, followed or offline).");
+  add(partition_count, {}, static_cast<double>(hosted));
+  out.push_back(std::move(partition_count));
   auto leader_count = family("kafka_server_replicamanager_leadercount", "Partitions this broker leads.");
   add(leader_count, {}, static_cast<double>(leaders));
   out.push_back(std::move(leader_count));

@@ -13,7 +13,8 @@
 //   kafka_cluster_partition_underreplicated{topic,partition}   1: led here, ISR < replicas
 //   kafka_cluster_partition_insyncreplicascount{topic,partition}  ISR size (leader only, else 0)
 //   kafka_cluster_partition_replicascount{topic,partition}
-//   kafka_server_replicamanager_leadercount / _underreplicatedpartitions / _offlinereplicacount
+//   kafka_server_replicamanager_partitioncount / _leadercount / _underreplicatedpartitions /
+//     _offlinereplicacount
 //   kafka_server_fetchsessioncache_numincrementalfetchsessions
 //   kafka_server_fetchsessioncache_numincrementalfetchpartitionscached
 //   kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total

@@ -30,13 +30,10 @@ BrokerMetrics::BrokerMetrics(Registry& registry)
       connections_closed_family_(build(prometheus::BuildCounter(),
                                        "kafka_server_socketservermetrics_connection_close_total",
                                        "Client connections closed, by listener name", registry)),
-      partition_count_family_(build(prometheus::BuildGauge(), "kafka_server_replicamanager_partitioncount",
-                                    "Partitions hosted by this broker", registry)),
       purgatory_family_(build(prometheus::BuildGauge(), "kafka_server_delayedoperationpurgatory_purgatorysize",
                               "Requests waiting in a waiting room, by kind: Produce (acks=-1 produces waiting for "
                               "their fsync or the ISR), Fetch (fetches long-polling for min.bytes or max.wait.ms)",
                               registry)),
-      partition_count_(partition_count_family_.Add({})),
       produce_purgatory_(purgatory_family_.Add({{"delayedOperation", "Produce"}})),
       fetch_purgatory_(purgatory_family_.Add({{"delayedOperation", "Fetch"}})) {
   collector_id_ = registry_.add_collector([this](std::vector<prometheus::MetricFamily>& out) { collect(out); });
@@ -48,7 +45,6 @@ BrokerMetrics::~BrokerMetrics() {
   prom.Remove(connection_count_family_);
   prom.Remove(connections_created_family_);
   prom.Remove(connections_closed_family_);
-  prom.Remove(partition_count_family_);
   prom.Remove(purgatory_family_);
 }
 

@@ -66,8 +66,6 @@ class BrokerMetrics {
   // observation per fdatasync round of the group committer.
   LatencyHistogram& log_flush() { return log_flush_; }
 
-  // --- partitions led by this broker (kafka_server_replicamanager_partitioncount)
-  prometheus::Gauge& partition_count() { return partition_count_; }
 
   // --- waiting rooms (kafka_server_delayedoperationpurgatory_purgatorysize)
   prometheus::Gauge& produce_purgatory() { return produce_purgatory_; }
@@ -83,7 +81,6 @@ class BrokerMetrics {
   prometheus::Family<prometheus::Gauge>& connection_count_family_;
   prometheus::Family<prometheus::Counter>& connections_created_family_;
   prometheus::Family<prometheus::Counter>& connections_closed_family_;
-  prometheus::Family<prometheus::Gauge>& partition_count_family_;
   prometheus::Family<prometheus::Gauge>& purgatory_family_;
   struct ListenerConnections {
     prometheus::Gauge* count;
@@ -95,7 +92,6 @@ class BrokerMetrics {
   std::mutex mu_;
   std::map<std::string, ListenerConnections, std::less<>> listeners_;  // guarded by mu_
   LatencyHistogram log_flush_;
-  prometheus::Gauge& partition_count_;
   prometheus::Gauge& produce_purgatory_;
   prometheus::Gauge& fetch_purgatory_;
   std::uint64_t collector_id_ = 0;

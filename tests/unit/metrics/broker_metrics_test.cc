@@ -168,7 +168,7 @@ TEST_CASE("request counters, errors and latency histograms per API") {
   CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Fetch\"} 1"));
 }
 
-TEST_CASE("connection, partition count and purgatory gauges") {
+TEST_CASE("connection, flush and purgatory gauges") {
   m::Registry r;
   m::BrokerMetrics bm(r);
   bm.add_listener("INTERNAL");
@@ -177,7 +177,6 @@ TEST_CASE("connection, partition count and purgatory gauges") {
   bm.connection_opened("PLAINTEXT");
   bm.connection_closed("PLAINTEXT");
   bm.log_flush().observe(3ms);
-  bm.partition_count().Set(12);
   bm.produce_purgatory().Increment();
   bm.fetch_purgatory().Set(5);
   CHECK(&bm.purgatory_size("Fetch") == &bm.fetch_purgatory());
@@ -191,7 +190,6 @@ TEST_CASE("connection, partition count and purgatory gauges") {
   CHECK(has_line(text, "kafka_log_logflushstats_logflushrateandtimems_count 1"));
   CHECK(has_line(text, "kafka_log_logflushstats_logflushrateandtimems_sum 3"));
   CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_numdelayedoperations{delayedOperation=\"Fetch\"} 5"));
-  CHECK(has_line(text, "kafka_server_replicamanager_partitioncount 12"));
   CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Produce\"} 1"));
   CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Fetch\"} 5"));
   CHECK(has_line(text,
