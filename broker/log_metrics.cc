@@ -35,7 +35,8 @@ void add(prometheus::MetricFamily& f, Labels labels, double v) {
 
 }  // namespace
 
-void collect_log_metrics(Broker& broker, std::vector<prometheus::MetricFamily>& out) {
+void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_sessions,
+                         std::vector<prometheus::MetricFamily>& out) {
   auto size = family("kafka_log_log_size", "Bytes of the partition's log: the sum of its segments' published sizes.");
   auto start = family("kafka_log_log_logstartoffset",
                       "The partition's log start offset: the first offset a fetch may read (moved by retention, "
@@ -96,7 +97,7 @@ void collect_log_metrics(Broker& broker, std::vector<prometheus::MetricFamily>& 
   out.push_back(std::move(off));
 
   // Fetch sessions (KIP-227).
-  const fetch::FetchSessionCache::Stats fs = broker.service<fetch::FetchSessionCache>().stats();
+  const fetch::FetchSessionCache::Stats fs = fetch_sessions.stats();
   auto sessions = family("kafka_server_fetchsessioncache_numincrementalfetchsessions",
                          "Fetch sessions held in the fetch session cache.");
   add(sessions, {}, static_cast<double>(fs.sessions));
@@ -153,8 +154,13 @@ uint64_t register_log_metrics(Broker& broker) {
   metrics::LatencyHistogram* flush = &broker.metrics().log_flush();
   broker.logs().set_group_commit_observer(
       [flush](const storage::GroupCommitter::Round& r) { flush->observe(r.sync_time); });
-  return broker.metrics_registry().add_collector(
-      [&broker](std::vector<prometheus::MetricFamily>& out) { collect_log_metrics(broker, out); });
+  // Looked up now, not at scrape time: service<>() constructs services under
+  // the broker's service mutex, and some constructors register collectors,
+  // so a scrape (which holds the registry's collector mutex) must not take it.
+  const fetch::FetchSessionCache* sessions = &broker.service<fetch::FetchSessionCache>();
+  return broker.metrics_registry().add_collector([&broker, sessions](std::vector<prometheus::MetricFamily>& out) {
+    collect_log_metrics(broker, *sessions, out);
+  });
 }
 
 }  // namespace ciuickafka::broker

@@ -26,7 +26,9 @@
 // and the segment list of every log; it takes no append lock.
 //
 // Thread-safety: the collector runs on the scrape thread; everything it
-// reads is safe to read from any thread.
+// reads is safe to read from any thread. It never calls Broker::service()
+// (a service constructor may register a collector while holding the
+// service mutex: lock-order inversion with a scrape).
 #pragma once
 
 #include <cstdint>
@@ -37,9 +39,13 @@
 namespace ciuickafka::broker {
 
 class Broker;
+namespace fetch {
+class FetchSessionCache;
+}
 
 // Appends the families above (what the registered collector does).
-void collect_log_metrics(Broker& broker, std::vector<prometheus::MetricFamily>& out);
+void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_sessions,
+                         std::vector<prometheus::MetricFamily>& out);
 
 // Registers collect_log_metrics on the broker's registry and feeds the
 // flush-latency histogram from the group committer; the id removes the

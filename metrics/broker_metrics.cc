@@ -64,6 +64,11 @@ void BrokerMetrics::add_listener(std::string_view name) {
   listener(name);
 }
 
+prometheus::Gauge& BrokerMetrics::connection_count(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return *listener(name).count;
+}
+
 void BrokerMetrics::connection_opened(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   ListenerConnections& c = listener(name);

@@ -61,6 +61,8 @@ class BrokerMetrics {
   // listener it binds, so they exist before the first connection).
   void add_listener(std::string_view listener);
   void connection_closed(std::string_view listener);
+  // The listener's open-connection gauge (created at 0 when new).
+  prometheus::Gauge& connection_count(std::string_view listener);
 
   // --- log flushes (kafka_log_logflushstats_logflushrateandtimems): one
   // observation per fdatasync round of the group committer.

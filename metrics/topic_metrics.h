@@ -64,8 +64,10 @@ class TopicMetrics {
   // True once the topic was removed from the table (see TopicCounters::removed).
   bool stale() const { return topic_ && topic_->removed.load(std::memory_order_relaxed); }
 
-  // The topic's own counters (null for a default handle); for tests.
+  // The topic's own counters (null for a default or all-topics handle) and
+  // the all-topics aggregate (null for a default handle); for tests.
   const TopicCounters* counters() const { return topic_.get(); }
+  const TopicCounters* aggregate() const { return all_.get(); }
 
  private:
   void add(std::atomic<std::uint64_t> TopicCounters::*field, std::uint64_t n) const {

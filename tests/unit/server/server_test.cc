@@ -145,9 +145,9 @@ TEST_CASE("An idle connection is closed after connections.max.idle.ms") {
   CHECK(eventually([&] { return fx.server().connection_count() == 0; }));
 }
 
-TEST_CASE("Connections are counted in the broker metrics") {
+TEST_CASE("Connections are counted in the broker metrics, by listener") {
   ServerFixture fx;
-  auto& gauge = fx.broker().metrics().connection_count();
+  auto& gauge = fx.broker().metrics().connection_count("PLAINTEXT");
   const double base = gauge.Value();
   {
     RawClient a(fx.port());
@@ -159,6 +159,14 @@ TEST_CASE("Connections are counted in the broker metrics") {
     CHECK(gauge.Value() == base + 2);
   }
   CHECK(eventually([&] { return gauge.Value() == base; }));
+  const std::string text = fx.broker().metrics_registry().text();
+  CHECK(text.find("kafka_server_socketservermetrics_connection_creation_total{listener=\"PLAINTEXT\"} 2") !=
+        std::string::npos);
+  // The split request times of the two ApiVersions, measured through the send.
+  CHECK(text.find("kafka_network_requestmetrics_responsesendtimems_count{request=\"ApiVersions\"} 2") !=
+        std::string::npos);
+  CHECK(text.find("kafka_network_requestmetrics_totaltimems_count{request=\"ApiVersions\"} 2") != std::string::npos);
+  CHECK(text.find("kafka_network_socketserver_networkprocessoravgidlepercent ") != std::string::npos);
 }
 
 TEST_CASE("A listener that cannot bind is reported with its name and address") {
