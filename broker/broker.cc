@@ -6,6 +6,7 @@
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/groups/coordinator.h"
+#include "broker/log_metrics.h"
 #include "broker/produce/produce_service.h"
 #include "broker/replica/replica_roles_listener.h"
 
@@ -196,7 +197,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
 
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
-  b->metrics_->partition_count().Set(static_cast<double>(b->topics_->partition_count()));
+  b->log_metrics_id_ = register_log_metrics(*b);  // removed by shutdown()
   if (b->cluster_) b->cluster_->export_metrics(b->metrics_registry_);
 
   b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);
@@ -271,8 +272,13 @@ bool Broker::shutdown() {
     if (it->stop) it->stop();
   background_.stop();
   if (background_thread_.joinable()) background_thread_.join();
+  if (log_metrics_id_ != 0) {
+    metrics_registry_.remove_collector(log_metrics_id_);  // waits for a scrape in progress
+    log_metrics_id_ = 0;
+  }
   bool ok = true;
   if (logs_) {
+    logs_->set_group_commit_observer(nullptr);
     if (auto s = logs_->shutdown(); !s.is_ok()) {
       std::fprintf(stderr, "[ciuickafka] ERROR log shutdown: %s\n", s.to_string().c_str());
       ok = false;

@@ -127,6 +127,7 @@ class Broker {
   std::unique_ptr<TopicTable> topics_;
   metrics::Registry metrics_registry_;
   std::unique_ptr<metrics::BrokerMetrics> metrics_;
+  uint64_t log_metrics_id_ = 0;  // the scrape-time log collector (log_metrics.h)
 
   asio::io_context background_;
   std::unique_ptr<asio::steady_timer> tick_timer_;

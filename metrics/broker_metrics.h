@@ -18,9 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "metrics/latency_histogram.h"
 #include "metrics/registry.h"
 #include "metrics/request_metrics.h"
 #include "metrics/topic_metrics.h"
@@ -37,17 +41,12 @@ class BrokerMetrics {
   BrokerMetrics(const BrokerMetrics&) = delete;
   BrokerMetrics& operator=(const BrokerMetrics&) = delete;
 
-  // --- per topic (kafka_server_brokertopicmetrics_*) and per partition (kafka_log_log_*)
+  // --- per topic (kafka_server_brokertopicmetrics_*). Per-partition log
+  // figures are a scrape-time collector of the broker (broker/log_metrics.h).
   TopicMetrics topic(std::string_view name) { return topics_.topic(name); }
   TopicMetrics all_topics() const { return topics_.all_topics(); }
-  PartitionMetrics partition(std::string_view topic, std::int32_t partition) {
-    return topics_.partition(topic, partition);
-  }
   // A deleted topic's series disappear from the exposition.
   void remove_topic(std::string_view name) { topics_.remove_topic(name); }
-  void remove_partition(std::string_view topic, std::int32_t partition) {
-    topics_.remove_partition(topic, partition);
-  }
 
   // --- per API (kafka_network_requestmetrics_*); `api` is Kafka's API name.
   RequestMetrics request(std::string_view api, int version) { return requests_.request(api, version); }
@@ -55,19 +54,20 @@ class BrokerMetrics {
     return requests_.error(api, error_name);
   }
 
-  // --- connections (kafka_server_socketservermetrics_*)
-  void connection_opened() {
-    connection_count_.Increment();
-    connections_created_.Increment();
-  }
-  void connection_closed() {
-    connection_count_.Decrement();
-    connections_closed_.Increment();
-  }
-  prometheus::Gauge& connection_count() { return connection_count_; }
+  // --- connections (kafka_server_socketservermetrics_*{listener}); once
+  // per connection (looks the listener's series up under a mutex).
+  void connection_opened(std::string_view listener);
+  // Creates the listener's series at 0 (the server calls it for every
+  // listener it binds, so they exist before the first connection).
+  void add_listener(std::string_view listener);
+  void connection_closed(std::string_view listener);
+  // The listener's open-connection gauge (created at 0 when new).
+  prometheus::Gauge& connection_count(std::string_view listener);
 
-  // --- partitions led by this broker (kafka_server_replicamanager_partitioncount)
-  prometheus::Gauge& partition_count() { return partition_count_; }
+  // --- log flushes (kafka_log_logflushstats_logflushrateandtimems): one
+  // observation per fdatasync round of the group committer.
+  LatencyHistogram& log_flush() { return log_flush_; }
+
 
   // --- waiting rooms (kafka_server_delayedoperationpurgatory_purgatorysize)
   prometheus::Gauge& produce_purgatory() { return produce_purgatory_; }
@@ -83,12 +83,17 @@ class BrokerMetrics {
   prometheus::Family<prometheus::Gauge>& connection_count_family_;
   prometheus::Family<prometheus::Counter>& connections_created_family_;
   prometheus::Family<prometheus::Counter>& connections_closed_family_;
-  prometheus::Family<prometheus::Gauge>& partition_count_family_;
   prometheus::Family<prometheus::Gauge>& purgatory_family_;
-  prometheus::Gauge& connection_count_;
-  prometheus::Counter& connections_created_;
-  prometheus::Counter& connections_closed_;
-  prometheus::Gauge& partition_count_;
+  struct ListenerConnections {
+    prometheus::Gauge* count;
+    prometheus::Counter* created;
+    prometheus::Counter* closed;
+  };
+  ListenerConnections& listener(std::string_view name);  // mu_ held
+
+  std::mutex mu_;
+  std::map<std::string, ListenerConnections, std::less<>> listeners_;  // guarded by mu_
+  LatencyHistogram log_flush_;
   prometheus::Gauge& produce_purgatory_;
   prometheus::Gauge& fetch_purgatory_;
   std::uint64_t collector_id_ = 0;

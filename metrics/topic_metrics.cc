@@ -1,6 +1,6 @@
 // metrics/topic_metrics.cc: the topic table: handle creation under a mutex
 // and the families a scrape sees (the aggregate series without labels first,
-// then one series per topic in name order; partitions by topic, partition).
+// then one series per topic in name order).
 #include "metrics/topic_metrics.h"
 
 #include "prometheus/client_metric.h"
@@ -26,19 +26,20 @@ constexpr CounterFamily kCounterFamilies[] = {
      "Produce requests (per topic: topic parts) that failed", &TopicCounters::failed_produce},
     {"kafka_server_brokertopicmetrics_failedfetchrequests_total",
      "Fetch requests (per topic: topic parts) that failed", &TopicCounters::failed_fetch},
+    {"kafka_server_brokertopicmetrics_totalproducerequests_total",
+     "Topic-partitions named in Produce requests (Kafka's totalProduceRequestRate counts one per partition part), "
+     "failed ones included",
+     &TopicCounters::total_produce},
+    {"kafka_server_brokertopicmetrics_totalfetchrequests_total",
+     "Topic-partitions answered in Fetch requests (one per partition part, as Kafka counts), consumer and "
+     "follower fetches, failed ones included",
+     &TopicCounters::total_fetch},
 };
 
 prometheus::ClientMetric counter_metric(double value, std::vector<prometheus::ClientMetric::Label> labels) {
   prometheus::ClientMetric m;
   m.label = std::move(labels);
   m.counter.value = value;
-  return m;
-}
-
-prometheus::ClientMetric gauge_metric(double value, std::vector<prometheus::ClientMetric::Label> labels) {
-  prometheus::ClientMetric m;
-  m.label = std::move(labels);
-  m.gauge.value = value;
   return m;
 }
 
@@ -49,32 +50,16 @@ TopicTable::TopicTable() : all_(std::make_shared<TopicCounters>()) {}
 TopicMetrics TopicTable::topic(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(name);
-  if (it == topics_.end()) it = topics_.emplace(std::string(name), Entry{}).first;
-  if (!it->second.counters) it->second.counters = std::make_shared<TopicCounters>();
-  return TopicMetrics(it->second.counters, all_);
-}
-
-PartitionMetrics TopicTable::partition(std::string_view topic, std::int32_t partition) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = topics_.find(topic);
-  if (it == topics_.end()) it = topics_.emplace(std::string(topic), Entry{}).first;
-  auto& slot = it->second.partitions[partition];
-  if (!slot) slot = std::make_shared<PartitionGauges>();
-  return PartitionMetrics(slot);
+  if (it == topics_.end()) it = topics_.emplace(std::string(name), std::make_shared<TopicCounters>()).first;
+  return TopicMetrics(it->second, all_);
 }
 
 void TopicTable::remove_topic(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(name);
-  if (it != topics_.end()) topics_.erase(it);
-}
-
-void TopicTable::remove_partition(std::string_view topic, std::int32_t partition) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = topics_.find(topic);
   if (it == topics_.end()) return;
-  it->second.partitions.erase(partition);
-  if (!it->second.counters && it->second.partitions.empty()) topics_.erase(it);
+  it->second->removed.store(true, std::memory_order_relaxed);
+  topics_.erase(it);
 }
 
 void TopicTable::collect(std::vector<prometheus::MetricFamily>& out) const {
@@ -85,31 +70,12 @@ void TopicTable::collect(std::vector<prometheus::MetricFamily>& out) const {
     fam.help = f.help;
     fam.type = prometheus::MetricType::Counter;
     fam.metric.push_back(counter_metric(static_cast<double>(((*all_).*f.field).load()), {}));
-    for (const auto& [name, entry] : topics_) {
-      if (!entry.counters) continue;
-      double v = static_cast<double>(((*entry.counters).*f.field).load(std::memory_order_relaxed));
+    for (const auto& [name, counters] : topics_) {
+      double v = static_cast<double>(((*counters).*f.field).load(std::memory_order_relaxed));
       fam.metric.push_back(counter_metric(v, {{"topic", name}}));
     }
     out.push_back(std::move(fam));
   }
-
-  prometheus::MetricFamily size;
-  size.name = "kafka_log_log_size";
-  size.help = "Bytes of the partition's log on disk";
-  size.type = prometheus::MetricType::Gauge;
-  prometheus::MetricFamily leo;
-  leo.name = "kafka_log_log_logendoffset";
-  leo.help = "Offset the partition's next appended record gets";
-  leo.type = prometheus::MetricType::Gauge;
-  for (const auto& [name, entry] : topics_) {
-    for (const auto& [p, g] : entry.partitions) {
-      std::vector<prometheus::ClientMetric::Label> labels = {{"partition", std::to_string(p)}, {"topic", name}};
-      size.metric.push_back(gauge_metric(static_cast<double>(g->size_bytes.load()), labels));
-      leo.metric.push_back(gauge_metric(static_cast<double>(g->log_end_offset.load()), std::move(labels)));
-    }
-  }
-  out.push_back(std::move(leo));
-  out.push_back(std::move(size));
 }
 
 }  // namespace ciuickafka::metrics

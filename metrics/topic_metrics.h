@@ -1,9 +1,12 @@
 // metrics/topic_metrics.h: per-topic and per-partition series, and the table
 // that hands out their handles and exposes them.
 //
-// Kafka's BrokerTopicMetrics (bytes in/out, messages in, failed produce and
-// fetch requests) exist per topic and once for all topics; a TopicMetrics
-// handle adds to both. Per partition: log size and log end offset gauges.
+// Kafka's BrokerTopicMetrics (bytes in/out, messages in, produce and fetch
+// requests, failed produce and fetch requests) exist per topic and once for
+// all topics; a TopicMetrics handle adds to both. Per-partition log figures
+// (size, offsets, segments) are not kept here: the broker reads them from
+// the logs at scrape time (broker/log_metrics.h), so they are true from the
+// moment a log is opened.
 //
 // Handles own their counters (shared_ptr): removing a topic drops its series
 // from the exposition at once, and a handle still cached somewhere stays
@@ -34,6 +37,11 @@ struct TopicCounters {
   std::atomic<std::uint64_t> messages_in{0};
   std::atomic<std::uint64_t> failed_produce{0};
   std::atomic<std::uint64_t> failed_fetch{0};
+  std::atomic<std::uint64_t> total_produce{0};
+  std::atomic<std::uint64_t> total_fetch{0};
+  // Set by TopicTable::remove_topic: a cache holding this handle should look
+  // the topic up again (a topic created again has fresh counters).
+  std::atomic<bool> removed{false};
 };
 
 // A topic's counters plus the all-topics aggregate. Copyable and cheap to
@@ -49,9 +57,17 @@ class TopicMetrics {
   void add_messages_in(std::uint64_t n) const { add(&TopicCounters::messages_in, n); }
   void failed_produce() const { add(&TopicCounters::failed_produce, 1); }
   void failed_fetch() const { add(&TopicCounters::failed_fetch, 1); }
+  // One produce / fetch request part (a topic-partition of a request, as
+  // Kafka's totalProduceRequestRate / totalFetchRequestRate count).
+  void produce_request() const { add(&TopicCounters::total_produce, 1); }
+  void fetch_request() const { add(&TopicCounters::total_fetch, 1); }
+  // True once the topic was removed from the table (see TopicCounters::removed).
+  bool stale() const { return topic_ && topic_->removed.load(std::memory_order_relaxed); }
 
-  // The topic's own counters (null for a default handle); for tests.
+  // The topic's own counters (null for a default or all-topics handle) and
+  // the all-topics aggregate (null for a default handle); for tests.
   const TopicCounters* counters() const { return topic_.get(); }
+  const TopicCounters* aggregate() const { return all_.get(); }
 
  private:
   void add(std::atomic<std::uint64_t> TopicCounters::*field, std::uint64_t n) const {
@@ -63,29 +79,6 @@ class TopicMetrics {
   std::shared_ptr<TopicCounters> all_;
 };
 
-struct PartitionGauges {
-  std::atomic<std::int64_t> size_bytes{0};
-  std::atomic<std::int64_t> log_end_offset{0};
-};
-
-// One partition's gauges. Copyable; a default-constructed handle is inert.
-class PartitionMetrics {
- public:
-  PartitionMetrics() = default;
-  explicit PartitionMetrics(std::shared_ptr<PartitionGauges> g) : g_(std::move(g)) {}
-
-  void set_size(std::int64_t bytes) const {
-    if (g_) g_->size_bytes.store(bytes, std::memory_order_relaxed);
-  }
-  void set_log_end_offset(std::int64_t offset) const {
-    if (g_) g_->log_end_offset.store(offset, std::memory_order_relaxed);
-  }
-  const PartitionGauges* gauges() const { return g_.get(); }
-
- private:
-  std::shared_ptr<PartitionGauges> g_;
-};
-
 class TopicTable {
  public:
   TopicTable();
@@ -94,24 +87,17 @@ class TopicTable {
   TopicMetrics topic(std::string_view name);
   // The aggregate alone (no topic), e.g. for a request naming no topic.
   TopicMetrics all_topics() const { return TopicMetrics(nullptr, all_); }
-  PartitionMetrics partition(std::string_view topic, std::int32_t partition);
 
-  // Drops the topic's counters and every partition gauge of it.
+  // Drops the topic's counters (their series leave the exposition).
   void remove_topic(std::string_view name);
-  void remove_partition(std::string_view topic, std::int32_t partition);
 
-  // Appends the seven families (five counters, two gauges).
+  // Appends the seven counter families.
   void collect(std::vector<prometheus::MetricFamily>& out) const;
 
  private:
-  struct Entry {
-    std::shared_ptr<TopicCounters> counters;  // null until topic() is called
-    std::map<std::int32_t, std::shared_ptr<PartitionGauges>> partitions;
-  };
-
   const std::shared_ptr<TopicCounters> all_;
   mutable std::mutex mu_;
-  std::map<std::string, Entry, std::less<>> topics_;  // guarded by mu_
+  std::map<std::string, std::shared_ptr<TopicCounters>, std::less<>> topics_;  // guarded by mu_
 };
 
 }  // namespace ciuickafka::metrics

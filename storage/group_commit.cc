@@ -37,6 +37,12 @@ GroupCommitter::Stats GroupCommitter::stats() const {
   return stats_;
 }
 
+void GroupCommitter::set_round_observer(RoundObserver fn) {
+  auto p = fn ? std::make_shared<const RoundObserver>(std::move(fn)) : nullptr;
+  std::lock_guard lock(mu_);
+  observer_ = std::move(p);
+}
+
 void GroupCommitter::run() {
   auto ring = io::Ring::create(64);
   if (ring) {
@@ -73,6 +79,7 @@ void GroupCommitter::serve(std::vector<Request>& round) {
     p.wanted = std::max(p.wanted, r.offset);
   }
   uint64_t syncs = 0;
+  const auto started = std::chrono::steady_clock::now();
   for (auto& [log, p] : logs) {
     if (log->recovery_point() >= p.wanted) {
       p.durable = log->recovery_point();
@@ -132,10 +139,17 @@ void GroupCommitter::serve(std::vector<Request>& round) {
       p.status = durable.status();
     }
   }
+  const auto synced_at = std::chrono::steady_clock::now();
+  std::shared_ptr<const RoundObserver> observer;
   {
     std::lock_guard lock(mu_);
     stats_.syncs += syncs;
     stats_.requests += round.size();
+    observer = observer_;
+  }
+  if (observer && syncs > 0) {
+    (*observer)(Round{round.size(), static_cast<size_t>(syncs),
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(synced_at - started)});
   }
   for (auto& r : round) {
     const PerLog& p = logs[r.log.get()];

@@ -22,9 +22,16 @@
 // caller's): they must be short and must not call sync_to re-entrantly in a
 // way that waits.
 //
-// Thread-safety: sync_to and stats may be called from any thread.
+// set_round_observer installs a function called on the flusher thread after
+// every round that issued at least one fdatasync, with the round's request
+// count, sync count and the wall time of its syncs (the broker feeds its
+// flush-latency histogram from it); it must be short and must not block.
+//
+// Thread-safety: sync_to, stats and set_round_observer may be called from
+// any thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -50,6 +57,13 @@ class GroupCommitter {
     bool ring = false;      // the syncs go through io_uring
   };
 
+  struct Round {
+    size_t requests = 0;               // sync_to calls the round answered
+    size_t syncs = 0;                  // logs it fdatasync'd (>= 1)
+    std::chrono::nanoseconds sync_time{0};  // from the first sync's submission to the last one's finish
+  };
+  using RoundObserver = std::function<void(const Round&)>;
+
   GroupCommitter();
   ~GroupCommitter();  // stop()
   GroupCommitter(const GroupCommitter&) = delete;
@@ -61,6 +75,8 @@ class GroupCommitter {
   // Answers every queued request, then ends the thread. Idempotent.
   void stop();
   Stats stats() const;
+  // Replaces the observer (an empty function removes it).
+  void set_round_observer(RoundObserver fn);
 
  private:
   struct Request {
@@ -76,6 +92,7 @@ class GroupCommitter {
   std::vector<Request> pending_;  // under mu_
   bool stopping_ = false;         // under mu_
   Stats stats_;                   // under mu_
+  std::shared_ptr<const RoundObserver> observer_;  // under mu_ (the pointer)
   std::unique_ptr<io::Ring> ring_;  // the flusher thread's; null when refused
   std::thread thread_;
 };

@@ -134,6 +134,7 @@ class LogManager {
   // log below offset is fdatasync'd; concurrent requests share syncs.
   void sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done);
   GroupCommitter::Stats group_commit_stats() const { return committer_.stats(); }
+  void set_group_commit_observer(GroupCommitter::RoundObserver fn) { committer_.set_round_observer(std::move(fn)); }
 
   // Writes recovery-point and log-start-offset checkpoints of every log dir
   // (each atomically: temp file, fdatasync, rename, fsync of the dir).

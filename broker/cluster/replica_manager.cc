@@ -211,7 +211,6 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
       return e.error.code == ErrorCode::INCONSISTENT_TOPIC_ID ? e.error.code : ErrorCode::KAFKA_STORAGE_ERROR;
     }
     p = e.partition;
-    broker_.metrics().partition_count().Set(static_cast<double>(broker_.topics().partition_count()));
   }
 
   PartitionRoleState role;
@@ -297,8 +296,7 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
                          e.message.c_str());
             err = ErrorCode::KAFKA_STORAGE_ERROR;
           }
-          broker_.metrics().partition_count().Set(static_cast<double>(broker_.topics().partition_count()));
-        }
+              }
       }
       const storage::TopicPartition tp{s.topic, s.partition};
       for (ReplicaRoleListener* l : listeners_) l->stopped(tp, s.delete_partition);

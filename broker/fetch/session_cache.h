@@ -88,6 +88,21 @@ class FetchSessionCache {
     std::lock_guard<std::mutex> lock(mu_);
     return sessions_.size();
   }
+  // For the metrics collector: sessions, partitions they cache, evictions
+  // (sessions dropped to make room) so far.
+  struct Stats {
+    size_t sessions = 0;
+    size_t partitions = 0;
+    uint64_t evictions = 0;
+  };
+  Stats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stats st;
+    st.sessions = sessions_.size();
+    for (const auto& [id, s] : sessions_) st.partitions += s.partitions.size();
+    st.evictions = evictions_;
+    return st;
+  }
   void remove(int32_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = sessions_.find(id);
@@ -209,12 +224,14 @@ class FetchSessionCache {
     if (lru_.empty()) return;
     sessions_.erase(lru_.back());
     lru_.pop_back();
+    ++evictions_;
   }
 
   mutable std::mutex mu_;
   size_t capacity_ = kDefaultCapacity;
   Map sessions_;
   std::list<int32_t> lru_;  // front: most recently used
+  uint64_t evictions_ = 0;  // under mu_
   std::mt19937 rng_{std::random_device{}()};
 };
 

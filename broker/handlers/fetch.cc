@@ -53,14 +53,17 @@ using protocol::ErrorCode;
 using protocol::FetchRequest;
 using protocol::FetchResponse;
 
-// Cached per-topic metric handles (a lookup in the registry locks).
+// Cached per-topic metric handles (a lookup in the registry locks). A
+// handle whose topic was deleted is stale: looked up again, so a topic
+// created again under the name counts in its fresh series.
 class FetchMetrics {
  public:
   explicit FetchMetrics(Broker& b) : broker_(b) {}
   metrics::TopicMetrics topic(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(name);
-    if (it != cache_.end()) return it->second;
+    if (it != cache_.end() && !it->second.stale()) return it->second;
+    if (it != cache_.end()) cache_.erase(it);
     if (cache_.size() > 10'000) cache_.clear();
     return cache_.emplace(name, broker_.metrics().topic(name)).first->second;
   }
@@ -171,8 +174,15 @@ void respond(PendingFetch& pf) {
   for (size_t i = 0; i < pf.plan.size(); ++i) {
     const FetchPartitionState& s = pf.plan[i];
     const PartitionOutcome& o = pf.outcomes[i];
-    if (!o.topic.empty()) {
+    // Per-topic series only for topics that exist (an unknown name counts
+    // in the all-topics aggregate alone).
+    if (o.error == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION || o.error == ErrorCode::UNKNOWN_TOPIC_ID ||
+        o.topic.empty()) {
+      broker.metrics().all_topics().fetch_request();
+      if (o.error != ErrorCode::NONE) broker.metrics().all_topics().failed_fetch();
+    } else {
       metrics::TopicMetrics m = metrics.topic(o.topic);
+      m.fetch_request();
       if (o.error != ErrorCode::NONE) m.failed_fetch();
       const uint64_t n = o.converted.empty() ? o.read.bytes : o.converted.size();
       if (n > 0) m.add_bytes_out(n);

@@ -74,13 +74,12 @@ ErrorCode storage_error(const storage::Status& s) {
   return s.code() == storage::StatusCode::kCorruptRecords ? ErrorCode::CORRUPT_MESSAGE : ErrorCode::KAFKA_STORAGE_ERROR;
 }
 
-void succeed(PartitionResponse& pr, const Partition& p, const produce::PartitionState& st, int64_t base_offset,
+void succeed(PartitionResponse& pr, const Partition& p, int64_t base_offset,
              int64_t log_append_time) {
   pr.error_code = 0;
   pr.base_offset = base_offset;
   pr.log_append_time_ms = log_append_time;
   pr.log_start_offset = p.log_start_offset();
-  st.partition_metrics.set_log_end_offset(p.log_end_offset());
 }
 
 int16_t first_error(const ProduceResponse& resp) {
@@ -134,6 +133,7 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
                        size_t topic_index, size_t partition_index, std::vector<produce::DurableTarget>& ready) {
   produce::ProduceService& svc = *pp->svc;
   auto st = svc.partition_state(p);
+  st->topic_metrics.produce_request();  // per partition part, as Kafka's totalProduceRequestRate
   produce::PreparedRecords prep = produce::prepare_records(records.bytes, version, settings, now);
   if (!prep.ok()) {
     set_error(pr, prep.error, prep.message);
@@ -181,7 +181,7 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
     const produce::SeqCheck check = st->table.check(incoming);
     switch (check.verdict) {
       case produce::SeqVerdict::kDuplicate:
-        succeed(pr, p, *st, check.duplicate.first_offset, settings.log_append_time ? check.duplicate.timestamp : -1);
+        succeed(pr, p, check.duplicate.first_offset, settings.log_append_time ? check.duplicate.timestamp : -1);
         ready.push_back(produce::DurableTarget{p.log_ptr(), check.duplicate.last_offset + 1});
         return;
       case produce::SeqVerdict::kInvalidEpoch:
@@ -260,7 +260,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
       }
       continue;
     }
-    succeed(pr, *w.target, *w.state, w.base_offset, w.log_append_time);
+    succeed(pr, *w.target, w.base_offset, w.log_append_time);
     add_target(w.topic, w.partition, w.target, produce::DurableTarget{w.target->log_ptr(), w.end_offset});
   }
   // Idempotent duplicates answered at once still wait for their fsync.
@@ -345,9 +345,11 @@ void handle_produce(RequestContext&& ctx) {
       } else if (ErrorCode le = ReplicaManager::leader_error(broker, partition.get(), td.name, pd.index);
                  le != ErrorCode::NONE) {
         set_error(pr, le);  // unknown, or not led here (cluster mode)
+        broker.metrics().all_topics().produce_request();
         broker.metrics().all_topics().failed_produce();
       } else if (topic->is_internal()) {
         set_error(pr, ErrorCode::INVALID_TOPIC_EXCEPTION, "Cannot append to internal topic " + td.name);
+        broker.metrics().all_topics().produce_request();
         broker.metrics().all_topics().failed_produce();
       } else {
         std::vector<produce::DurableTarget> dup;

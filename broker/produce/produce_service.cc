@@ -84,7 +84,6 @@ std::shared_ptr<PartitionState> ProduceService::partition_state(const Partition&
   auto st = std::make_shared<PartitionState>();
   st->log = p.log_ptr();
   st->topic_metrics = broker_.metrics().topic(p.topic());
-  st->partition_metrics = broker_.metrics().partition(p.topic(), p.index());
   states_[key] = st;
   return st;
 }

@@ -75,7 +75,6 @@ struct PartitionState {
   int64_t written_offset = -1;      // under file_mu
   // Set at creation, then read-only.
   metrics::TopicMetrics topic_metrics;
-  metrics::PartitionMetrics partition_metrics;
 };
 
 class ProduceService : public ReplicaRoleListener {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "broker/broker.h"
+#include "broker/server/busy_time.h"
 #include "broker/server/connection_events.h"
 
 namespace ciuickafka::broker {
@@ -18,6 +19,15 @@ constexpr size_t kFrameChunk = 64u << 10;   // first growth step of a large fram
 std::string endpoint_string(const asio::ip::tcp::endpoint& ep) {
   const std::string a = ep.address().to_string();
   return (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
+}
+
+// Records a written (or dropped, or closing) response's request times.
+void record_times(Response::Timing& t, std::chrono::steady_clock::time_point now, bool sent_from_writer,
+                  std::chrono::steady_clock::time_point writing_since) {
+  if (!t.metrics.valid()) return;
+  if (sent_from_writer) t.times.response_send = now - writing_since;
+  t.metrics.observe(t.times);
+  t.metrics = {};
 }
 
 }  // namespace
@@ -34,7 +44,7 @@ Connection::Connection(tcp::socket socket, uint64_t id, ConnectionOptions option
   socket_.non_blocking(true, ec);
   const tcp::endpoint remote = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("unknown") : endpoint_string(remote);
-  if (opt_.broker != nullptr) opt_.broker->metrics().connection_opened();
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_opened(opt_.listener);
 }
 
 Connection::~Connection() {
@@ -44,10 +54,11 @@ Connection::~Connection() {
     for (const Slot& s : slots_) opt_.budget->release(s.budget_bytes);
     if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_));
   }
-  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed();
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed(opt_.listener);
 }
 
 void Connection::start() {
+  BusyScope busy;
   last_activity_ = std::chrono::steady_clock::now();
   arm_idle_timer();
   process_input();
@@ -76,7 +87,7 @@ void Connection::close(const char* why) {
   frame_.reset();
   slots_.clear();
   writer_.reset();
-  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed();
+  if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed(opt_.listener);
   report_gone();
   if (opt_.on_closed) opt_.on_closed(id_);
 }
@@ -142,6 +153,7 @@ void Connection::process_input() {
 }
 
 void Connection::on_budget() {
+  BusyScope busy;
   waiting_budget_ = false;
   process_input();
 }
@@ -165,6 +177,7 @@ void Connection::dispatch_frame_now() {
   std::weak_ptr<Connection> weak = weak_from_this();
   ctx.respond = [gate = opt_.gate, weak, seq](Response r) {
     gate->post([weak, seq, r = std::move(r)]() mutable {
+      BusyScope busy;
       if (auto c = weak.lock()) c->on_response(seq, std::move(r));
     });
   };
@@ -205,6 +218,7 @@ void Connection::start_read() {
 }
 
 void Connection::on_read(const boost::system::error_code& ec, size_t n, bool into_frame) {
+  BusyScope busy;
   reading_ = false;
   if (closed_ || input_done_) {
     maybe_finish();
@@ -263,16 +277,26 @@ void Connection::pump() {
       }
       writer_.reset();
       last_activity_ = std::chrono::steady_clock::now();
+      record_times(writer_timing_, last_activity_, true, writing_since_);
       continue;
     }
     if (slots_.empty() || !slots_.front().response) break;
     Response r = std::move(*slots_.front().response);
     slots_.pop_front();
-    if (r.action == Response::Action::kNoResponse) continue;
+    const auto now = std::chrono::steady_clock::now();
+    Response::Timing timing = r.timing;
+    if (timing.metrics.valid()) timing.times.response_queue = now - timing.answered;
+    if (r.action == Response::Action::kNoResponse) {
+      record_times(timing, now, false, now);
+      continue;
+    }
     if (r.action == Response::Action::kClose) {
+      record_times(timing, now, false, now);
       close(nullptr);  // dispatch said why
       return;
     }
+    writer_timing_ = timing;
+    writing_since_ = now;
     writer_.emplace(socket_.native_handle(), std::move(r));
   }
   process_input();  // slots were freed: reading may resume
@@ -280,6 +304,7 @@ void Connection::pump() {
 }
 
 void Connection::on_writable(const boost::system::error_code& ec) {
+  BusyScope busy;
   waiting_writable_ = false;
   if (closed_) return;
   if (ec) {

@@ -132,6 +132,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Slot> slots_;
   uint64_t next_seq_ = 0;
   std::optional<ResponseWriter> writer_;  // the response being written
+  Response::Timing writer_timing_;        // its request-time metrics (response.h)
+  std::chrono::steady_clock::time_point writing_since_{};
   bool waiting_writable_ = false;
 };
 

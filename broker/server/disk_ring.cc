@@ -1,6 +1,8 @@
 // broker/server/disk_ring.cc: see disk_ring.h.
 #include "broker/server/disk_ring.h"
 
+#include "broker/server/busy_time.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -61,6 +63,7 @@ storage::io::Ring* DiskRing::current() { return t_current; }
 void DiskRing::arm() {
   events_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
     if (ec) return;  // closed: the thread is stopping
+    BusyScope busy;
     ring_->poll_completions();
     arm();
   });

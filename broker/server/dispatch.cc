@@ -1,7 +1,11 @@
 // broker/server/dispatch.cc: header decode, handler lookup, metrics.
 #include "broker/server/dispatch.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "broker/broker.h"
 #include "broker/handlers/registry.h"
@@ -46,18 +50,38 @@ void dispatch_frame(RequestContext ctx) {
     return;
   }
 
-  // Per-API metrics around the handler's answer.
+  // Per-API metrics around the handler's answer: counted when answered;
+  // the request queue, local and remote phases are measured here, the
+  // connection adds the response queue and send phases (response.h).
+  using Clock = std::chrono::steady_clock;
   metrics::BrokerMetrics& m = ctx.broker->metrics();
   metrics::RequestMetrics rm = m.request(h->api_name, ctx.api_version());
+  const Clock::time_point started = Clock::now();
+  // When the handler returned (steady-clock ticks; 0 until then): an answer
+  // before that is all local time, one after it is remote time since.
+  auto returned = std::make_shared<std::atomic<Clock::rep>>(0);
   auto inner = std::move(ctx.respond);
-  ctx.respond = [inner = std::move(inner), rm, &m, name = h->api_name,
-                 received = ctx.received](Response r) mutable {
-    rm.record(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - received));
+  ctx.respond = [inner = std::move(inner), rm, &m, name = h->api_name, received = ctx.received, started,
+                 returned](Response r) mutable {
+    const Clock::time_point now = Clock::now();
+    rm.requests->Increment();
     if (r.error_code != 0)
       m.request_error(name, protocol::error_name(static_cast<protocol::ErrorCode>(r.error_code))).Increment();
+    r.timing.metrics = rm;
+    r.timing.times.request_queue = std::max(Clock::duration::zero(), started - received);
+    const Clock::rep ret = returned->load(std::memory_order_acquire);
+    if (ret == 0) {
+      r.timing.times.local = now - started;
+    } else {
+      const Clock::time_point at{Clock::duration(ret)};
+      r.timing.times.local = at - started;
+      r.timing.times.remote = std::max(Clock::duration::zero(), now - at);
+    }
+    r.timing.answered = now;
     inner(std::move(r));
   };
   h->fn(std::move(ctx));
+  returned->store(std::max<Clock::rep>(1, Clock::now().time_since_epoch().count()), std::memory_order_release);
 }
 
 }  // namespace ciuickafka::broker

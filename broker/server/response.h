@@ -11,12 +11,20 @@
 // (Produce with acks=0); or close the connection (a request that could not
 // be decoded: Kafka's behaviour).
 //
+// timing carries the request's metrics handle and the phases measured so
+// far (dispatch.cc: request queue, local, remote, and when it was answered);
+// the connection adds the response queue and send phases once the response
+// is written and records them. A response without a valid handle (tests'
+// own dispatchers) is not recorded.
+//
 // Thread-safety: a value; moved from the handler to the connection.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
+#include "metrics/request_metrics.h"
 #include "storage/log.h"
 
 namespace ciuickafka::broker {
@@ -34,6 +42,13 @@ struct Response {
   std::vector<Splice> splices;  // ascending `at`
   Action action = Action::kSend;
   int16_t error_code = 0;       // top-level or first error, for metrics (0 = none)
+
+  struct Timing {
+    metrics::RequestMetrics metrics;  // not valid(): not recorded
+    metrics::RequestTimes times;      // request_queue, local, remote set by dispatch
+    std::chrono::steady_clock::time_point answered{};
+  };
+  Timing timing;
 
   static Response none() {
     Response r;

@@ -67,6 +67,14 @@ bool Server::start(std::string* error) {
     listeners_.push_back(std::move(l));
   }
   for (Listener& l : listeners_) accept(l);
+  for (Listener& l : listeners_) broker_.metrics().add_listener(l.name);
+  {
+    std::lock_guard<std::mutex> lock(scrape_mu_);
+    last_scrape_ = std::chrono::steady_clock::now();
+    last_busy_ns_.assign(threads_.size(), 0);
+  }
+  collector_id_ = broker_.metrics_registry().add_collector(
+      [this](std::vector<prometheus::MetricFamily>& out) { collect(out); });
   for (auto& t : threads_) {
     IoThread* raw = t.get();
     t->thread = std::thread([raw] { run_thread(*raw); });
@@ -74,7 +82,63 @@ bool Server::start(std::string* error) {
   return true;
 }
 
+void Server::collect(std::vector<prometheus::MetricFamily>& out) {
+  const auto family = [](const char* name, const char* help, prometheus::MetricType type) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = type;
+    return f;
+  };
+  auto idle = family("kafka_network_socketserver_networkprocessoravgidlepercent",
+                     "Fraction (0..1) of wall time since the previous scrape that the network threads, on average, "
+                     "spent outside connection callbacks (reading and dispatching requests, handlers run there, "
+                     "writing responses) and disk-ring completions; timers and waiting-room wake-ups count as idle",
+                     prometheus::MetricType::Gauge);
+  auto busy = family("ciuic_network_thread_busy_seconds_total",
+                     "Seconds each network thread spent in connection callbacks and disk-ring completions",
+                     prometheus::MetricType::Counter);
+  {
+    std::lock_guard<std::mutex> lock(scrape_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    const double window_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_scrape_).count());
+    double idle_sum = 0;
+    for (size_t i = 0; i < threads_.size() && i < last_busy_ns_.size(); ++i) {
+      const uint64_t b = threads_[i]->busy.ns.load(std::memory_order_relaxed);
+      const double used = window_ns > 0 ? static_cast<double>(b - last_busy_ns_[i]) / window_ns : 0;
+      idle_sum += 1.0 - std::clamp(used, 0.0, 1.0);
+      last_busy_ns_[i] = b;
+      prometheus::ClientMetric m;
+      m.label = {{"thread", std::to_string(i)}};
+      m.counter.value = static_cast<double>(b) / 1e9;
+      busy.metric.push_back(std::move(m));
+    }
+    last_scrape_ = now;
+    prometheus::ClientMetric m;
+    m.gauge.value = threads_.empty() ? 1.0 : idle_sum / static_cast<double>(threads_.size());
+    idle.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(idle));
+  out.push_back(std::move(busy));
+  auto queue = family("kafka_network_requestchannel_requestqueuesize",
+                      "Connections holding a read request until queued.max.request.bytes has room (handlers run "
+                      "on the network threads, so this is the broker's only request queue)",
+                      prometheus::MetricType::Gauge);
+  prometheus::ClientMetric q;
+  q.gauge.value = static_cast<double>(budget_.waiting());
+  queue.metric.push_back(std::move(q));
+  out.push_back(std::move(queue));
+  auto bytes = family("ciuic_network_request_bytes_in_use",
+                      "Bytes of requests read but not yet answered (bounded by queued.max.request.bytes)",
+                      prometheus::MetricType::Gauge);
+  prometheus::ClientMetric bm;
+  bm.gauge.value = static_cast<double>(budget_.in_use());
+  bytes.metric.push_back(std::move(bm));
+  out.push_back(std::move(bytes));
+}
+
 void Server::run_thread(IoThread& t) {
+  bind_busy_counter(&t.busy);
   if (t.disk) t.disk->bind_to_this_thread();
   for (;;) {
     try {
@@ -165,6 +229,10 @@ void Server::stop(std::chrono::milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
   if (!started_) return;
+  if (collector_id_ != 0) {
+    broker_.metrics_registry().remove_collector(collector_id_);  // waits for a scrape in progress
+    collector_id_ = 0;
+  }
   stopping_.store(true);
   const auto deadline = std::chrono::steady_clock::now() + grace;
 

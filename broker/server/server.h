@@ -20,6 +20,14 @@
 // io_context. stop() drains those rings after joining the threads, so every
 // write submitted is published before the logs close.
 //
+// Metrics: start() creates each listener's connection series and registers
+// a scrape-time collector (removed by stop()) for the network threads' idle
+// ratio (busy_time.h) and the request-memory queue (request_budget.h):
+//   kafka_network_socketserver_networkprocessoravgidlepercent
+//   ciuic_network_thread_busy_seconds_total{thread}
+//   kafka_network_requestchannel_requestqueuesize
+//   ciuic_network_request_bytes_in_use
+//
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
 //
@@ -38,7 +46,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <prometheus/metric_family.h>
+
 #include "broker/net/asio.h"
+#include "broker/server/busy_time.h"
 #include "broker/server/connection.h"
 #include "broker/server/disk_ring.h"
 #include "broker/server/post_gate.h"
@@ -75,6 +86,7 @@ class Server {
     std::shared_ptr<PostGate> gate = std::make_shared<PostGate>(ioc.get_executor());
     std::unique_ptr<DiskRing> disk;  // null: blocking log writes (disk_ring.h)
     std::thread thread;
+    ThreadBusy busy;
   };
   struct Listener {
     std::string name;
@@ -92,6 +104,7 @@ class Server {
   // Runs f(connection) on each live connection's thread and waits (bounded).
   void for_each_connection(const std::function<void(Connection&)>& f);
   static void run_thread(IoThread& t);
+  void collect(std::vector<prometheus::MetricFamily>& out);
 
   Broker& broker_;
   DispatchFn dispatch_;
@@ -105,6 +118,12 @@ class Server {
   std::condition_variable conns_cv_;
   std::unordered_map<uint64_t, Live> conns_;
   uint64_t next_id_ = 0;     // under conns_mu_
+
+  // The idle-ratio window: busy time and clock at the previous scrape.
+  std::mutex scrape_mu_;
+  std::chrono::steady_clock::time_point last_scrape_{};  // under scrape_mu_
+  std::vector<uint64_t> last_busy_ns_;                     // under scrape_mu_
+  uint64_t collector_id_ = 0;
   size_t next_thread_ = 0;   // acceptor threads only, under conns_mu_
 
   // Declared last: destroyed first, listeners before the io_contexts they use.

@@ -6,12 +6,31 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ciuickafka::storage::io {
+
+namespace {
+// Process-wide figures over every Ring (for metrics; relaxed atomics).
+std::atomic<uint64_t> g_submitted{0};   // SQEs io_uring_submit handed to the kernel
+std::atomic<uint64_t> g_completed{0};   // CQEs reaped
+std::atomic<int64_t> g_in_flight{0};    // operations queued or submitted, callback not yet run
+std::atomic<int64_t> g_rings{0};        // Rings alive
+}  // namespace
+
+Ring::ProcessStats Ring::process_stats() {
+  ProcessStats st;
+  st.submitted = g_submitted.load(std::memory_order_relaxed);
+  st.completed = g_completed.load(std::memory_order_relaxed);
+  st.in_flight = g_in_flight.load(std::memory_order_relaxed);
+  st.rings = g_rings.load(std::memory_order_relaxed);
+  return st;
+}
+
 
 namespace {
 // A single SQE moves at most this much; longer writes continue as "short".
@@ -47,6 +66,8 @@ Result<std::unique_ptr<Ring>> Ring::create(unsigned entries) {
   if (r->event_fd_ < 0) return Status::from_errno(errno, "eventfd");
   rc = io_uring_register_eventfd(r->ring_.get(), r->event_fd_);
   if (rc < 0) return Status::unsupported(-rc, "io_uring_register_eventfd");
+  r->counted_ = true;
+  g_rings.fetch_add(1, std::memory_order_relaxed);
   return r;
 }
 
@@ -62,6 +83,9 @@ Ring::~Ring() {
     }
     io_uring_queue_exit(ring_.get());
   }
+  // Operations whose callbacks will never run leave the in-flight figure.
+  g_in_flight.fetch_sub(static_cast<int64_t>(in_flight_), std::memory_order_relaxed);
+  if (counted_) g_rings.fetch_sub(1, std::memory_order_relaxed);
   if (event_fd_ >= 0) ::close(event_fd_);
 }
 
@@ -98,6 +122,7 @@ Status Ring::submit_write(int fd, uint64_t offset, std::span<const uint8_t> data
   CK_RETURN_IF_ERROR(queue(op.get(), link_next));
   op.release();
   ++in_flight_;
+  g_in_flight.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
 
@@ -107,6 +132,7 @@ Status Ring::submit_read(int fd, uint64_t offset, std::span<uint8_t> out, ReadCa
   CK_RETURN_IF_ERROR(queue(op.get(), false));
   op.release();
   ++in_flight_;
+  g_in_flight.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
 
@@ -115,6 +141,7 @@ Status Ring::submit_fdatasync(int fd, Callback cb, bool link_next) {
   CK_RETURN_IF_ERROR(queue(op.get(), link_next));
   op.release();
   ++in_flight_;
+  g_in_flight.fetch_add(1, std::memory_order_relaxed);
   return Status::ok();
 }
 
@@ -124,22 +151,26 @@ Status Ring::flush() {
     rc = io_uring_submit(ring_.get());
   } while (rc == -EINTR);
   if (rc < 0) return Status::from_errno(-rc, "io_uring_submit");
+  g_submitted.fetch_add(static_cast<uint64_t>(rc), std::memory_order_relaxed);
   return Status::ok();
 }
 
 void Ring::complete(Op* op, int res, bool run) {
+  g_completed.fetch_add(1, std::memory_order_relaxed);
   if (op->kind == Op::Kind::kWrite && res > 0 && op->done + static_cast<size_t>(res) < op->len) {
     // Short write: continue with the rest under the same callback.
     op->done += static_cast<size_t>(res);
     if (run && queue(op, false).is_ok() && flush().is_ok()) return;
     if (!run) {
       --in_flight_;
+      g_in_flight.fetch_sub(1, std::memory_order_relaxed);
       delete op;
       return;
     }
     res = -EIO;
   }
   --in_flight_;
+  g_in_flight.fetch_sub(1, std::memory_order_relaxed);
   std::unique_ptr<Op> owned(op);
   if (!run) return;
   if (op->kind == Op::Kind::kRead) {

@@ -30,7 +30,11 @@
 // callback runs once, when the whole range is written or has failed. Buffers
 // passed to submit_* must stay valid until their callback has run.
 //
-// Thread-safety: none. One thread owns a Ring (one per network thread is the
+// process_stats() sums every Ring of the process (operations submitted to
+// the kernel, completions reaped, operations in flight, rings alive) with
+// relaxed atomics: a metrics collector may read it from any thread.
+//
+// Thread-safety: none (process_stats() excepted). One thread owns a Ring (one per network thread is the
 // intended use, see architecture.md); other threads must not touch it.
 #pragma once
 
@@ -84,6 +88,14 @@ class Ring {
   // Operations submitted or queued whose callback has not run yet.
   size_t in_flight() const { return in_flight_; }
 
+  struct ProcessStats {
+    uint64_t submitted = 0;  // submission queue entries handed to the kernel (io_uring_submit)
+    uint64_t completed = 0;  // completion queue entries reaped
+    int64_t in_flight = 0;   // operations queued or submitted whose callback has not run
+    int64_t rings = 0;       // Rings alive
+  };
+  static ProcessStats process_stats();
+
  private:
   struct Op;
   Ring() = default;
@@ -95,6 +107,7 @@ class Ring {
   std::unique_ptr<struct io_uring> ring_;
   int event_fd_ = -1;
   size_t in_flight_ = 0;
+  bool counted_ = false;  // in the process' ring count
 };
 
 }  // namespace ciuickafka::storage::io

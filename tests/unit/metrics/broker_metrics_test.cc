@@ -1,6 +1,7 @@
 // tests/unit/metrics/broker_metrics_test.cc: what the broker pushes in shows
 // up as exact lines of the text exposition; handles are cached and stable;
-// removing a topic or partition removes its series; process_* is present.
+// removing a topic removes its series (and marks old handles stale); the
+// split request-time histograms; per-listener connections; process_* is present.
 #include "metrics/broker_metrics.h"
 
 #include <catch2/catch.hpp>
@@ -61,68 +62,78 @@ TEST_CASE("topic handles are cached: the same name gives the same counters") {
   CHECK(a.counters()->bytes_in.load() == 3);
   CHECK(has_line(r.text(), "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"} 3"));
 
-  auto p1 = bm.partition("t", 0);
-  auto p2 = bm.partition("t", 0);
-  CHECK(p1.gauges() == p2.gauges());
-  CHECK(bm.partition("t", 1).gauges() != p1.gauges());
-
   auto r1 = bm.request("Produce", 9);
   auto r2 = bm.request("Produce", 9);
   CHECK(r1.requests == r2.requests);
-  CHECK(r1.total_time == r2.total_time);
+  CHECK(r1.latency == r2.latency);
   auto r3 = bm.request("Produce", 8);
   CHECK(r3.requests != r1.requests);
-  CHECK(r3.total_time == r1.total_time);  // latency is per API, not per version
+  CHECK(r3.latency == r1.latency);  // latency is per API, not per version
   CHECK(&bm.request_error("Fetch", "NONE") == &bm.request_error("Fetch", "NONE"));
 }
 
-TEST_CASE("partition gauges and their removal with the topic") {
+TEST_CASE("topic removal drops its series, marks old handles stale; a recreated topic starts at zero") {
   m::Registry r;
   m::BrokerMetrics bm(r);
   auto t = bm.topic("t");
-  auto p0 = bm.partition("t", 0);
-  auto p1 = bm.partition("t", 1);
-  auto q0 = bm.partition("keep", 0);
-  p0.set_size(4096);
-  p0.set_log_end_offset(42);
-  p1.set_size(10);
-  q0.set_log_end_offset(7);
+  auto keep = bm.topic("keep");
   t.add_bytes_in(5);
+  t.produce_request();
+  t.fetch_request();
+  t.fetch_request();
+  keep.produce_request();
 
   std::string text = r.text();
-  CHECK(has_line(text, "# TYPE kafka_log_log_size gauge"));
-  CHECK(has_line(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"} 4096"));
-  CHECK(has_line(text, "kafka_log_log_size{partition=\"1\",topic=\"t\"} 10"));
-  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"t\"} 42"));
-  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"keep\"} 7"));
-  // A topic with only partition handles has no brokertopicmetrics series yet.
-  CHECK_FALSE(has_series(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"keep\"}"));
-
-  bm.remove_partition("t", 1);
-  text = r.text();
-  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"1\",topic=\"t\"}"));
-  CHECK(has_line(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"} 4096"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_totalproducerequests_total{topic=\"t\"} 1"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_totalproducerequests_total 2"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_totalfetchrequests_total{topic=\"t\"} 2"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_totalfetchrequests_total{topic=\"keep\"} 0"));
+  CHECK_FALSE(t.stale());
 
   bm.remove_topic("t");
+  CHECK(t.stale());
+  CHECK_FALSE(keep.stale());
   text = r.text();
-  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"}"));
-  CHECK_FALSE(has_series(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"t\"}"));
   CHECK_FALSE(has_series(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"}"));
-  CHECK(has_line(text, "kafka_log_log_logendoffset{partition=\"0\",topic=\"keep\"} 7"));
+  CHECK_FALSE(has_series(text, "kafka_server_brokertopicmetrics_totalfetchrequests_total{topic=\"t\"}"));
+  CHECK(has_series(text, "kafka_server_brokertopicmetrics_totalproducerequests_total{topic=\"keep\"}"));
   // The aggregate keeps what the deleted topic contributed, as Kafka's does.
   CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total 5"));
 
   // Old handles stay usable and invisible; a recreated topic starts at zero.
   t.add_bytes_in(100);
-  p0.set_size(1);
   auto t2 = bm.topic("t");
   CHECK(t2.counters() != t.counters());
+  CHECK_FALSE(t2.stale());
   text = r.text();
   CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesin_total{topic=\"t\"} 0"));
-  CHECK_FALSE(has_series(text, "kafka_log_log_size{partition=\"0\",topic=\"t\"}"));
+  CHECK_FALSE(has_series(text, "kafka_log_log_size{"));  // the broker's log collector owns those
 
   bm.remove_topic("never-existed");  // harmless
-  bm.remove_partition("never-existed", 3);
+}
+
+TEST_CASE("request time split: five phases per API, the total is their sum") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  m::RequestTimes t;
+  t.request_queue = 10us;
+  t.local = 200us;
+  t.remote = 400ms;
+  t.response_queue = 40us;
+  t.response_send = 1ms;
+  bm.request("Fetch", 12).record(t);
+  std::string text = r.text();
+  CHECK(has_line(text, "kafka_network_requestmetrics_requests_total{request=\"Fetch\",version=\"12\"} 1"));
+  CHECK(has_line(text, "# TYPE kafka_network_requestmetrics_remotetimems histogram"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_requestqueuetimems_sum{request=\"Fetch\"} 0.01"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_localtimems_sum{request=\"Fetch\"} 0.2"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_remotetimems_sum{request=\"Fetch\"} 400"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_remotetimems_bucket{request=\"Fetch\",le=\"250\"} 0"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_remotetimems_bucket{request=\"Fetch\",le=\"500\"} 1"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_responsequeuetimems_sum{request=\"Fetch\"} 0.04"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_responsesendtimems_sum{request=\"Fetch\"} 1"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_sum{request=\"Fetch\"} 401.25"));
+  CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Fetch\"} 1"));
 }
 
 TEST_CASE("request counters, errors and latency histograms per API") {
@@ -157,24 +168,28 @@ TEST_CASE("request counters, errors and latency histograms per API") {
   CHECK(has_line(text, "kafka_network_requestmetrics_totaltimems_count{request=\"Fetch\"} 1"));
 }
 
-TEST_CASE("connection, partition count and purgatory gauges") {
+TEST_CASE("connection, flush and purgatory gauges") {
   m::Registry r;
   m::BrokerMetrics bm(r);
-  bm.connection_opened();
-  bm.connection_opened();
-  bm.connection_opened();
-  bm.connection_closed();
-  bm.partition_count().Set(12);
+  bm.add_listener("INTERNAL");
+  bm.connection_opened("PLAINTEXT");
+  bm.connection_opened("PLAINTEXT");
+  bm.connection_opened("PLAINTEXT");
+  bm.connection_closed("PLAINTEXT");
+  bm.log_flush().observe(3ms);
   bm.produce_purgatory().Increment();
   bm.fetch_purgatory().Set(5);
   CHECK(&bm.purgatory_size("Fetch") == &bm.fetch_purgatory());
   bm.purgatory_size("DeleteRecords").Set(1);
 
   std::string text = r.text();
-  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_count 2"));
-  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_creation_total 3"));
-  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_close_total 1"));
-  CHECK(has_line(text, "kafka_server_replicamanager_partitioncount 12"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_count{listener=\"PLAINTEXT\"} 2"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_creation_total{listener=\"PLAINTEXT\"} 3"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_close_total{listener=\"PLAINTEXT\"} 1"));
+  CHECK(has_line(text, "kafka_server_socketservermetrics_connection_count{listener=\"INTERNAL\"} 0"));
+  CHECK(has_line(text, "kafka_log_logflushstats_logflushrateandtimems_count 1"));
+  CHECK(has_line(text, "kafka_log_logflushstats_logflushrateandtimems_sum 3"));
+  CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_numdelayedoperations{delayedOperation=\"Fetch\"} 5"));
   CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Produce\"} 1"));
   CHECK(has_line(text, "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Fetch\"} 5"));
   CHECK(has_line(text,
@@ -228,7 +243,6 @@ TEST_CASE("concurrent updates, lookups, removals and scrapes lose no count") {
     for (int i = 0; i < 200; ++i) {
       std::string name = "tmp" + std::to_string(i % 5);
       bm.topic(name).add_bytes_in(1);
-      bm.partition(name, i % 3).set_size(i);
       bm.remove_topic(name);
     }
   });

@@ -145,9 +145,9 @@ TEST_CASE("An idle connection is closed after connections.max.idle.ms") {
   CHECK(eventually([&] { return fx.server().connection_count() == 0; }));
 }
 
-TEST_CASE("Connections are counted in the broker metrics") {
+TEST_CASE("Connections are counted in the broker metrics, by listener") {
   ServerFixture fx;
-  auto& gauge = fx.broker().metrics().connection_count();
+  auto& gauge = fx.broker().metrics().connection_count("PLAINTEXT");
   const double base = gauge.Value();
   {
     RawClient a(fx.port());
@@ -159,6 +159,21 @@ TEST_CASE("Connections are counted in the broker metrics") {
     CHECK(gauge.Value() == base + 2);
   }
   CHECK(eventually([&] { return gauge.Value() == base; }));
+  const std::string text = fx.broker().metrics_registry().text();
+  // The value of one exposition line (-1 when absent).
+  const auto value = [&text](const std::string& series) {
+    const size_t at = ("\n" + text).find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 1));
+  };
+  CHECK(value("kafka_server_socketservermetrics_connection_creation_total{listener=\"PLAINTEXT\"}") >= 2);
+  // The two ApiVersions' split request times, measured through the send.
+  const double total = value("kafka_network_requestmetrics_totaltimems_count{request=\"ApiVersions\"}");
+  CHECK(total >= 2);
+  CHECK(value("kafka_network_requestmetrics_responsesendtimems_count{request=\"ApiVersions\"}") == total);
+  CHECK(value("kafka_network_requestmetrics_localtimems_count{request=\"ApiVersions\"}") == total);
+  const double idle = value("kafka_network_socketserver_networkprocessoravgidlepercent");
+  CHECK(idle >= 0);
+  CHECK(idle <= 1);
 }
 
 TEST_CASE("A listener that cannot bind is reported with its name and address") {
