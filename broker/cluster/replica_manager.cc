@@ -232,6 +232,11 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
                  pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
                  isr.c_str(), static_cast<long long>(p->log_end_offset()));
   }
+  // Kafka's makeLeaders order: the fetcher for the partition is removed
+  // (and its in-flight append finished) before the partition becomes leader,
+  // so no follower append lands after the first leader append.
+  if (leader)
+    for (ReplicaRoleListener* l : listeners_) l->will_lead(p);
   p->set_role(std::move(role));
   applied_epoch_[key] = st.leader_epoch;
   if (leader) {

@@ -32,6 +32,11 @@ struct LeaderEndpoint {
 class ReplicaRoleListener {
  public:
   virtual ~ReplicaRoleListener() = default;
+  // This broker is about to lead p: called before set_role, while p is
+  // still a follower (no produce is accepted yet). A listener stops what
+  // must not overlap the leadership (the fetcher's follower appends; the
+  // producer table built from the log) and returns once it has stopped.
+  virtual void will_lead(const std::shared_ptr<Partition>& /*p*/) {}
   // This broker now leads p (p->role_state() holds the new ISR and epochs).
   virtual void became_leader(const std::shared_ptr<Partition>& p) = 0;
   // This broker now follows leader for p.

@@ -102,7 +102,10 @@ class ProduceService : public ReplicaRoleListener {
   storage::Result<int64_t> allocate_producer_id();
 
   // ReplicaRoleListener (cluster mode; registered by Broker::start_cluster).
-  void became_leader(const std::shared_ptr<Partition>& p) override { reset_for_role_change(*p); }
+  // Before the partition leads (the fetcher has stopped): the first
+  // idempotent batch then builds the table from the complete log.
+  void will_lead(const std::shared_ptr<Partition>& p) override { reset_for_role_change(*p); }
+  void became_leader(const std::shared_ptr<Partition>&) override {}
   void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) override {
     reset_for_role_change(*p);
   }

@@ -27,8 +27,12 @@ class ReplicaRolesListener : public ReplicaRoleListener {
  public:
   explicit ReplicaRolesListener(Broker& broker) : broker_(broker) {}
 
-  void became_leader(const std::shared_ptr<Partition>& p) override {
+  void will_lead(const std::shared_ptr<Partition>& p) override {
+    // Stops fetching p (waits for an answer being applied) before it leads.
     broker_.service<ReplicaFetcherManager>().became_leader(p);
+  }
+  void became_leader(const std::shared_ptr<Partition>& p) override {
+    broker_.service<ReplicaFetcherManager>().became_leader(p);  // idempotent; will_lead did it
     broker_.service<LeaderReplicas>().became_leader(p);
   }
   void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader) override {

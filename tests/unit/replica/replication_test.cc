@@ -500,8 +500,8 @@ TEST_CASE("after leading, following and leading again, idempotent producer state
           "[replica]") {
   Pair pair;
   auto& produce = pair.leader.broker().service<produce::ProduceService>();
+  produce.will_lead(pair.lp);
   pair.make_leader(1, {1});
-  produce.became_leader(pair.lp);
   const int64_t pid = 4242;
   auto first = pair.produce(idempotent_batch(pid, 0, "v0"), 1);
   REQUIRE(first.error_code == 0);
@@ -516,8 +516,8 @@ TEST_CASE("after leading, following and leading again, idempotent producer state
   REQUIRE(pair.lp->log_end_offset() == 2);
 
   // Broker 1 leads again (epoch 3): the retry of sequence 1 is a duplicate.
+  produce.will_lead(pair.lp);  // as the replica manager calls it: before set_role
   pair.make_leader(3, {1});
-  produce.became_leader(pair.lp);
   auto retry = pair.produce(idempotent_batch(pid, 1, "v1"), 1);
   CHECK(retry.error_code == 0);
   CHECK(retry.base_offset == 1);
