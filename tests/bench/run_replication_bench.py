@@ -143,7 +143,7 @@ def catch_up(cluster, bench):
     t0 = time.monotonic()
     b3.start()
     ready = time.monotonic() - t0
-    wait_until(lambda: 3 in cluster.state("rf3")["isr"], 300, "broker 3 back in rf3's ISR", interval=0.02)
+    wait_until(lambda: 3 in cluster.state("rf3")["isr"], 120, "broker 3 back in rf3's ISR", interval=0.02)
     secs = time.monotonic() - t0
     return behind / 1e6 / secs, secs, ready
 
