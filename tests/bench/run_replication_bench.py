@@ -9,7 +9,8 @@ Release brokers (BUILD_DIR, default build/release; built unless
 SKIP_BUILD=1), session timeout 6 s. The load generator is broker_bench's
 librdkafka producer (`broker_bench produce`, 1 KiB records, no compression),
 the same for every row; rows are alternated over --rounds rounds and the
-median is printed.
+median is printed. Each row stops at 1 GiB or --secs, and each cluster's
+data is removed after its rows: every replica lands on this one disk.
 
 1. Produce: RF 1 acks=1 (one partition on broker 1) against RF 3 acks=all
    (one partition led by broker 1, followers 2 and 3, min.insync.replicas 2),
@@ -92,7 +93,12 @@ class Cluster:
         self.kz.stop()
 
 
-def produce(bench, brokers, topic, acks, secs, msgs=10_000_000):
+# Each produce row stops at 1 GiB (or --secs): three replicas of every RF 3
+# row land on this one disk, and a full disk fails the brokers.
+ROW_MSGS = 1_000_000
+
+
+def produce(bench, brokers, topic, acks, secs, msgs=ROW_MSGS):
     out = subprocess.run([bench, "produce", "--brokers", brokers, "--topic", topic, "--acks", str(acks),
                           "--size", "1024", "--secs", str(secs), "--msgs", str(msgs)],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=secs + 120)
@@ -246,6 +252,7 @@ def main():
                            "met" if max(t) <= target else "NOT met", " ".join("%.2f" % x for x in t)))
             cluster.stop()
             cluster = None
+            shutil.rmtree(sub, ignore_errors=True)  # its logs are done with: free the disk for the next
     finally:
         if cluster is not None:
             for b in cluster.brokers:
