@@ -120,12 +120,13 @@ def committed(c, topic, partitions):
     return {tp.partition: tp.offset for tp in tps if tp.error is None and tp.offset >= 0}  # -1001: none
 
 
-def scenario_failover(ctx, zk):
+def three_brokers_with_data(ctx, zk, topic, parts):
+    """Three registered brokers, topic (RF 3, full ISRs) holding 3,000 acknowledged records.
+    Returns the brokers, them by id, a kazoo client, the acknowledged records and each partition's end offset."""
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
     wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
-    topic, group, parts = "cg-data", "ck-cg-failover", 3
     code, msg = create(brokers, topic, parts, 3)
     check(code == 0, "CreateTopics: %s %s" % (code, msg))
     wait_leaders(brokers, topic, parts, want_isr=3)
@@ -133,6 +134,12 @@ def scenario_failover(ctx, zk):
     produce(brokers, topic, 0, 3000, acked)
     check(len(acked) == 3000, "%d of 3000 acknowledged" % len(acked))
     ends = {p: 1 + max(o for (q, o) in acked if q == p) for p in range(parts)}
+    return brokers, by_id, kz, acked, ends
+
+
+def scenario_failover(ctx, zk):
+    topic, group, parts = "cg-data", "ck-cg-failover", 3
+    brokers, by_id, kz, acked, ends = three_brokers_with_data(ctx, zk, topic, parts)
 
     # A consumer reads about half and commits what it read.
     c = consumer(brokers, group)
@@ -223,18 +230,8 @@ def commit_until_ok(c, timeout=30):
 
 
 def scenario_live(ctx, zk):
-    brokers = start_cluster(ctx, zk)
-    by_id = {i + 1: b for i, b in enumerate(brokers)}
-    kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
     topic, group, parts = "cg-live", "ck-cg-live", 3
-    code, msg = create(brokers, topic, parts, 3)
-    check(code == 0, "CreateTopics: %s %s" % (code, msg))
-    wait_leaders(brokers, topic, parts, want_isr=3)
-    acked = {}
-    produce(brokers, topic, 0, 3000, acked)
-    check(len(acked) == 3000, "%d of 3000 acknowledged" % len(acked))
-    ends = {p: 1 + max(o for (q, o) in acked if q == p) for p in range(parts)}
+    brokers, by_id, kz, acked, ends = three_brokers_with_data(ctx, zk, topic, parts)
 
     # One member stays in the group across the coordinator's death.
     c = consumer(brokers, group)
