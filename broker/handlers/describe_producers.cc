@@ -43,7 +43,11 @@ void handle_describe_producers(RequestContext&& ctx) {
       }
       auto st = svc.partition_state(*partition);
       std::lock_guard<std::mutex> lock(st->mu);
-      svc.ensure_loaded(*st, partition->log());
+      if (!svc.ensure_loaded(*st, partition->log())) {
+        pr.error_code = protocol::to_wire(protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER);  // retriable: loading
+        tr.partitions.push_back(std::move(pr));
+        continue;
+      }
       for (const auto& [pid, e] : st->table.producers()) {
         if (e.batches.empty()) continue;
         DescribeProducersResponse::ProducerState ps;

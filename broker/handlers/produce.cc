@@ -177,7 +177,13 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
     incoming.last_offset_delta = b.last_offset_delta;
     incoming.max_timestamp = b.max_timestamp;
     lock.lock();
-    svc.ensure_loaded(*st, p.log());
+    if (!svc.ensure_loaded(*st, p.log())) {
+      // Retriable: the client resends the batch with the same sequence.
+      set_error(pr, ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                "Producer state is loading: writes of an earlier leadership are still in flight");
+      st->topic_metrics.failed_produce();
+      return;
+    }
     const produce::SeqCheck check = st->table.check(incoming);
     switch (check.verdict) {
       case produce::SeqVerdict::kDuplicate:

@@ -88,8 +88,9 @@ std::shared_ptr<PartitionState> ProduceService::partition_state(const Partition&
   return st;
 }
 
-void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
-  if (st.loaded) return;
+bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
+  if (st.loaded) return true;
+  if (log.next_offset() != log.log_end_offset()) return false;  // writes in flight: not readable yet
   st.loaded = true;
   int64_t from = log.log_start_offset();
   const bool use_snapshot = !st.rescan;
@@ -104,6 +105,7 @@ void ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
     }
   }
   scan_log(log, from, st.table);
+  return true;
 }
 
 void ProduceService::reset_for_role_change(const Partition& p) {

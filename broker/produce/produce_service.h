@@ -89,7 +89,10 @@ class ProduceService : public ReplicaRoleListener {
 
   std::shared_ptr<PartitionState> partition_state(const Partition& p);
   // st.mu held: loads the table once (snapshot, then the log's tail).
-  void ensure_loaded(PartitionState& st, storage::Log& log);
+  // False while writes assigned before the load are still in flight (the
+  // scan cannot see them yet, and a retry of one of them would be taken for
+  // a new batch): the caller answers a retriable error and nothing is loaded.
+  [[nodiscard]] bool ensure_loaded(PartitionState& st, storage::Log& log);
   // st.mu held: after an idempotent append; queues a snapshot when due.
   void after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms);
 
@@ -103,8 +106,13 @@ class ProduceService : public ReplicaRoleListener {
 
   // ReplicaRoleListener (cluster mode; registered by Broker::start_cluster).
   // Before the partition leads (the fetcher has stopped): the first
-  // idempotent batch then builds the table from the complete log.
-  void will_lead(const std::shared_ptr<Partition>& p) override { reset_for_role_change(*p); }
+  // idempotent batch then builds the table from the complete log. A leader
+  // that stays leader at a new epoch (the controller changed the ISR) keeps
+  // its table: every append since it was loaded went through it, including
+  // the writes still in flight, which a rescan could not see.
+  void will_lead(const std::shared_ptr<Partition>& p) override {
+    if (!p->is_leader()) reset_for_role_change(*p);
+  }
   void became_leader(const std::shared_ptr<Partition>&) override {}
   void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) override {
     reset_for_role_change(*p);

@@ -24,6 +24,7 @@
 #include "broker/replica/hw_checkpoint.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/replica/replica_roles_listener.h"
+#include "storage/io/ring.h"
 #include "protocol/generated/alter_partition.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/produce.h"
@@ -526,6 +527,75 @@ TEST_CASE("after leading, following and leading again, idempotent producer state
   CHECK(next.error_code == 0);
   CHECK(next.base_offset == 2);
   CHECK(pair.lp->log_end_offset() == 3);
+}
+
+}  // namespace ciuickafka::broker::test
+
+namespace ciuickafka::broker::test {
+
+// The chaos run's duplicates (372 acknowledged records written twice): the
+// controller changed the ISR, so the leader stayed leader at a new epoch
+// while idempotent writes were in flight. will_lead dropped the producer
+// table, the rebuild scanned only the readable log, and the producer's
+// retries of the in-flight batches were appended again. Now a leader that
+// stays leader keeps its table, and a rebuild waits for in-flight writes.
+TEST_CASE("idempotent producer state survives an epoch change with writes in flight", "[replica]") {
+  auto ring = storage::io::Ring::create(64);
+  REQUIRE(ring.is_ok());  // the broker's produce path needs io_uring too
+  Pair pair;
+  auto& produce = pair.leader.broker().service<produce::ProduceService>();
+  produce.will_lead(pair.lp);
+  pair.make_leader(1, {1});
+  const int64_t pid = 777;
+  REQUIRE(pair.produce(idempotent_batch(pid, 0, "v0"), 1).error_code == 0);
+  auto st = produce.partition_state(*pair.lp);
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    REQUIRE(st->loaded);
+  }
+
+  // A write assigned but not yet readable, as a network thread leaves it.
+  auto inflight = idempotent_batch(pid, 1, "v1");
+  auto r = pair.lp->log().append_async(inflight, 1, Broker::now_ms(), ring.value().get(), [](storage::Status) {},
+                                       /*validated=*/true);
+  REQUIRE(r.is_ok());
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    produce::IncomingBatch in;
+    in.producer_id = pid;
+    in.epoch = 0;
+    in.base_seq = 1;
+    st->table.record(in, r.value().base_offset, r.value().last_offset, Broker::now_ms());
+  }
+  REQUIRE(pair.lp->log().next_offset() == 2);
+  REQUIRE(pair.lp->log_end_offset() == 1);
+
+  // The leader stays leader at epoch 2: the table (with the in-flight batch) stays.
+  produce.will_lead(pair.lp);
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    CHECK(st->loaded);
+  }
+  // A role change that does drop it cannot rebuild while the write is in flight.
+  produce.reset_for_role_change(*pair.lp);
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    CHECK_FALSE(produce.ensure_loaded(*st, pair.lp->log()));
+    CHECK_FALSE(st->loaded);
+  }
+  REQUIRE(ring.value()->wait_completions(1).is_ok());
+  REQUIRE(pair.lp->log_end_offset() == 2);
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    REQUIRE(produce.ensure_loaded(*st, pair.lp->log()));
+    produce::IncomingBatch retry;
+    retry.producer_id = pid;
+    retry.epoch = 0;
+    retry.base_seq = 1;
+    const produce::SeqCheck c = st->table.check(retry);
+    CHECK(c.verdict == produce::SeqVerdict::kDuplicate);
+    CHECK(c.duplicate.first_offset == 1);
+  }
 }
 
 }  // namespace ciuickafka::broker::test
