@@ -387,8 +387,12 @@ zk::Code ClusterMembership::read_brokers(std::vector<LiveBroker>* out) {
   return zk::Code::kOk;
 }
 
+void ClusterMembership::request_sync() { post(Event::kSync); }
+
 bool ClusterMembership::sync() {
   if (!registered_) return true;
+  const int64_t started = steady_ms();
+  const int64_t epoch_before = broker_epoch_;
   zk::Code c = register_broker();
   if (c == zk::Code::kNodeExists) {
     // Someone else holds our id while our session lives: nothing we can fix
@@ -433,6 +437,12 @@ bool ClusterMembership::sync() {
       l.became_controller(session(), won_epoch_, controller_epoch_zk_version_);
     if (l.controller_changed) l.controller_changed(now_controller);
   }
+  MembershipListener l;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    l = listener_;
+  }
+  if (l.synced) l.synced(started, broker_epoch_ != epoch_before);
   return true;
 }
 

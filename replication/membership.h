@@ -90,6 +90,10 @@ struct MembershipListener {
   std::function<void(const ClusterView&)> view_changed;
   std::function<void(bool is_controller)> controller_changed;
   std::function<void()> session_expired;
+  // A sync (every step above, with ZooKeeper round trips) that started at
+  // started_ms (steady clock) succeeded; registered_anew: it registered
+  // this broker on a new session (a new broker epoch).
+  std::function<void(int64_t started_ms, bool registered_anew)> synced;
   std::function<void(std::shared_ptr<zk::Session> session, int32_t controller_epoch, int32_t epoch_zk_version)>
       became_controller;
 };
@@ -118,6 +122,9 @@ class ClusterMembership {
   void stop();
 
   std::shared_ptr<const ClusterView> view() const;
+  // Asks the event thread for a sync (a ZooKeeper round trip); its outcome
+  // reaches MembershipListener::synced. Any thread.
+  void request_sync();
   void set_listener(MembershipListener l);
 
   // The current ZooKeeper session (replaced after an expiry; null before

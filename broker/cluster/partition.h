@@ -86,6 +86,11 @@ class Partition {
   // Installs a new role; leader_epoch() follows state.leader_epoch. The
   // caller (the replica manager) checks epochs and serialises the calls.
   void set_role(PartitionRoleState state);
+  // When (steady clock, ms) the controller last spoke about this partition
+  // (a LeaderAndIsr that named it, applied or at the epoch it already has);
+  // 0 before any. The leadership fence compares it with a session expiry.
+  int64_t confirmed_ms() const { return confirmed_ms_.load(std::memory_order_acquire); }
+  void set_confirmed_ms(int64_t ms) { confirmed_ms_.store(ms, std::memory_order_release); }
 
   storage::Log& log() const { return *log_; }
   const std::shared_ptr<storage::Log>& log_ptr() const { return log_; }
@@ -131,6 +136,7 @@ class Partition {
 
   std::atomic<int32_t> leader_epoch_;
   std::atomic<ReplicaRole> role_{ReplicaRole::kLeader};
+  std::atomic<int64_t> confirmed_ms_{0};
   std::atomic<bool> hw_follows_leo_{true};
   std::atomic<int64_t> high_watermark_{0};
   mutable std::mutex role_mu_;  // guards role_state_ (the pointer)

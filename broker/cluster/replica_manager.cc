@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "broker/broker.h"
+#include "broker/cluster/zk_cluster.h"
 #include "broker/config/topic_config.h"
 
 namespace ciuickafka::broker {
@@ -127,9 +128,15 @@ void ReplicaManager::set_broker_epoch_source(std::function<int64_t()> f) {
 
 int64_t ReplicaManager::broker_epoch() const { return broker_epoch_source_ ? broker_epoch_source_() : -1; }
 
+bool ReplicaManager::may_serve(Broker& broker, const Partition& p) {
+  ZkCluster* c = broker.cluster();
+  return c == nullptr || c->fence().may_serve(p.confirmed_ms());
+}
+
 ErrorCode ReplicaManager::leader_error(Broker& broker, const Partition* p, std::string_view topic,
                                        int32_t partition) {
-  if (p != nullptr && p->is_leader()) return ErrorCode::NONE;
+  if (p != nullptr && p->is_leader())
+    return may_serve(broker, *p) ? ErrorCode::NONE : ErrorCode::NOT_LEADER_OR_FOLLOWER;
   if (p != nullptr && broker.cluster() == nullptr) return ErrorCode::NOT_LEADER_OR_FOLLOWER;
   if (broker.cluster() == nullptr) return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
   // Kafka: a partition the metadata knows but this broker does not lead.
@@ -192,7 +199,13 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
     return ErrorCode::INCONSISTENT_TOPIC_ID;
   auto it = applied_epoch_.find(key);
   const int32_t current = it == applied_epoch_.end() ? kNoEpoch : it->second;
-  if (st.leader_epoch <= current) return ErrorCode::STALE_CONTROLLER_EPOCH;
+  if (st.leader_epoch <= current) {
+    // The epoch it already has: the controller confirms the role (the
+    // leadership fence counts that after a session expiry).
+    if (st.leader_epoch == current && local)
+      if (auto same = local->partition(st.partition_index)) same->set_confirmed_ms(LeadershipFence::steady_ms());
+    return ErrorCode::STALE_CONTROLLER_EPOCH;
+  }
   if (std::find(st.replicas.begin(), st.replicas.end(), me) == st.replicas.end())
     return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
 
@@ -238,6 +251,7 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
   if (leader)
     for (ReplicaRoleListener* l : listeners_) l->will_lead(p);
   p->set_role(std::move(role));
+  p->set_confirmed_ms(LeadershipFence::steady_ms());
   applied_epoch_[key] = st.leader_epoch;
   if (leader) {
     // ZooKeeper mode, until the replicated HW lands: a leader alone in its

@@ -84,10 +84,14 @@ class ReplicaManager {
                                                           protocol::ErrorCode e);
 
   // The error a client request (produce, consumer fetch, list offsets, ...)
-  // gets for this partition: NONE when this broker leads it, else
-  // NOT_LEADER_OR_FOLLOWER when the cluster knows it (or it is hosted here),
-  // else UNKNOWN_TOPIC_OR_PARTITION. p may be null (not hosted). The hosted
-  // leader case is one atomic read.
+  // gets for this partition: NONE when this broker leads it (and the
+  // leadership fence lets it serve), else NOT_LEADER_OR_FOLLOWER when the
+  // cluster knows it (or it is hosted here), else UNKNOWN_TOPIC_OR_PARTITION.
+  // p may be null (not hosted). The hosted leader case is a few atomic reads
+  // and a clock read.
+  // Whether the leadership fence (broker/cluster/leadership_fence.h) lets
+  // a leader partition serve now; always on a single node.
+  static bool may_serve(Broker& broker, const Partition& p);
   static protocol::ErrorCode leader_error(Broker& broker, const Partition* p, std::string_view topic,
                                           int32_t partition);
 

@@ -86,6 +86,10 @@ std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, i
   }
   z->membership_ = replication::ClusterMembership::open(*z->client_, std::move(mc), error);
   if (!z->membership_) return nullptr;
+  // A freeze of two thirds of the session timeout may have cost the session.
+  replication::ClusterMembership* m = z->membership_.get();
+  z->fence_ = std::make_unique<LeadershipFence>(std::max<int64_t>(1000, int64_t{z->session_timeout_ms_} * 2 / 3),
+                                                [m] { m->request_sync(); });
   return z;
 }
 
@@ -113,13 +117,21 @@ bool ZkCluster::start(std::vector<replication::ListenerEndpoint> endpoints, std:
   l.controller_changed = [c](bool is_controller) {
     if (!is_controller) c->deactivate();
   };
+  LeadershipFence* fence = fence_.get();
+  l.session_expired = [fence] { fence->session_expired(); };
+  l.synced = [fence](int64_t started_ms, bool registered_anew) {
+    if (registered_anew) fence->registered_anew();
+    fence->sync_succeeded(started_ms);
+  };
   membership_->set_listener(std::move(l));
+  fence_->start();
   return membership_->start(std::move(endpoints), 2 * int64_t{session_timeout_ms_} + 5000, error);
 }
 
 void ZkCluster::stop() {
   // The controller lets go of the session first: the membership closes it
   // (its ephemeral nodes go at once) only when nobody else holds it.
+  if (fence_) fence_->stop();
   if (controller_) controller_->stop();
   if (membership_) membership_->stop();
   if (channel_) channel_->clear();

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/cluster/leadership_fence.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/listeners.h"
 #include "replication/controller/channel.h"
@@ -67,6 +68,10 @@ class ZkCluster {
   // The listener brokers talk to each other on (inter.broker.listener.name).
   const std::string& inter_broker_listener() const { return inter_broker_listener_; }
 
+  // Whether a leader may serve now (broker/cluster/leadership_fence.h);
+  // never null once open() succeeded.
+  LeadershipFence& fence() { return *fence_; }
+
   // The controller (active or not; never null once open() succeeded).
   replication::controller::Controller* controller() { return controller_.get(); }
 
@@ -96,6 +101,7 @@ class ZkCluster {
   std::string inter_broker_listener_ = "PLAINTEXT";
   int32_t broker_id_ = -1;
   std::unique_ptr<replication::ClusterMembership> membership_;
+  std::unique_ptr<LeadershipFence> fence_;  // after the membership it calls
   int32_t session_timeout_ms_ = 18000;
   metrics::Registry* registry_ = nullptr;
   uint64_t collector_id_ = 0;

@@ -109,12 +109,13 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     protocol::ErrorCode err = protocol::ErrorCode::NONE;
     std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic);
     // Consumers read from the leader only (cluster mode; always true on one node).
-    if (!opts.from_replica && (p ? !p->is_leader() : err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+    if (!opts.from_replica && (p || err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
       if (auto le = ReplicaManager::leader_error(broker, p.get(), o.topic, s.partition); le != protocol::ErrorCode::NONE)
         err = le;
     if (p && err == protocol::ErrorCode::NONE) err = check_current_leader_epoch(s.current_leader_epoch, p->leader_epoch());
     if (p && err == protocol::ErrorCode::NONE && opts.from_replica &&
-        (!p->is_leader() || opts.leaders == nullptr || !opts.leaders->tracks(*p)))
+        (!p->is_leader() || opts.leaders == nullptr || !opts.leaders->tracks(*p) ||
+         !ReplicaManager::may_serve(broker, *p)))
       err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
     if (p && err == protocol::ErrorCode::NONE && opts.from_replica) {
       o.partition = p;
