@@ -17,8 +17,10 @@ A history is a file of JSON lines, one event each, written by run_chaos.py
   {"type": "assign" | "revoke" | "lost" | "seek", "process": "c0", "partitions": [0, 2]}
       markers: after one of these the consumer may legitimately restart a
       partition at any offset;
-  {"type": "final", "partition": 0, "log_start": 0, "end": 120, "records": [[offset, value], ...]}
+  {"type": "final", "partition": 0, "log_start": 0, "end": 120, "records": [[offset, value, session], ...]}
       the final read of one partition, from the log start to the end offset,
+      session ("producerId:epoch" of the record's batch, optional) telling a
+      client's re-send in a new producer session from a duplicate,
       taken after the faults were healed and every producer had flushed.
 Any other type (nemesis, error, ...) is kept for the record and ignored here.
 
@@ -26,7 +28,9 @@ Anomalies (every one is a safety violation; exit status 1 if any is found):
 
   inconsistent-offsets  one (partition, offset) seen holding two values
   duplicate             one value at two (partition, offset)s (allowed with
-                        allow_duplicates, for a non-idempotent producer)
+                        allow_duplicates, for a non-idempotent producer; copies
+                        whose final-read sessions all differ are counted as
+                        re-sends in a new producer session instead)
   lost-write            acknowledged at offset a, absent from the final read,
                         although the final read holds an offset b > a
   unseen                acknowledged, absent from the final read, and no
@@ -95,6 +99,9 @@ def check(events, allow_duplicates=False):
     finals = {}           # partition -> final event
     # Every observation of a value: (partition, offset, value, source).
     seen = []
+    # (partition, offset) -> the producer session ("id:epoch") of the batch
+    # holding it, where the final read gives it.
+    session_at = {}
     per_process_invokes = collections.Counter()
     stats = collections.Counter()
 
@@ -127,8 +134,11 @@ def check(events, allow_duplicates=False):
             stats["polled-records"] += len(e["records"])
         elif t == "final":
             finals[e["partition"]] = e
-            for o, v in e["records"]:
+            for r in e["records"]:
+                o, v = r[0], r[1]
                 seen.append((e["partition"], o, v, "final"))
+                if len(r) > 2 and r[2] is not None:
+                    session_at[(e["partition"], o)] = r[2]
             stats["final-records"] += len(e["records"])
 
     # One offset, one value; one value, one offset.
@@ -140,9 +150,22 @@ def check(events, allow_duplicates=False):
     for (p, o), vs in sorted(at.items()):
         if len(vs) > 1:
             rep.add("inconsistent-offsets", {"partition": p, "offset": o, "values": sorted(vs)})
+    # Copies written by different producer sessions (a new producer id, or
+    # the same id at a bumped epoch) are the client's re-sends: idempotence
+    # holds within one session, and a new epoch starts a new sequence that
+    # any broker, Kafka included, accepts. librdkafka re-sends messages that
+    # may already be written after it bumps its epoch. They are counted, not
+    # anomalies; copies within one session (or of unknown session) are.
+    resent = set()
+    for v, pos in where.items():
+        if len(pos) > 1:
+            sessions = [session_at.get(x) for x in pos]
+            if None not in sessions and len(set(sessions)) == len(sessions):
+                resent.add(v)
+                stats["resent-in-new-session"] += len(pos) - 1
     if not allow_duplicates:
         for v, pos in sorted(where.items()):
-            if len(pos) > 1:
+            if len(pos) > 1 and v not in resent:
                 rep.add("duplicate", {"value": v, "at": sorted(pos)})
 
     # Reads against acks and failures.
@@ -153,7 +176,7 @@ def check(events, allow_duplicates=False):
             rep.add("G1a", {"value": v, "at": sorted(pos)})
         # A non-idempotent producer's retry may leave a second copy; then the
         # ack only has to name one of the copies.
-        if v in acked and (acked[v] not in pos if allow_duplicates
+        if v in acked and (acked[v] not in pos if allow_duplicates or v in resent
                            else any(x != acked[v] for x in pos)):
             rep.add("acked-offset-mismatch", {"value": v, "acked": list(acked[v]),
                                               "read_at": sorted(x for x in pos if x != acked[v])})
@@ -164,8 +187,8 @@ def check(events, allow_duplicates=False):
     final_values = collections.defaultdict(set)
     final_max = {}
     for p, e in finals.items():
-        final_values[p] = {v for _, v in e["records"]}
-        offs = [o for o, _ in e["records"]]
+        final_values[p] = {r[1] for r in e["records"]}
+        offs = [r[0] for r in e["records"]]
         final_max[p] = max(offs) if offs else -1
     for v, (p, a) in sorted(acked.items(), key=lambda kv: (kv[1], kv[0])):
         if v in final_values[p]:
@@ -250,6 +273,9 @@ def render(summary):
                  s.get("failed-definite", 0),
                  s.get("failed-indefinite", 0), s.get("indefinite-later-seen", 0),
                  s.get("polled-records", 0), s.get("final-records", 0), s.get("final-partitions", 0))]
+    if s.get("resent-in-new-session"):
+        lines.append("checker: %d record copies re-sent by a client in a new producer session (after an epoch "
+                     "bump; outside idempotence, not anomalies)" % s["resent-in-new-session"])
     if summary["valid"]:
         lines.append("checker: no anomalies (checked: %s)" % ", ".join(
             a for a in ANOMALIES if not (a == "duplicate" and summary["allow_duplicates"])))

@@ -177,9 +177,21 @@ class Cluster:
                          "logger": CLIENT_LOG})
         harness.wait_until(lambda: len(a.list_topics(timeout=5).brokers) == len(self.nodes), 30,
                            "every broker in the metadata")
-        fs = a.create_topics([NewTopic(name, partitions, self.rf, config={"min.insync.replicas": "2"})],
-                             request_timeout=30)
-        fs[name].result(30)
+        # The broker that assigns the replicas learns of the last registration
+        # through its own ZooKeeper watch, which may trail the metadata seen
+        # above: INVALID_REPLICATION_FACTOR then, and again until it has.
+        def created():
+            fs = a.create_topics([NewTopic(name, partitions, self.rf, config={"min.insync.replicas": "2"})],
+                                 request_timeout=30)
+            try:
+                fs[name].result(30)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if err is not None and err.code() == KafkaError.INVALID_REPLICATION_FACTOR:
+                    return False
+                raise
+            return True
+        harness.wait_until(created, 30, "topic %s created" % name, interval=0.2)
         self.wait_leaders(name, partitions)
 
     def leaders(self, name, partitions, full_isr=False):
@@ -224,7 +236,7 @@ class Cluster:
             self.zk.stop()
 
     def final_read(self, topic, partitions):
-        """{partition: (log_start, end, [(offset, value)])}, read from each partition's leader."""
+        """{partition: (log_start, end, [(offset, value, producer session)])}, read from each partition's leader."""
         out = {}
         # A cluster: every replica back in the ISR first, so the leader's HW
         # has reached its log end (a new leader's HW may lag until the
@@ -236,10 +248,10 @@ class Cluster:
                 lo = c.list_offsets([(topic, [(p, -2)])])[(topic, p)]
                 hi = c.list_offsets([(topic, [(p, -1)])])[(topic, p)]
                 harness.check(lo[0] == 0 and hi[0] == 0, "ListOffsets %s-%d: errors %d, %d" % (topic, p, lo[0], hi[0]))
-                recs, hw = c.fetch_all(topic, p, start=lo[2], deadline_s=30.0)
+                recs, hw = c.fetch_all(topic, p, start=lo[2], deadline_s=30.0, with_session=True)
                 harness.check(hw == hi[2], "%s-%d: high watermark %d, ListOffsets latest %d" % (topic, p, hw, hi[2]))
-                out[p] = (lo[2], hi[2], [(o, v.decode("utf-8", "replace") if v is not None else None)
-                                         for o, _, v in recs])
+                out[p] = (lo[2], hi[2], [(o, v.decode("utf-8", "replace") if v is not None else None, session)
+                                         for o, _, v, session in recs])
         return out
 
 
@@ -304,6 +316,10 @@ CLIENT_TIMEOUTS = {
 }
 
 
+# produce() refusals that are not errors of the run: nothing was sent.
+LOCAL_REFUSALS = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
+
+
 class ProducerWorker(threading.Thread):
     def __init__(self, pid, bootstrap, history, stop, seed, partitions, rate, max_in_flight,
                  message_timeout_ms):
@@ -318,6 +334,7 @@ class ProducerWorker(threading.Thread):
         self.fatal = []
         self.fatal_errors = []  # every fatal error, for the report
         self.unresolved = 0
+        self.local_refusals = 0  # produce() refusals for a partition or topic missing from the client's metadata
         self.error = None
 
     def make(self):
@@ -395,12 +412,18 @@ class ProducerWorker(threading.Thread):
                 self.outstanding.discard(v)
                 self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
             except KafkaException as e:
-                # A fatal idempotence error (the broker forgot or rewound this
-                # producer's sequence): refused before sending, so definite.
-                # The producer is replaced at the top of the loop.
+                # Refused before sending, so definite: a fatal idempotence
+                # error (the broker forgot or rewound this producer's
+                # sequence; the producer is replaced at the top of the loop),
+                # or a partition the client's metadata lacks right now (a
+                # broker that restarted answers Metadata from an empty cache
+                # until the controller's first UpdateMetadata reaches it).
                 self.outstanding.discard(v)
                 self.history.log(type="fail", process=self.proc, value=v, definite=True, error=repr(e))
                 err = e.args[0] if e.args else None
+                if err is not None and err.code() in LOCAL_REFUSALS:
+                    self.local_refusals += 1
+                    continue
                 if not (err is not None and hasattr(err, "fatal") and err.fatal()):
                     raise
                 if not self.fatal:
@@ -607,7 +630,8 @@ def main(argv=None):
                           "wall_s": round(wall, 1), "problems": problems,
                           "client_error_events": history.counts["error"],
                           "consumer_records": sum(w.records for w in consumers),
-                          "unresolved_sends": sum(w.unresolved for w in producers)}
+                          "unresolved_sends": sum(w.unresolved for w in producers),
+                          "local_refusals": sum(w.local_refusals for w in producers)}
         with open(os.path.join(run_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=1, sort_keys=True)
     s = summary["stats"] if summary else {}
@@ -617,6 +641,10 @@ def main(argv=None):
               s.get("failed-definite", 0) + s.get("failed-indefinite", 0),
               s.get("failed-definite", 0), s.get("failed-indefinite", 0), s.get("polled-records", 0),
               dict(nemesis.events) or "none", wall), flush=True)
+    refusals = sum(w.local_refusals for w in producers)
+    if refusals:
+        print("[chaos] %d sends refused by the client before sending (partition or topic missing from its "
+              "metadata)" % refusals, flush=True)
     ok = summary is not None and summary["valid"] and not problems
     for p in problems:
         print("[chaos] PROBLEM: %s" % p, flush=True)

@@ -138,6 +138,28 @@ class Clean(unittest.TestCase):
         s = h.check(allow_duplicates=True)
         self.assertTrue(s["valid"], s["anomalies"])
 
+    def test_resend_in_a_new_producer_session_is_counted_not_an_anomaly(self):
+        # librdkafka bumped its epoch (1000:0 -> 1000:2) and re-sent "a",
+        # whose first copy had been written without an ack reaching it.
+        h = H().send("p0", "a", 0, 1)
+        h.final(0, (0, "a", "1000:0"), (1, "a", "1000:2"))
+        s = h.check()
+        self.assertTrue(s["valid"], s["anomalies"])
+        self.assertEqual(s["stats"]["resent-in-new-session"], 1)
+        self.assertIn("re-sent by a client in a new producer session", checker.render(s))
+        # The ack must still name one of the copies.
+        h = H().send("p0", "a", 0, 5)
+        h.final(0, (0, "a", "1000:0"), (1, "a", "1000:2"))
+        self.assertIn("acked-offset-mismatch", h.check()["anomalies"])
+
+    def test_copies_in_one_producer_session_are_duplicates(self):
+        h = H().send("p0", "a", 0, 1)
+        h.final(0, (0, "a", "1000:0"), (1, "a", "1000:0"))
+        self.assertIn("duplicate", h.check()["anomalies"])
+        h = H().send("p0", "a", 0, 1)
+        h.final(0, (0, "a", "1000:0"), (1, "a"))  # one copy's session unknown: not excused
+        self.assertIn("duplicate", h.check()["anomalies"])
+
     def test_consumers_are_independent(self):
         h = clean()
         h.marker("assign", "c1", [0]).poll("c1", (0, 0, "p0-0"))

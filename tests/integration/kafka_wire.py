@@ -235,7 +235,7 @@ def walk_batches(data):
             b["first_timestamp"] = d.i64()
             b["max_timestamp"] = d.i64()
             b["producer_id"] = d.i64()
-            d.i16()
+            b["producer_epoch"] = d.i16()
             b["base_sequence"] = d.i32()
             b["count"] = d.i32()
             b["payload"] = data[pos + 61:end]
@@ -252,8 +252,10 @@ def _decompress(codec, payload):
     raise ValueError("cannot decompress %s in stdlib" % codec)
 
 
-def records_of(data):
-    """[(offset, key, value)] of every record in v2 batches (none/gzip only)."""
+def records_of(data, with_session=False):
+    """[(offset, key, value)] of every record in v2 batches (none/gzip only);
+    with_session adds the batch's producer session, "producerId:epoch"
+    (None for a non-idempotent batch)."""
     out = []
     for b in walk_batches(data):
         if b["magic"] != 2:
@@ -275,7 +277,11 @@ def records_of(data):
                 hl = d.varint()
                 if hl >= 0:
                     d.take(hl)
-            out.append((b["base_offset"] + od, key, value))
+            if with_session:
+                session = None if b["producer_id"] < 0 else "%d:%d" % (b["producer_id"], b["producer_epoch"])
+                out.append((b["base_offset"] + od, key, value, session))
+            else:
+                out.append((b["base_offset"] + od, key, value))
     return out
 
 
@@ -474,8 +480,9 @@ class Conn:
     def list_offsets(self, topics):
         return parse_list_offsets_v1(self.request(API_LIST_OFFSETS, 1, list_offsets_v1(topics)))
 
-    def fetch_all(self, topic, partition, start=0, deadline_s=10.0):
-        """Every record of a partition from `start` up to the high watermark."""
+    def fetch_all(self, topic, partition, start=0, deadline_s=10.0, with_session=False):
+        """Every record of a partition from `start` up to the high watermark
+        (with_session: see records_of)."""
         import time
         end_by = time.monotonic() + deadline_s
         out, offset, hw = [], start, None
@@ -484,7 +491,7 @@ class Conn:
             if r["error"] != NONE:
                 raise AssertionError("fetch %s-%d@%d: error %d" % (topic, partition, offset, r["error"]))
             hw = r["high_watermark"]
-            recs = [x for x in records_of(r["records"] or b"") if x[0] >= offset]
+            recs = [x for x in records_of(r["records"] or b"", with_session) if x[0] >= offset]
             out += recs
             if recs:
                 offset = recs[-1][0] + 1
