@@ -10,6 +10,7 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/process_metrics.h"
 #include "protocol/generated/alter_partition.h"
 #include "replication/net/reconnecting_client.h"
 
@@ -55,9 +56,28 @@ LeaderReplicas::LeaderReplicas(Broker& broker)
     if (alive.lock()) on_append(p);
   });
   sender_ = std::thread([this] { sender_loop(); });
+  collector_id_ = broker.metrics_registry().add_collector([this](std::vector<prometheus::MetricFamily>& out) {
+    auto counter = [&](const char* name, const char* help, const std::atomic<uint64_t>& v) {
+      out.push_back(metrics::single_sample_family(name, help, prometheus::MetricType::Counter,
+                                                  static_cast<double>(v.load(std::memory_order_relaxed))));
+    };
+    counter("kafka_server_replicamanager_isrshrinks_total",
+            "ISR changes of partitions led here that removed replicas, as the controller committed them "
+            "(AlterPartition answers).",
+            isr_shrinks_);
+    counter("kafka_server_replicamanager_isrexpands_total",
+            "ISR changes of partitions led here that added replicas, as the controller committed them.",
+            isr_expands_);
+    counter("kafka_server_replicamanager_failedisrupdates_total",
+            "AlterPartition answers refusing an ISR change this broker proposed (any error code).",
+            isr_update_failures_);
+  });
 }
 
-LeaderReplicas::~LeaderReplicas() { stop(); }
+LeaderReplicas::~LeaderReplicas() {
+  broker_.metrics_registry().remove_collector(collector_id_);
+  stop();
+}
 
 void LeaderReplicas::stop() {
   {
@@ -508,8 +528,11 @@ void LeaderReplicas::sender_loop() {
       {
         std::lock_guard<std::mutex> lock(e->mu);
         effect = e->st.on_alter_partition_response(pr.proposal.id, ans);
+        if (ans.error != ErrorCode::NONE) isr_update_failures_.fetch_add(1, std::memory_order_relaxed);
         if (effect == replication::AlterPartitionEffect::kCommitted) {
           role = *p->role_state();
+          if (e->st.isr().size() < role->isr.size()) isr_shrinks_.fetch_add(1, std::memory_order_relaxed);
+          if (e->st.isr().size() > role->isr.size()) isr_expands_.fetch_add(1, std::memory_order_relaxed);
           role->isr = e->st.isr();
           role->partition_epoch = e->st.partition_epoch();
         } else if (effect == replication::AlterPartitionEffect::kRetry && e->st.pending()) {

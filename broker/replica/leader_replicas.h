@@ -43,6 +43,7 @@
 // neither is held while calling into Partition listeners or the network.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -159,6 +160,11 @@ class LeaderReplicas : public ReplicaRoleListener {
   bool stopping_ = false;
   std::optional<ControllerEndpoint> controller_override_;
   uint64_t answers_ = 0;
+  // Metrics (the sender thread counts, scrapes read).
+  std::atomic<uint64_t> isr_shrinks_{0};
+  std::atomic<uint64_t> isr_expands_{0};
+  std::atomic<uint64_t> isr_update_failures_{0};
+  uint64_t collector_id_ = 0;
   std::shared_ptr<replication::net::Interrupter> interrupter_;  // stop() triggers it: the sender's calls end
   std::thread sender_;
   std::shared_ptr<bool> alive_token_ = std::make_shared<bool>(true);

@@ -463,6 +463,8 @@ class ConsumerWorker(threading.Thread):
                      "auto.commit.interval.ms": 500, "session.timeout.ms": 10000,
                      "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100,
                      "enable.partition.eof": False})
+        if os.environ.get("CHAOS_CONSUMER_DEBUG"):  # e.g. cgrp: the group protocol, into clients.log
+            conf["debug"] = os.environ["CHAOS_CONSUMER_DEBUG"]
         c = Consumer(conf)
 
         def on_assign(consumer, partitions):
@@ -589,7 +591,8 @@ def main(argv=None):
                 problems.append("producer %s did not finish its flush" % w.proc)
         stop_consumers.set()
         for w in consumers:
-            w.join(30)
+            # close() commits (answered once replicated) and leaves the group.
+            w.join(60)
             if w.is_alive():
                 problems.append("consumer %s did not close" % w.proc)
         for w in producers:

@@ -46,6 +46,11 @@ class TestFailure(AssertionError):
     pass
 
 
+# Third-party leaks the sanitizer build's brokers may report at exit
+# (tests/lsan.supp says which and why).
+LSAN_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lsan.supp")
+
+
 def check(cond, message):
     if not cond:
         raise TestFailure(message)
@@ -55,6 +60,17 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def scrape(b, name):
+    """The value of the first sample of metric `name` on broker b's /metrics
+    (None when the family is absent)."""
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.metrics_port, timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 def wait_until(pred, timeout, what, interval=0.05):
@@ -115,8 +131,10 @@ class Broker:
         self.log_path = os.path.join(self.dir, "broker.%d.log" % self.starts)
         log = open(self.log_path, "wb")
         print("[harness] start #%d: %s" % (self.starts, " ".join(self.command())), flush=True)
+        env = dict(os.environ)
+        env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPPRESSIONS)
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir)
+                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env)
         log.close()
         try:
             self._wait_ready()

@@ -42,7 +42,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import zookeeper  # noqa: E402
-from harness import check, wait_until  # noqa: E402
+from harness import check, scrape, wait_until  # noqa: E402
 
 CHROOT = "/ck-it"
 SESSION_MS = 3000
@@ -196,15 +196,6 @@ def scenario_failover(ctx, zk):
     print("[test] SIGTERM of controller %d: broker %d controller (epoch %d) %.2fs after the signal" %
           (c2, c3, epoch3, time.monotonic() - t0), flush=True)
     check(epoch3 > epoch2, "epoch did not grow on the clean handover")
-
-
-def scrape(b, name):
-    import urllib.request
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.metrics_port, timeout=5).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 def produce_and_read(b, topic, n, already=0):

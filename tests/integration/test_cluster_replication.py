@@ -328,6 +328,10 @@ def scenario_failover(ctx, zk):
                60, "the restarted broker back in every ISR", interval=0.2)
     print("[test] broker %d caught up and back in every ISR %.1fs after it was started" %
           (st0["leader"], time.monotonic() - t_start), flush=True)
+    # Its return was three ISR expansions, proposed by the survivors that
+    # lead the partitions and committed by the controller.
+    expands = sum(harness.scrape(b, "kafka_server_replicamanager_isrexpands_total") or 0 for b in survivors)
+    check(expands >= 3, "isrexpands_total on the survivors: %s, want >= 3" % expands)
     # Only the rejoined replica left: it must lead everything and hold every
     # acknowledged record.
     for b in survivors:
