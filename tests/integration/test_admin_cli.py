@@ -1,0 +1,242 @@
+"""tests/integration/test_admin_cli.py: `ciuickafka admin` end to end (issue #18, point 4).
+
+Usage: test_admin_cli.py --broker BIN --work DIR
+
+Drives the admin command (the same ciuickafka binary) against a real
+broker process and cross-checks with confluent_kafka:
+
+- usage errors exit 2 (and `ciuickafka create-topic` points to `admin`), an unreachable bootstrap exits 3, a refused
+  security setting in --command-config exits 2, each with one line;
+- topics create (then TOPIC_ALREADY_EXISTS, exit 1; --if-not-exists, exit
+  0), list, describe (leader, replicas, ISR), alter-config --set/--delete
+  (seen by confluent's describe_configs and by `configs describe`),
+  add-partitions, delete; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION;
+- cluster info and configs describe --broker;
+- produce from stdin then consume --from-beginning, and confluent reads
+  the same values;
+- groups list / describe with lag after a confluent consumer committed,
+  reset-offsets refused while the group has a member, then --to-earliest /
+  --to-offset (confluent sees the committed offsets), groups delete;
+- every --format json output parses.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import check, wait_until  # noqa: E402
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: E402
+
+
+class Admin:
+    def __init__(self, ctx, bootstrap):
+        self.binary = ctx.binary
+        self.bootstrap = bootstrap
+
+    def run(self, *args, want=0, stdin=None, bootstrap=None, timeout=60):
+        cmd = [self.binary, "admin", "--bootstrap-server", bootstrap or self.bootstrap] + list(args)
+        print("[admin] $ %s" % " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, input=(stdin or "").encode(), capture_output=True, timeout=timeout)
+        out = p.stdout.decode("utf-8", "replace")
+        err = p.stderr.decode("utf-8", "replace")
+        print("[admin] exit %d\n%s%s" % (p.returncode, out[-3000:], err[-2000:]), flush=True)
+        if want is not None:
+            check(p.returncode == want, "%s: exit %d, want %d; stderr: %s" % (" ".join(args), p.returncode, want, err))
+        return p.returncode, out, err
+
+    def json(self, *args, **kw):
+        rc, out, err = self.run("--format", "json", *args, **kw)
+        try:
+            return json.loads(out)
+        except ValueError as e:
+            raise harness.TestFailure("%s: output is not JSON (%s): %r" % (" ".join(args), e, out[:500]))
+
+
+def one_line_error(err, *needles):
+    lines = [line for line in err.splitlines() if line.strip()]
+    check(len(lines) == 1, "want one error line, got %r" % lines)
+    for n in needles:
+        check(n in lines[0], "error line %r does not name %r" % (lines[0], n))
+
+
+def conf(b, **kw):
+    c = {"bootstrap.servers": b.bootstrap, "broker.address.family": "v4", "socket.timeout.ms": 10000}
+    c.update(kw)
+    return c
+
+
+def describe_rows(adm, topic):
+    return adm.json("topics", "describe", topic)
+
+
+def check_errors(ctx, b, adm):
+    rc, out, err = adm.run("topics", "frobnicate", want=2)
+    one_line_error(err, "unknown command")
+    rc, out, err = adm.run("topics", "create", want=2)
+    one_line_error(err, "missing argument")
+    rc, out, err = adm.run("topics", "list", bootstrap="127.0.0.1:%d" % harness.free_port(), want=3)
+    one_line_error(err, "cannot connect")
+    cfg = os.path.join(ctx.work, "sasl.properties")
+    with open(cfg, "w") as f:
+        f.write("security.protocol=SASL_SSL\n")
+    rc, out, err = adm.run("--command-config", cfg, "topics", "list", want=2)
+    one_line_error(err, "security.protocol")
+    good = os.path.join(ctx.work, "client.properties")
+    with open(good, "w") as f:
+        f.write("client.id=admin-it\nrequest.timeout.ms=20000\n")
+    adm.run("--command-config", good, "topics", "list")
+    p = subprocess.run([ctx.binary, "create-topic", "x"], capture_output=True, timeout=20)
+    check(p.returncode == 2 and b"ciuickafka admin" in p.stderr,
+          "`ciuickafka create-topic x`: exit %d, %r" % (p.returncode, p.stderr))
+    rc, out, err = adm.run("--help")
+    check("topics create" in out and "groups reset-offsets" in out, "--help lists the commands")
+
+
+def check_topics(b, adm):
+    created = adm.json("topics", "create", "adm-t", "--partitions", "3", "--config", "retention.ms=3600000")
+    check(created == [{"topic": "adm-t", "partitions": 3, "replication_factor": 1, "status": "created"}],
+          "create answer %r" % created)
+    rc, out, err = adm.run("topics", "create", "adm-t", want=1)
+    one_line_error(err, "TOPIC_ALREADY_EXISTS")
+    again = adm.json("topics", "create", "adm-t", "--if-not-exists")
+    check(again[0]["status"] == "exists", "--if-not-exists answer %r" % again)
+
+    rc, out, err = adm.run("topics", "list")
+    check(out.splitlines()[0].split() == ["topic", "partitions", "replication_factor", "internal"],
+          "table header %r" % out.splitlines()[:1])
+    listed = {t["topic"]: t for t in adm.json("topics", "list")}
+    check("adm-t" in listed and listed["adm-t"]["partitions"] == 3, "topics list %r" % listed)
+
+    rows = describe_rows(adm, "adm-t")
+    check([r["partition"] for r in rows] == [0, 1, 2], "describe partitions %r" % rows)
+    for r in rows:
+        check(r["leader"] == 0 and r["replicas"] == [0] and r["isr"] == [0] and r["error"] is None,
+              "describe row %r" % r)
+    rc, out, err = adm.run("topics", "describe", "no-such-topic", want=1)
+    one_line_error(err, "UNKNOWN_TOPIC_OR_PARTITION")
+
+    # Configs: --set, seen by confluent and by configs describe; then --delete.
+    adm.run("topics", "alter-config", "adm-t", "--set", "retention.ms=1000", "--set", "cleanup.policy=compact")
+    ac = AdminClient(conf(b))
+    res = ConfigResource(ConfigResource.Type.TOPIC, "adm-t")
+    entries = list(ac.describe_configs([res]).values())[0].result(timeout=20)
+    check(entries["retention.ms"].value == "1000", "confluent sees retention.ms=%s" % entries["retention.ms"].value)
+    check(entries["cleanup.policy"].value == "compact", "confluent sees cleanup.policy")
+    cfg = {c["name"]: c for c in adm.json("configs", "describe", "--topic", "adm-t")}
+    check(cfg["retention.ms"]["value"] == "1000" and cfg["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG",
+          "configs describe retention.ms %r" % cfg.get("retention.ms"))
+    adm.run("configs", "alter", "--topic", "adm-t", "--delete", "retention.ms")
+    cfg = {c["name"]: c for c in adm.json("configs", "describe", "--topic", "adm-t")}
+    check(cfg["retention.ms"]["source"] != "DYNAMIC_TOPIC_CONFIG", "retention.ms still dynamic after --delete")
+    check(cfg["cleanup.policy"]["value"] == "compact", "cleanup.policy lost by the --delete of another key")
+    rc, out, err = adm.run("topics", "alter-config", "adm-t", "--set", "retention.ms=soon", want=1)
+    one_line_error(err, "INVALID_CONFIG")
+
+    adm.run("topics", "add-partitions", "adm-t", "--partitions", "5")
+    wait_until(lambda: len(describe_rows(adm, "adm-t")) == 5, 15, "adm-t with 5 partitions")
+    rc, out, err = adm.run("topics", "add-partitions", "adm-t", "--partitions", "2", want=1)
+    one_line_error(err, "INVALID_PARTITIONS")
+
+    adm.run("topics", "delete", "adm-t")
+    wait_until(lambda: "adm-t" not in {t["topic"] for t in adm.json("topics", "list")}, 15, "adm-t deleted")
+    rc, out, err = adm.run("topics", "delete", "adm-t", want=1)
+    one_line_error(err, "UNKNOWN_TOPIC_OR_PARTITION")
+
+
+def check_cluster(b, adm):
+    info = adm.json("cluster", "info")
+    check(info["cluster"][0]["cluster_id"], "cluster id %r" % info)
+    check(info["cluster"][0]["controller"] == 0, "controller %r" % info)
+    check(info["brokers"] == [{"id": 0, "host": "127.0.0.1", "port": b.port, "rack": None, "controller": True}],
+          "brokers %r" % info["brokers"])
+    rc, out, err = adm.run("cluster", "info")
+    check("cluster_id" in out and "brokers:" in out, "cluster info table %r" % out)
+    bcfg = {c["name"]: c for c in adm.json("configs", "describe", "--broker", "0")}
+    check("num.partitions" in bcfg, "broker configs lack num.partitions: %r" % sorted(bcfg)[:20])
+    rc, out, err = adm.run("configs", "describe", "--broker", "7", want=1)
+    one_line_error(err, "broker 7")
+
+
+def check_data_and_groups(b, adm):
+    adm.run("topics", "create", "adm-p", "--partitions", "1")
+    produced = adm.json("produce", "adm-p", stdin="one\ntwo\nthree\n")
+    check(produced == [{"topic": "adm-p", "partition": 0, "records": 3, "first_offset": 0, "last_offset": 2}],
+          "produce answer %r" % produced)
+    rc, out, err = adm.run("consume", "adm-p", "--from-beginning", "--max-messages", "3")
+    check(out.splitlines() == ["one", "two", "three"], "consume output %r" % out)
+    rc, out, err = adm.run("--format", "json", "consume", "adm-p", "--from-beginning", "--timeout-ms", "1500")
+    recs = [json.loads(line) for line in out.splitlines()]
+    check([(r["offset"], r["value"]) for r in recs] == [(0, "one"), (1, "two"), (2, "three")],
+          "consume json %r" % recs)
+
+    # A confluent consumer group reads all three, commits offset 2 and leaves.
+    c = Consumer(conf(b, **{"group.id": "adm-g", "enable.auto.commit": False, "auto.offset.reset": "earliest"}))
+    c.subscribe(["adm-p"])
+    got = []
+    end = time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < end:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    check(got == [b"one", b"two", b"three"], "confluent read %r" % got)
+
+    # While it is a member: describe shows it, reset-offsets is refused.
+    g = adm.json("groups", "describe", "adm-g")
+    check(g["group"][0]["members"] == 1 and g["group"][0]["state"] == "Stable", "group %r" % g["group"])
+    check(g["members"][0]["assignment"] == "adm-p:0", "member assignment %r" % g["members"])
+    rc, out, err = adm.run("groups", "reset-offsets", "adm-g", "--topic", "adm-p", "--to-earliest", want=1)
+    one_line_error(err, "active member")
+
+    c.commit(offsets=[TopicPartition("adm-p", 0, 2)], asynchronous=False)
+    c.close()
+    adm.run("produce", "adm-p", stdin="four\nfive\n")
+    g = adm.json("groups", "describe", "adm-g")
+    check(g["group"][0]["members"] == 0, "group after close %r" % g["group"])
+    check(g["offsets"] == [{"topic": "adm-p", "partition": 0, "committed": 2, "log_end": 5, "lag": 3,
+                            "member_id": None, "client_id": None, "host": None}], "offsets %r" % g["offsets"])
+    rc, out, err = adm.run("groups", "describe", "adm-g")
+    check("lag" in out and "adm-p" in out, "groups describe table %r" % out)
+    groups = {x["group"]: x for x in adm.json("groups", "list")}
+    check("adm-g" in groups, "groups list %r" % groups)
+
+    def committed():
+        cc = Consumer(conf(b, **{"group.id": "adm-g", "enable.auto.commit": False}))
+        try:
+            return cc.committed([TopicPartition("adm-p", 0)], timeout=20)[0].offset
+        finally:
+            cc.close()
+
+    dry = adm.json("groups", "reset-offsets", "adm-g", "--topic", "adm-p", "--to-earliest", "--dry-run")
+    check(dry[0]["previous"] == 2 and dry[0]["new_offset"] == 0 and dry[0]["status"] == "dry-run", "dry run %r" % dry)
+    check(committed() == 2, "--dry-run changed the commit")
+    adm.run("groups", "reset-offsets", "adm-g", "--topic", "adm-p", "--to-earliest")
+    check(committed() == 0, "after --to-earliest confluent sees %r" % committed())
+    adm.run("groups", "reset-offsets", "adm-g", "--topic", "adm-p", "--to-offset", "4")
+    check(committed() == 4, "after --to-offset 4 confluent sees %r" % committed())
+    adm.run("groups", "reset-offsets", "adm-g", "--topic", "adm-p", "--to-latest")
+    g = adm.json("groups", "describe", "adm-g")
+    check(g["offsets"][0]["committed"] == 5 and g["offsets"][0]["lag"] == 0, "after --to-latest %r" % g["offsets"])
+
+    adm.run("groups", "delete", "adm-g")
+    check("adm-g" not in {x["group"] for x in adm.json("groups", "list")}, "adm-g still listed after delete")
+    rc, out, err = adm.run("groups", "delete", "adm-g", want=1)
+    one_line_error(err, "GROUP_ID_NOT_FOUND")
+
+
+def main(ctx):
+    b = ctx.broker()
+    adm = Admin(ctx, b.bootstrap)
+    check_errors(ctx, b, adm)
+    check_topics(b, adm)
+    check_cluster(b, adm)
+    check_data_and_groups(b, adm)
+
+
+if __name__ == "__main__":
+    harness.run_test(main, total_timeout=150)
