@@ -215,7 +215,9 @@ ParseOutcome parse_admin_args(std::span<const std::string_view> args) {
     const bool allowed = is_global(name) ||
                          std::find(cmd->options.begin(), cmd->options.end(), name) != cmd->options.end();
     if (!allowed) return fail(inv.command + ": option --" + name + " does not apply");
-    const bool repeatable = name == "config" || name == "set" || name == "delete";
+    // Repeatable: the lists; and the globals, where the last one wins (a
+    // script's alias may carry one already).
+    const bool repeatable = name == "config" || name == "set" || name == "delete" || is_global(name);
     if (values.size() > 1 && !repeatable) return fail("option --" + name + " given more than once");
   }
   // Globals.

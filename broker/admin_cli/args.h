@@ -8,7 +8,8 @@
 // exclusive) and returns either an Invocation or a one-line usage error
 // (exit status 2). Options may be written `--name value` or `--name=value`
 // and may come anywhere after `admin`; repeatable ones (--config, --set,
-// --delete) keep every value in order. Also parses client properties
+// --delete) keep every value in order; a global option given twice takes
+// the last value; any other option given twice is an error. Also parses client properties
 // (--command-config): client.id and request.timeout.ms are used, security
 // settings we cannot honour are refused, other keys are accepted and
 // ignored.

@@ -102,8 +102,8 @@ class Connection {
         const size_t used = dec.feed(std::span<const uint8_t>(pending_).subspan(pending_off_));
         pending_off_ += used;
         if (dec.error() != proto::WireError::kNone)
-          throw CliError(kExitKafkaError, "bad response frame from " + label_ + ": " +
-                                              std::string(proto::to_string(dec.error())));
+          throw CliError(kExitConnect, label_ + " does not speak the Kafka protocol (response frame: " +
+                                           std::string(proto::to_string(dec.error())) + ")");
         continue;
       }
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);

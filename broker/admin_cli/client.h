@@ -60,6 +60,8 @@ class KafkaClient {
 
   // Sends `req` to `node` at the negotiated version (at most `cap` when
   // given) and decodes the answer into *resp; returns the version used.
+  // Records fields of *resp are views into the client's last response
+  // frame: valid until the next call.
   template <class Req, class Resp>
   int16_t call(int32_t node, const Req& req, Resp* resp, std::optional<int16_t> cap = std::nullopt) {
     const int16_t v = version_for(node, Req::kApiKey, Req::kLowestVersion,
@@ -70,8 +72,8 @@ class KafkaClient {
     if (frame.empty()) throw CliError(kExitKafkaError, "cannot encode " + api_name(Req::kApiKey) + " v" +
                                                            std::to_string(v) + ": " +
                                                            std::string(protocol::to_string(werr)));
-    auto body = round_trip(node, frame, Req::kApiKey);
-    auto res = protocol::client::decode_response_frame(body, v, corr, resp);
+    last_frame_ = round_trip(node, frame, Req::kApiKey);
+    auto res = protocol::client::decode_response_frame(last_frame_, v, corr, resp);
     if (!res.ok())
       throw CliError(kExitKafkaError, api_name(Req::kApiKey) + " v" + std::to_string(v) + " from " +
                                           node_label(node) + ": " + protocol::client::describe(res));
@@ -110,6 +112,7 @@ class KafkaClient {
   ClientProperties props_;
   int32_t controller_ = -1;
   int32_t next_correlation_ = 1;
+  std::vector<uint8_t> last_frame_;  // what Records views of the last response point into
 };
 
 }  // namespace ciuickafka::broker::admin_cli

@@ -71,6 +71,7 @@ TEST_CASE("admin args: usage errors name what is wrong") {
         std::string::npos);
   CHECK(bad({"topics", "list", "--bogus"}).find("unknown option --bogus") != std::string::npos);
   CHECK(bad({"topics", "list", "--if-not-exists=yes"}).find("takes no value") != std::string::npos);
+  CHECK(ok({"--bootstrap-server", "a:1", "topics", "list", "--bootstrap-server", "b:2"}).bootstrap == "b:2");
   CHECK(bad({"--bootstrap-server", "nohost", "topics", "list"}).find("not HOST:PORT") != std::string::npos);
   CHECK(bad({"--format", "xml", "topics", "list"}).find("not table or json") != std::string::npos);
   CHECK(bad({"topics", "add-partitions", "t"}).find("--partitions N is required") != std::string::npos);
