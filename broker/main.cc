@@ -40,8 +40,9 @@ namespace cfg = ciuickafka::broker::config;
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
   // A subcommand, recognised before anything is read as broker arguments.
+  // SIGPIPE keeps its default there: `ciuickafka admin consume T | head`
+  // ends when head does (sockets send with MSG_NOSIGNAL).
   if (!args.empty() && args[0] == "admin") {
-    std::signal(SIGPIPE, SIG_IGN);
     return ciuickafka::broker::admin_cli::run_admin(std::span<const std::string_view>(args).subspan(1), std::cout,
                                                     std::cerr, std::cin);
   }

@@ -62,6 +62,8 @@ proto::DescribeGroupsResponse::DescribedGroup describe_group(Ctx& c, int32_t coo
   if (resp.groups.empty()) throw CliError(kExitKafkaError, "DescribeGroups: empty answer for group " + group);
   const auto& g = resp.groups[0];
   if (g.error_code != 0) throw_kafka_error("describe group " + group, g.error_code);
+  // Kafka answers an unknown group with state Dead and no error.
+  if (g.group_state == "Dead") throw_kafka_error("group " + group, 69);  // GROUP_ID_NOT_FOUND
   return g;
 }
 

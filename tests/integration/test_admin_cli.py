@@ -227,6 +227,8 @@ def check_data_and_groups(b, adm):
     check("adm-g" not in {x["group"] for x in adm.json("groups", "list")}, "adm-g still listed after delete")
     rc, out, err = adm.run("groups", "delete", "adm-g", want=1)
     one_line_error(err, "GROUP_ID_NOT_FOUND")
+    rc, out, err = adm.run("groups", "describe", "no-such-group", want=1)
+    one_line_error(err, "GROUP_ID_NOT_FOUND")
 
 
 def main(ctx):
