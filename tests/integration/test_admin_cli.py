@@ -1,8 +1,8 @@
 """tests/integration/test_admin_cli.py: `ciuickafka admin` end to end (issue #18, point 4).
 
-Usage: test_admin_cli.py --broker BIN --work DIR
+Usage: test_admin_cli.py --broker BIN --work DIR single|cluster
 
-Drives the admin command (the same ciuickafka binary) against a real
+single: drives the admin command (the same ciuickafka binary) against a real
 broker process and cross-checks with confluent_kafka:
 
 - usage errors exit 2 (and `ciuickafka create-topic` points to `admin`), an unreachable bootstrap exits 3, a refused
@@ -18,6 +18,12 @@ broker process and cross-checks with confluent_kafka:
   reset-offsets refused while the group has a member, then --to-earliest /
   --to-offset (confluent sees the committed offsets), groups delete;
 - every --format json output parses.
+
+cluster: three brokers over Debian's ZooKeeper, bootstrapped at a broker
+that is not the controller: create (RF 3, leaders spread), produce and
+consume across leaders, groups describe/reset-offsets at the coordinator,
+configs describe of each broker (each answers with its own node.id),
+add-partitions and delete.
 """
 
 import json
@@ -231,13 +237,101 @@ def check_data_and_groups(b, adm):
     one_line_error(err, "GROUP_ID_NOT_FOUND")
 
 
-def main(ctx):
+def single(ctx):
     b = ctx.broker()
     adm = Admin(ctx, b.bootstrap)
     check_errors(ctx, b, adm)
     check_topics(b, adm)
     check_cluster(b, adm)
     check_data_and_groups(b, adm)
+
+
+def cluster(ctx):
+    """Three brokers over ZooKeeper, bootstrapped at one that is not the
+    controller: topic admin is routed to the controller, produce, fetch and
+    ListOffsets to each partition's leader, group calls to the coordinator,
+    broker configs to that broker."""
+    import zookeeper
+    zk = zookeeper.ZooKeeper(ctx.work).start()
+    try:
+        brokers = [ctx.broker({"node.id": str(i), "zookeeper.connect": zk.connect + "/ck-admin",
+                               "zookeeper.session.timeout.ms": "3000"}, name="broker%d" % i) for i in (1, 2, 3)]
+        adm = Admin(ctx, brokers[0].bootstrap)
+
+        def three():
+            info = adm.json("cluster", "info")
+            ok = len(info["brokers"]) == 3 and info["cluster"][0]["controller"] in (1, 2, 3)
+            return info if ok else None
+        info = wait_until(three, 30, "cluster info with 3 brokers and a controller", interval=0.2)
+        ctrl = info["cluster"][0]["controller"]
+        other = [b for b in brokers if int(b.overrides["node.id"]) != ctrl][0]
+        adm = Admin(ctx, other.bootstrap)
+        print("[admin] controller %d, bootstrap at broker %s" % (ctrl, other.overrides["node.id"]), flush=True)
+
+        adm.run("topics", "create", "adm-r", "--partitions", "6", "--replication-factor", "3",
+                "--config", "min.insync.replicas=2")
+
+        def replicated():
+            rows = describe_rows(adm, "adm-r")
+            ok = len(rows) == 6 and all(len(r["replicas"]) == 3 and sorted(r["isr"]) == sorted(r["replicas"])
+                                        for r in rows)
+            return rows if ok else None
+        rows = wait_until(replicated, 30, "adm-r with 6 partitions of 3 in-sync replicas", interval=0.2)
+        leaders = {r["leader"] for r in rows}
+        check(len(leaders) > 1, "all leaders on one broker: %r" % rows)
+
+        lines = ["r%02d" % i for i in range(60)]
+        produced = adm.json("produce", "adm-r", stdin="\n".join(lines) + "\n")
+        check(sum(p["records"] for p in produced) == 60 and len(produced) == 6, "produce %r" % produced)
+        rc, out, err = adm.run("consume", "adm-r", "--from-beginning", "--max-messages", "60")
+        check(sorted(out.splitlines()) == lines, "consume read %r" % out.splitlines()[:10])
+
+        c = Consumer(conf(other, **{"group.id": "adm-cg", "enable.auto.commit": False,
+                                    "auto.offset.reset": "earliest"}))
+        c.subscribe(["adm-r"])
+        n = 0
+        end = time.monotonic() + 40
+        while n < 60 and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                n += 1
+        check(n == 60, "confluent group read %d of 60" % n)
+        c.commit(offsets=[TopicPartition("adm-r", p, 1) for p in range(6)], asynchronous=False)
+        c.close()
+        g = adm.json("groups", "describe", "adm-cg")
+        check(len(g["offsets"]) == 6 and all(o["committed"] == 1 and o["lag"] == o["log_end"] - 1
+                                             for o in g["offsets"]), "offsets %r" % g["offsets"])
+        check(sum(o["log_end"] for o in g["offsets"]) == 60, "log ends %r" % g["offsets"])
+        adm.run("groups", "reset-offsets", "adm-cg", "--topic", "adm-r", "--to-latest")
+        g = adm.json("groups", "describe", "adm-cg")
+        check(all(o["lag"] == 0 for o in g["offsets"]), "after --to-latest %r" % g["offsets"])
+
+        for nid in (1, 2, 3):
+            cfg = {x["name"]: x for x in adm.json("configs", "describe", "--broker", str(nid))}
+            check(cfg["node.id"]["value"] == str(nid), "broker %d's configs say node.id=%r" %
+                  (nid, cfg.get("node.id")))
+
+        adm.run("topics", "add-partitions", "adm-r", "--partitions", "8")
+        wait_until(lambda: len(describe_rows(adm, "adm-r")) == 8, 30, "adm-r with 8 partitions", interval=0.2)
+        adm.run("topics", "delete", "adm-r")
+        wait_until(lambda: "adm-r" not in {t["topic"] for t in adm.json("topics", "list")}, 30, "adm-r deleted",
+                   interval=0.2)
+        for b in brokers:
+            check(b.alive(), "broker %s died" % b.name)
+            b.stop()
+    finally:
+        for b in ctx.brokers:
+            if b.proc is not None and b.proc.poll() is None:
+                b.kill()
+        zk.stop()
+
+
+SCENARIOS = {"single": single, "cluster": cluster}
+
+
+def main(ctx):
+    check(ctx.args and ctx.args[0] in SCENARIOS, "scenario: one of %s" % sorted(SCENARIOS))
+    SCENARIOS[ctx.args[0]](ctx)
 
 
 if __name__ == "__main__":
