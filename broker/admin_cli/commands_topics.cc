@@ -138,19 +138,27 @@ void cmd_topics_create(Ctx& c) {
   proto::CreateTopicsResponse resp;
   c.client.call(node, req, &resp);
   std::string status = "created";
+  int32_t partitions = t.num_partitions;
+  int32_t rf = t.replication_factor;
   for (const auto& r : resp.topics) {
     if (r.error_code == kTopicAlreadyExists && c.inv.has("if-not-exists")) {
       status = "exists";
     } else if (r.error_code != 0) {
       throw_kafka_error("create topic " + r.name, r.error_code, r.error_message);
     }
+    if (r.num_partitions > 0) partitions = r.num_partitions;  // v5+
+    if (r.replication_factor > 0) rf = r.replication_factor;
   }
-  if (!wait_for_leaders(c, name)) status += " (no leader yet)";
-  auto md = c.client.metadata(std::vector<std::string>{name});
-  const auto& mt = find_topic(md, name);
-  const int32_t rf = mt.partitions.empty() ? 0 : static_cast<int32_t>(mt.partitions[0].replica_nodes.size());
+  if (wait_for_leaders(c, name)) {
+    auto md = c.client.metadata(std::vector<std::string>{name});
+    const auto& mt = find_topic(md, name);
+    partitions = static_cast<int32_t>(mt.partitions.size());
+    rf = mt.partitions.empty() ? 0 : static_cast<int32_t>(mt.partitions[0].replica_nodes.size());
+  } else {
+    status += " (no leader yet)";  // created all the same: exit 0
+  }
   Table out{"", {"topic", "partitions", "replication_factor", "status"}, {}};
-  out.add({name, static_cast<int32_t>(mt.partitions.size()), rf, status});
+  out.add({name, partitions > 0 ? Value(partitions) : Value(), rf > 0 ? Value(rf) : Value(), status});
   c.print({out});
 }
 
