@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/admin_cli/args.h"
@@ -48,6 +49,10 @@ void cmd_groups_delete(Ctx& c);
 // produce / consume (commands_data.cc)
 void cmd_produce(Ctx& c);
 void cmd_consume(Ctx& c);
+
+// Kafka's murmur2 hash, as the Java client's default partitioner uses it:
+// a keyed record goes to (murmur2(key) & 0x7fffffff) % partitions.
+uint32_t kafka_murmur2(std::string_view data);
 
 // Shared helpers.
 // Earliest (-2) or latest (-1) offsets of topic partitions, asking each
