@@ -73,7 +73,9 @@ int run_admin(std::span<const std::string_view> args, std::ostream& out, std::os
     return kExitUsage;
   }
   try {
-    KafkaClient client(host, port, props);
+    int64_t wait_ms = 0;
+    if (inv.has("connect-wait-ms")) parse_int(inv.get("connect-wait-ms"), 0, INT32_MAX, &wait_ms);  // checked
+    KafkaClient client(host, port, props, wait_ms);
     Ctx ctx{inv, client, out, err, in};
     h(ctx);
   } catch (const CliError& e) {

@@ -22,6 +22,7 @@ constexpr OptionSpec kOptions[] = {
     {"bootstrap-server", true, "HOST:PORT of any broker (default localhost:9092)"},
     {"command-config", true, "client properties file (client.id, request.timeout.ms)"},
     {"format", true, "table (default) or json"},
+    {"connect-wait-ms", true, "keep retrying the bootstrap connection this long (a broker still starting)"},
     {"partitions", true, "number of partitions"},
     {"replication-factor", true, "replicas per partition (default: the broker's default)"},
     {"config", true, "k=v topic config at creation (repeatable)"},
@@ -88,7 +89,7 @@ const CommandSpec* find_command(const std::string& name) {
 }
 
 bool is_global(std::string_view o) {
-  return o == "bootstrap-server" || o == "command-config" || o == "format" || o == "help";
+  return o == "bootstrap-server" || o == "command-config" || o == "format" || o == "connect-wait-ms" || o == "help";
 }
 
 std::string trim(std::string_view s) {
@@ -250,7 +251,8 @@ ParseOutcome parse_admin_args(std::span<const std::string_view> args) {
            {"to-offset", 0, INT64_MAX},
            {"partition", 0, INT32_MAX},
            {"max-messages", 1, INT64_MAX},
-           {"timeout-ms", 0, INT32_MAX}}) {
+           {"timeout-ms", 0, INT32_MAX},
+           {"connect-wait-ms", 0, INT32_MAX}}) {
     if (std::string e = check_int(name, lo, hi); !e.empty()) return fail(e);
   }
   std::string k, v;
@@ -278,7 +280,7 @@ ParseOutcome parse_admin_args(std::span<const std::string_view> args) {
 std::string usage_text() {
   std::string s =
       "usage: ciuickafka admin [--bootstrap-server HOST:PORT] [--command-config FILE] [--format table|json]\n"
-      "                        COMMAND [ARGS] [OPTIONS]\n\ncommands:\n";
+      "                        [--connect-wait-ms MS] COMMAND [ARGS] [OPTIONS]\n\ncommands:\n";
   for (const auto& c : commands()) {
     std::string line = "  " + std::string(c.name);
     if (!c.args.empty()) line += " " + std::string(c.args);

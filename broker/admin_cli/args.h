@@ -1,7 +1,8 @@
 // broker/admin_cli/args.h: the command line of `ciuickafka admin`.
 //
 //   ciuickafka admin [--bootstrap-server HOST:PORT] [--command-config FILE]
-//                    [--format table|json] GROUP VERB [ARGS...] [OPTIONS...]
+//                    [--format table|json] [--connect-wait-ms MS]
+//                    GROUP VERB [ARGS...] [OPTIONS...]
 //
 // parse_admin_args checks the words against a table of commands (which
 // positional arguments each takes, which options, which are required or

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "protocol/error_code.h"
 #include "protocol/generated/api_versions.h"
@@ -138,7 +139,8 @@ class Connection {
   size_t pending_off_ = 0;
 };
 
-KafkaClient::KafkaClient(std::string host, uint16_t port, ClientProperties props) : props_(std::move(props)) {
+KafkaClient::KafkaClient(std::string host, uint16_t port, ClientProperties props, int64_t connect_wait_ms)
+    : props_(std::move(props)), connect_wait_ms_(connect_wait_ms) {
   addresses_[kBootstrap] = {std::move(host), port};
 }
 
@@ -162,7 +164,18 @@ Connection& KafkaClient::conn(int32_t node) {
   if (addr == addresses_.end())
     throw CliError(kExitKafkaError, "broker " + std::to_string(node) + " is not in the cluster metadata");
   auto c = std::make_unique<Connection>(node_label(node), props_.request_timeout_ms);
-  c->open(addr->second.host, addr->second.port);
+  // The bootstrap broker may still be starting (--connect-wait-ms): retry
+  // refused or failed connections until the deadline, polling every 200 ms.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(connect_wait_ms_);
+  while (true) {
+    try {
+      c->open(addr->second.host, addr->second.port);
+      break;
+    } catch (const CliError& e) {
+      if (node != kBootstrap || e.exit_code != kExitConnect || std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
   Connection& ref = *c;
   conns_[node] = std::move(c);
   // ApiVersions: our highest; a broker that does not know it answers

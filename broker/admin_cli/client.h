@@ -53,7 +53,10 @@ class KafkaClient {
  public:
   static constexpr int32_t kBootstrap = -1;  // node id of the bootstrap connection
 
-  KafkaClient(std::string bootstrap_host, uint16_t bootstrap_port, ClientProperties props);
+  // connect_wait_ms: how long to keep retrying the first connection to the
+  // bootstrap broker (0: one attempt).
+  KafkaClient(std::string bootstrap_host, uint16_t bootstrap_port, ClientProperties props,
+              int64_t connect_wait_ms = 0);
   ~KafkaClient();
 
   const ClientProperties& props() const { return props_; }
@@ -112,6 +115,7 @@ class KafkaClient {
   ClientProperties props_;
   int32_t controller_ = -1;
   int32_t next_correlation_ = 1;
+  int64_t connect_wait_ms_ = 0;
   std::vector<uint8_t> last_frame_;  // what Records views of the last response point into
 };
 

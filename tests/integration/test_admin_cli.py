@@ -5,6 +5,7 @@ Usage: test_admin_cli.py --broker BIN --work DIR single|cluster
 single: drives the admin command (the same ciuickafka binary) against a real
 broker process and cross-checks with confluent_kafka:
 
+- `--connect-wait-ms` started before the broker waits for it;
 - usage errors exit 2 (and `ciuickafka create-topic` points to `admin`), an unreachable bootstrap exits 3, a refused
   security setting in --command-config exits 2, each with one line;
 - topics create (then TOPIC_ALREADY_EXISTS, exit 1; --if-not-exists, exit
@@ -238,8 +239,17 @@ def check_data_and_groups(b, adm):
 
 
 def single(ctx):
-    b = ctx.broker()
+    b = ctx.broker(start=False)
     adm = Admin(ctx, b.bootstrap)
+    # Started before the broker: --connect-wait-ms keeps retrying (compose's
+    # one-shot topic creator starts with the broker).
+    early = subprocess.Popen([ctx.binary, "admin", "--bootstrap-server", b.bootstrap, "--connect-wait-ms", "60000",
+                              "topics", "create", "adm-early", "--if-not-exists"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    b.start()
+    out, err = early.communicate(timeout=60)
+    check(early.returncode == 0 and b"adm-early" in out,
+          "admin started before the broker: exit %d, %r %r" % (early.returncode, out, err))
     check_errors(ctx, b, adm)
     check_topics(b, adm)
     check_cluster(b, adm)

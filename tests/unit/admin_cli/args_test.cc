@@ -52,6 +52,7 @@ TEST_CASE("admin args: commands, positionals and defaults") {
   CHECK(ok({"topics", "describe"}).positional.empty());
   CHECK(ok({"groups", "reset-offsets", "g", "--topic", "t", "--to-offset", "5"}).get("to-offset") == "5");
   CHECK(ok({"configs", "describe", "--broker", "0"}).get("broker") == "0");
+  CHECK(ok({"--connect-wait-ms", "5000", "cluster", "info"}).get("connect-wait-ms") == "5000");
   CHECK(ok({"--help"}).help);
   CHECK(ok({"help"}).help);
   CHECK(ok({"topics", "create", "-h"}).help);
@@ -73,6 +74,7 @@ TEST_CASE("admin args: usage errors name what is wrong") {
   CHECK(bad({"topics", "list", "--if-not-exists=yes"}).find("takes no value") != std::string::npos);
   CHECK(ok({"--bootstrap-server", "a:1", "topics", "list", "--bootstrap-server", "b:2"}).bootstrap == "b:2");
   CHECK(bad({"--bootstrap-server", "nohost", "topics", "list"}).find("not HOST:PORT") != std::string::npos);
+  CHECK(bad({"--connect-wait-ms", "-1", "topics", "list"}).find("--connect-wait-ms") != std::string::npos);
   CHECK(bad({"--format", "xml", "topics", "list"}).find("not table or json") != std::string::npos);
   CHECK(bad({"topics", "add-partitions", "t"}).find("--partitions N is required") != std::string::npos);
   CHECK(bad({"topics", "alter-config", "t"}).find("--set") != std::string::npos);
