@@ -15,31 +15,32 @@ struct OptionSpec {
   std::string_view name;
   bool takes_value;
   std::string_view help;
+  std::string_view metavar = "";  // the value's name in the usage text
 };
 
 // Every option any command knows; commands list the ones they accept.
 constexpr OptionSpec kOptions[] = {
-    {"bootstrap-server", true, "HOST:PORT of any broker (default localhost:9092)"},
-    {"command-config", true, "client properties file (client.id, request.timeout.ms)"},
-    {"format", true, "table (default) or json"},
-    {"connect-wait-ms", true, "keep retrying the bootstrap connection this long (a broker still starting)"},
-    {"partitions", true, "number of partitions"},
-    {"replication-factor", true, "replicas per partition (default: the broker's default)"},
-    {"config", true, "k=v topic config at creation (repeatable)"},
+    {"bootstrap-server", true, "HOST:PORT of any broker (default localhost:9092)", "HOST:PORT"},
+    {"command-config", true, "client properties file (client.id, request.timeout.ms)", "FILE"},
+    {"format", true, "table (default) or json", "table|json"},
+    {"connect-wait-ms", true, "keep retrying the bootstrap connection this long (a broker still starting)", "MS"},
+    {"partitions", true, "number of partitions", "N"},
+    {"replication-factor", true, "replicas per partition (default: the broker's default)", "R"},
+    {"config", true, "k=v topic config at creation (repeatable)", "k=v"},
     {"if-not-exists", false, "succeed if the topic already exists"},
-    {"set", true, "k=v config to set (repeatable)"},
-    {"delete", true, "config key to remove, back to its default (repeatable)"},
-    {"broker", true, "broker id"},
-    {"topic", true, "topic name"},
+    {"set", true, "k=v config to set (repeatable)", "k=v"},
+    {"delete", true, "config key to remove, back to its default (repeatable)", "KEY"},
+    {"broker", true, "broker id", "ID"},
+    {"topic", true, "topic name", "NAME"},
     {"to-earliest", false, "reset to the log start offset"},
     {"to-latest", false, "reset to the log end offset"},
-    {"to-offset", true, "reset to this offset"},
+    {"to-offset", true, "reset to this offset", "N"},
     {"dry-run", false, "show the new offsets without committing them"},
-    {"partition", true, "only this partition"},
+    {"partition", true, "only this partition", "P"},
     {"from-beginning", false, "start at the log start (default: the end)"},
-    {"max-messages", true, "stop after this many records"},
-    {"timeout-ms", true, "stop after this long without a new record"},
-    {"key-separator", true, "produce: split each line into key and value at this string"},
+    {"max-messages", true, "stop after this many records", "N"},
+    {"timeout-ms", true, "stop after this long without a new record", "MS"},
+    {"key-separator", true, "produce: split each line into key and value at this string", "S"},
     {"help", false, "this text"},
 };
 
@@ -286,14 +287,14 @@ std::string usage_text() {
     if (!c.args.empty()) line += " " + std::string(c.args);
     for (const auto& o : c.options) {
       const OptionSpec* spec = find_option(o);
-      line += " [--" + std::string(o) + (spec && spec->takes_value ? " X]" : "]");
+      line += " [--" + std::string(o) + (spec && spec->takes_value ? " " + std::string(spec->metavar) + "]" : "]");
     }
     s += line + "\n      " + std::string(c.help) + "\n";
   }
   s += "\noptions:\n";
   for (const auto& o : kOptions) {
-    std::string name = "  --" + std::string(o.name) + (o.takes_value ? " X" : "");
-    name.resize(std::max<size_t>(name.size() + 1, 26), ' ');
+    std::string name = "  --" + std::string(o.name) + (o.takes_value ? " " + std::string(o.metavar) : "");
+    name.resize(std::max<size_t>(name.size() + 1, 32), ' ');
     s += name + std::string(o.help) + "\n";
   }
   s +=
