@@ -265,6 +265,11 @@ void KafkaClient::learn(int32_t node, const std::string& host, int32_t port) {
   addresses_[node] = {host, static_cast<uint16_t>(port)};
 }
 
+void KafkaClient::forget(int32_t node) {
+  conns_.erase(node);
+  versions_.erase(node);
+}
+
 int32_t KafkaClient::controller() const {
   return controller_ >= 0 && addresses_.count(controller_) ? controller_ : kBootstrap;
 }

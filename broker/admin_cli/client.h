@@ -94,6 +94,8 @@ class KafkaClient {
   int32_t controller() const;
   // Node ids learned from metadata.
   std::vector<int32_t> nodes() const;
+  // Drops the connection to `node` (after it broke); the next call reconnects.
+  void forget(int32_t node);
   // Registers a node's address (from FindCoordinator, say).
   void learn(int32_t node, const std::string& host, int32_t port);
 

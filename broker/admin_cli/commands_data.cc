@@ -14,9 +14,12 @@
 // --format json one JSON object per record and line. Stops after
 // --max-messages records or after --timeout-ms without a new record, else
 // runs until interrupted. Control batches (transaction markers) are skipped.
+// A partition whose leader moves or dies is followed to its new leader
+// (metadata refreshed every 200 ms, for up to request.timeout.ms).
 //
 // One thread.
 #include <chrono>
+#include <thread>
 #include <istream>
 #include <ostream>
 
@@ -62,6 +65,13 @@ uint32_t kafka_murmur2(std::string_view data) {
 }
 
 namespace {
+
+// Errors after which a partition is fetched again from whatever the
+// metadata names as its leader now.
+bool is_leader_change(int16_t code) {
+  return code == 5 /* LEADER_NOT_AVAILABLE */ || code == 6 /* NOT_LEADER_OR_FOLLOWER */ ||
+         code == 74 /* FENCED_LEADER_EPOCH */ || code == 76 /* UNKNOWN_LEADER_EPOCH */;
+}
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -189,12 +199,21 @@ void cmd_consume(Ctx& c) {
   if (c.inv.has("max-messages")) parse_int(c.inv.get("max-messages"), 1, INT64_MAX, &max_messages);
   if (c.inv.has("timeout-ms")) parse_int(c.inv.get("timeout-ms"), 0, INT32_MAX, &timeout_ms);
   std::map<int32_t, std::vector<int32_t>> by_leader;
-  for (const auto& p : mt.partitions)
-    if (position.count({topic, p.partition_index})) by_leader[p.leader_id].push_back(p.partition_index);
+  auto route = [&](const proto::MetadataResponse::MetadataResponseTopic& t) {
+    by_leader.clear();
+    for (const auto& p : t.partitions)
+      if (position.count({topic, p.partition_index})) by_leader[p.leader_id].push_back(p.partition_index);
+  };
+  route(mt);
   auto last_record = std::chrono::steady_clock::now();
+  // Since when some partition has had no reachable leader (nullopt: all fine).
+  std::optional<std::chrono::steady_clock::time_point> leaderless_since;
+  const auto leader_wait = std::chrono::milliseconds(c.client.props().request_timeout_ms);
   const bool json = c.inv.format == Format::kJson;
   while (true) {
+    bool reroute = by_leader.count(-1) > 0;
     for (const auto& [leader, ps] : by_leader) {
+      if (leader < 0) continue;  // no leader now: routed again below
       proto::FetchRequest req;
       req.replica_id = -1;
       req.max_wait_ms = 200;
@@ -214,10 +233,22 @@ void cmd_consume(Ctx& c) {
       req.topics.push_back(ft);
       proto::FetchResponse resp;
       // v13+ names topics by id only; we fetch by name.
-      c.client.call(leader, req, &resp, int16_t{12});
+      try {
+        c.client.call(leader, req, &resp, int16_t{12});
+      } catch (const CliError& e) {
+        // The leader went away: follow the partitions to their new leaders.
+        if (e.exit_code != kExitConnect) throw;
+        c.client.forget(leader);
+        reroute = true;
+        continue;
+      }
       if (resp.error_code != 0) throw_kafka_error("fetch " + topic, resp.error_code);
       for (const auto& tr : resp.responses)
         for (const auto& pd : tr.partitions) {
+          if (is_leader_change(pd.error_code)) {
+            reroute = true;
+            continue;
+          }
           if (pd.error_code != 0)
             throw_kafka_error("fetch " + tr.topic + "-" + std::to_string(pd.partition_index), pd.error_code);
           int64_t& pos = position[{topic, pd.partition_index}];
@@ -272,6 +303,22 @@ void cmd_consume(Ctx& c) {
     if (timeout_ms >= 0 &&
         std::chrono::steady_clock::now() - last_record >= std::chrono::milliseconds(timeout_ms))
       return;
+    if (!reroute) {
+      leaderless_since.reset();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!leaderless_since) leaderless_since = now;
+    if (now - *leaderless_since >= leader_wait)
+      throw CliError(kExitKafkaError, "consume " + topic + ": no reachable leader for every partition within " +
+                                          std::to_string(leader_wait.count()) + " ms (request.timeout.ms)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling with a deadline
+    try {
+      auto fresh = c.client.metadata(std::vector<std::string>{topic});
+      route(find_topic(fresh, topic));
+    } catch (const CliError& e) {
+      if (e.exit_code != kExitConnect) throw;  // the bootstrap broker itself is gone: retry until the deadline
+    }
   }
 }
 

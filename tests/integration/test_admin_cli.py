@@ -24,7 +24,8 @@ cluster: three brokers over Debian's ZooKeeper, bootstrapped at a broker
 that is not the controller: create (RF 3, leaders spread), produce and
 consume across leaders, groups describe/reset-offsets at the coordinator,
 configs describe of each broker (each answers with its own node.id),
-add-partitions and delete.
+add-partitions and delete; then a consume running while one leader is
+killed follows its partitions to the new leaders and reads every record.
 """
 
 import json
@@ -265,7 +266,8 @@ def cluster(ctx):
     zk = zookeeper.ZooKeeper(ctx.work).start()
     try:
         brokers = [ctx.broker({"node.id": str(i), "zookeeper.connect": zk.connect + "/ck-admin",
-                               "zookeeper.session.timeout.ms": "3000"}, name="broker%d" % i) for i in (1, 2, 3)]
+                               "zookeeper.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000"},
+                              name="broker%d" % i) for i in (1, 2, 3)]
         adm = Admin(ctx, brokers[0].bootstrap)
 
         def three():
@@ -326,7 +328,34 @@ def cluster(ctx):
         adm.run("topics", "delete", "adm-r")
         wait_until(lambda: "adm-r" not in {t["topic"] for t in adm.json("topics", "list")}, 30, "adm-r deleted",
                    interval=0.2)
+
+        # consume follows its partitions when a leader dies under it.
+        adm.run("topics", "create", "adm-f", "--partitions", "6", "--replication-factor", "3")
+        wait_until(lambda: len([r for r in describe_rows(adm, "adm-f") if len(r["isr"]) == 3]) == 6, 30,
+                   "adm-f fully in sync", interval=0.2)
+        first = ["f%02d" % i for i in range(60)]
+        adm.run("produce", "adm-f", stdin="\n".join(first) + "\n")
+        cons = subprocess.Popen([ctx.binary, "admin", "--bootstrap-server", other.bootstrap, "consume", "adm-f",
+                                 "--from-beginning", "--max-messages", "90"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = [cons.stdout.readline().decode().rstrip("\n") for _ in range(60)]  # bounded by the test's alarm
+        check(sorted(seen) == first, "consume before the kill read %r" % seen[:10])
+        victim = [b for b in brokers if b is not other][0]
+        vid = int(victim.overrides["node.id"])
+        victim.kill()
+        wait_until(lambda: all(r["leader"] != vid and vid not in r["isr"] and r["leader"] >= 0
+                               for r in describe_rows(adm, "adm-f")), 40,
+                   "adm-f's leaders and ISRs without broker %d" % vid, interval=0.3)
+        second = ["s%02d" % i for i in range(30)]
+        adm.run("produce", "adm-f", stdin="\n".join(second) + "\n")
+        out, err = cons.communicate(timeout=60)
+        print("[admin] consume after the kill: exit %d, stderr %r" % (cons.returncode, err[-500:]), flush=True)
+        check(cons.returncode == 0, "consume across the kill exited %d: %r" % (cons.returncode, err[-500:]))
+        check(sorted(out.decode().splitlines()) == second, "consume after the kill read %r" % out[:300])
+
         for b in brokers:
+            if b is victim:
+                continue
             check(b.alive(), "broker %s died" % b.name)
             b.stop()
     finally:
