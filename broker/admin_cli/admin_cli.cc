@@ -64,9 +64,7 @@ int run_admin(std::span<const std::string_view> args, std::ostream& out, std::os
       return kExitUsage;
     }
   }
-  std::string host;
-  uint16_t port = 0;
-  split_host_port(inv.bootstrap, &host, &port);  // checked by the parser
+  const std::vector<HostPort> bootstrap = parse_bootstrap(inv.bootstrap).value_or(std::vector<HostPort>{});  // checked
   Handler h = find_handler(inv.command);
   if (!h) {
     err << "ciuickafka admin: command '" << inv.command << "' has no implementation\n";
@@ -75,7 +73,7 @@ int run_admin(std::span<const std::string_view> args, std::ostream& out, std::os
   try {
     int64_t wait_ms = 0;
     if (inv.has("connect-wait-ms")) parse_int(inv.get("connect-wait-ms"), 0, INT32_MAX, &wait_ms);  // checked
-    KafkaClient client(host, port, props, wait_ms);
+    KafkaClient client(bootstrap, props, wait_ms);
     Ctx ctx{inv, client, out, err, in};
     h(ctx);
   } catch (const CliError& e) {

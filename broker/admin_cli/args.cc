@@ -20,7 +20,7 @@ struct OptionSpec {
 
 // Every option any command knows; commands list the ones they accept.
 constexpr OptionSpec kOptions[] = {
-    {"bootstrap-server", true, "HOST:PORT of any broker (default localhost:9092)", "HOST:PORT"},
+    {"bootstrap-server", true, "any broker(s), comma-separated, tried in order (default localhost:9092)", "HOST:PORT"},
     {"command-config", true, "client properties file (client.id, request.timeout.ms)", "FILE"},
     {"format", true, "table (default) or json", "table|json"},
     {"connect-wait-ms", true, "keep retrying the bootstrap connection this long (a broker still starting)", "MS"},
@@ -155,6 +155,21 @@ bool split_host_port(const std::string& s, std::string* host, uint16_t* port) {
   return true;
 }
 
+std::optional<std::vector<HostPort>> parse_bootstrap(const std::string& s) {
+  std::vector<HostPort> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    HostPort hp;
+    if (!split_host_port(trim(std::string_view(s).substr(start, comma - start)), &hp.host, &hp.port))
+      return std::nullopt;
+    out.push_back(hp);
+    start = comma + 1;
+  }
+  return out;
+}
+
 ParseOutcome parse_admin_args(std::span<const std::string_view> args) {
   Invocation inv;
   std::vector<std::string> words;
@@ -225,10 +240,8 @@ ParseOutcome parse_admin_args(std::span<const std::string_view> args) {
   // Globals.
   if (inv.has("bootstrap-server")) {
     inv.bootstrap = inv.get("bootstrap-server");
-    std::string h;
-    uint16_t p = 0;
-    if (!split_host_port(inv.bootstrap, &h, &p))
-      return fail("--bootstrap-server: '" + inv.bootstrap + "' is not HOST:PORT");
+    if (!parse_bootstrap(inv.bootstrap))
+      return fail("--bootstrap-server: '" + inv.bootstrap + "' is not HOST:PORT[,HOST:PORT...]");
   }
   if (inv.has("command-config")) inv.command_config = inv.get("command-config");
   if (inv.has("format")) {

@@ -59,6 +59,14 @@ std::string usage_text();
 // Splits HOST:PORT ("[::1]:9092" too). False on a malformed value.
 bool split_host_port(const std::string& s, std::string* host, uint16_t* port);
 
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+// A --bootstrap-server value: one HOST:PORT or a comma-separated list, as
+// Kafka's tools take it. nullopt when any element is malformed.
+std::optional<std::vector<HostPort>> parse_bootstrap(const std::string& s);
+
 // Parses an integer option value with bounds; false on junk.
 bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out);
 

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -139,9 +140,9 @@ class Connection {
   size_t pending_off_ = 0;
 };
 
-KafkaClient::KafkaClient(std::string host, uint16_t port, ClientProperties props, int64_t connect_wait_ms)
-    : props_(std::move(props)), connect_wait_ms_(connect_wait_ms) {
-  addresses_[kBootstrap] = {std::move(host), port};
+KafkaClient::KafkaClient(std::vector<HostPort> bootstrap, ClientProperties props, int64_t connect_wait_ms)
+    : bootstrap_(std::move(bootstrap)), props_(std::move(props)), connect_wait_ms_(connect_wait_ms) {
+  if (!bootstrap_.empty()) addresses_[kBootstrap] = bootstrap_[0];
 }
 
 KafkaClient::~KafkaClient() = default;
@@ -163,16 +164,23 @@ Connection& KafkaClient::conn(int32_t node) {
   auto addr = addresses_.find(node);
   if (addr == addresses_.end())
     throw CliError(kExitKafkaError, "broker " + std::to_string(node) + " is not in the cluster metadata");
-  auto c = std::make_unique<Connection>(node_label(node), props_.request_timeout_ms);
-  // The bootstrap broker may still be starting (--connect-wait-ms): retry
-  // refused or failed connections until the deadline, polling every 200 ms.
+  // The bootstrap list is tried in order; the bootstrap brokers may still be
+  // starting (--connect-wait-ms): after a round of refused or failed
+  // connections, another round every 200 ms until the deadline.
+  std::unique_ptr<Connection> c;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(connect_wait_ms_);
-  while (true) {
+  const size_t round = std::max<size_t>(1, bootstrap_.size());
+  for (size_t attempt = 0;; ) {
+    if (node == kBootstrap && !bootstrap_.empty()) addresses_[kBootstrap] = bootstrap_[attempt % round];
+    const Address a = addresses_[node];
+    c = std::make_unique<Connection>(node_label(node), props_.request_timeout_ms);
     try {
-      c->open(addr->second.host, addr->second.port);
+      c->open(a.host, a.port);
       break;
     } catch (const CliError& e) {
-      if (node != kBootstrap || e.exit_code != kExitConnect || std::chrono::steady_clock::now() >= deadline) throw;
+      if (node != kBootstrap || e.exit_code != kExitConnect) throw;
+      if (++attempt % round != 0) continue;  // the next address of the list, at once
+      if (std::chrono::steady_clock::now() >= deadline) throw;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }

@@ -55,8 +55,8 @@ class KafkaClient {
 
   // connect_wait_ms: how long to keep retrying the first connection to the
   // bootstrap broker (0: one attempt).
-  KafkaClient(std::string bootstrap_host, uint16_t bootstrap_port, ClientProperties props,
-              int64_t connect_wait_ms = 0);
+  // bootstrap: tried in order until one answers.
+  KafkaClient(std::vector<HostPort> bootstrap, ClientProperties props, int64_t connect_wait_ms = 0);
   ~KafkaClient();
 
   const ClientProperties& props() const { return props_; }
@@ -107,10 +107,8 @@ class KafkaClient {
   std::vector<uint8_t> round_trip(int32_t node, const std::vector<uint8_t>& frame, int16_t api_key);
   std::string node_label(int32_t node) const;
 
-  struct Address {
-    std::string host;
-    uint16_t port = 0;
-  };
+  using Address = HostPort;
+  std::vector<Address> bootstrap_;
   std::map<int32_t, Address> addresses_;
   std::map<int32_t, std::unique_ptr<Connection>> conns_;
   std::map<int32_t, protocol::client::VersionTable> versions_;

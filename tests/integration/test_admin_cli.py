@@ -95,6 +95,9 @@ def check_errors(ctx, b, adm):
         f.write("security.protocol=SASL_SSL\n")
     rc, out, err = adm.run("--command-config", cfg, "topics", "list", want=2)
     one_line_error(err, "security.protocol")
+    # A bootstrap list is tried in order: a dead first address is skipped.
+    listed = adm.json("topics", "list", bootstrap="127.0.0.1:%d,%s" % (harness.free_port(), b.bootstrap))
+    check("adm-early" in {t["topic"] for t in listed}, "topics list through a bootstrap list %r" % listed)
     good = os.path.join(ctx.work, "client.properties")
     with open(good, "w") as f:
         f.write("client.id=admin-it\nrequest.timeout.ms=20000\n")

@@ -101,6 +101,15 @@ TEST_CASE("admin args: host:port, integers, key=value") {
   CHECK_FALSE(split_host_port("h:0", &h, &p));
   CHECK_FALSE(split_host_port("h:70000", &h, &p));
   CHECK_FALSE(split_host_port("::1:9092", &h, &p));
+  auto list = parse_bootstrap("a:1, b:2,[::1]:3");
+  REQUIRE(list);
+  REQUIRE(list->size() == 3);
+  CHECK((*list)[0].host == "a");
+  CHECK((*list)[1].port == 2);
+  CHECK((*list)[2].host == "::1");
+  CHECK_FALSE(parse_bootstrap("a:1,"));
+  CHECK_FALSE(parse_bootstrap("a:1,nohost"));
+  CHECK(ok({"--bootstrap-server", "a:1,b:2", "topics", "list"}).bootstrap == "a:1,b:2");
   int64_t n = 0;
   CHECK(parse_int("42", 0, 100, &n));
   CHECK(n == 42);
