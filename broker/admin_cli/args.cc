@@ -23,7 +23,10 @@ constexpr OptionSpec kOptions[] = {
     {"bootstrap-server", true, "any broker(s), comma-separated, tried in order (default localhost:9092)", "HOST:PORT"},
     {"command-config", true, "client properties file (client.id, request.timeout.ms)", "FILE"},
     {"format", true, "table (default) or json", "table|json"},
-    {"connect-wait-ms", true, "keep retrying the bootstrap connection this long (a broker still starting)", "MS"},
+    {"connect-wait-ms", true,
+     "keep retrying the bootstrap connection this long (a broker still starting); topics create also waits "
+     "as long for as many brokers as --replication-factor",
+     "MS"},
     {"partitions", true, "number of partitions", "N"},
     {"replication-factor", true, "replicas per partition (default: the broker's default)", "R"},
     {"config", true, "k=v topic config at creation (repeatable)", "k=v"},

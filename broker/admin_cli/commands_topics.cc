@@ -109,7 +109,16 @@ const proto::MetadataResponse::MetadataResponseTopic& find_topic(const proto::Me
 
 void cmd_topics_create(Ctx& c) {
   const std::string name = c.inv.positional[0];
-  c.client.metadata(std::vector<std::string>{});  // learn the controller
+  int64_t want_brokers = 0, wait_ms = 0;
+  if (c.inv.has("replication-factor")) parse_int(c.inv.get("replication-factor"), 1, 32767, &want_brokers);
+  if (c.inv.has("connect-wait-ms")) parse_int(c.inv.get("connect-wait-ms"), 0, INT32_MAX, &wait_ms);
+  // With --connect-wait-ms, a cluster still coming up: wait (as long again)
+  // until it has enough brokers for the replication factor.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (static_cast<int64_t>(c.client.metadata(std::vector<std::string>{}).brokers.size()) < want_brokers &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling with a deadline
+  // The last metadata call above named the controller.
   const int32_t node = c.client.controller();
   const auto v = c.client.supported(node, proto::CreateTopicsRequest::kApiKey, 0,
                                     proto::CreateTopicsRequest::kHighestVersion);

@@ -20,7 +20,9 @@ broker process and cross-checks with confluent_kafka:
   --to-offset (confluent sees the committed offsets), groups delete;
 - every --format json output parses.
 
-cluster: three brokers over Debian's ZooKeeper, bootstrapped at a broker
+cluster: three brokers over Debian's ZooKeeper; a `topics create
+--replication-factor 3 --connect-wait-ms` started before them waits for all
+three; then, bootstrapped at a broker
 that is not the controller: create (RF 3, leaders spread), produce and
 consume across leaders, groups describe/reset-offsets at the coordinator,
 configs describe of each broker (each answers with its own node.id),
@@ -270,8 +272,21 @@ def cluster(ctx):
     try:
         brokers = [ctx.broker({"node.id": str(i), "zookeeper.connect": zk.connect + "/ck-admin",
                                "zookeeper.session.timeout.ms": "3000", "replica.lag.time.max.ms": "5000"},
-                              name="broker%d" % i) for i in (1, 2, 3)]
+                              name="broker%d" % i, start=False) for i in (1, 2, 3)]
+        # The compose creator's case: started with the cluster, it waits for
+        # a broker to answer and for three brokers before creating an RF 3 topic.
+        early = subprocess.Popen([ctx.binary, "admin", "--connect-wait-ms", "60000", "--bootstrap-server",
+                                  ",".join(b.bootstrap for b in brokers), "topics", "create", "adm-early",
+                                  "--partitions", "3", "--replication-factor", "3", "--if-not-exists"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for b in brokers:
+            b.start()
+        out, err = early.communicate(timeout=90)
+        check(early.returncode == 0, "creator started with the cluster: exit %d, %r" % (early.returncode, err))
         adm = Admin(ctx, brokers[0].bootstrap)
+        early_rows = describe_rows(adm, "adm-early")
+        check(len(early_rows) == 3 and all(len(r["replicas"]) == 3 for r in early_rows),
+              "adm-early created with 3 replicas: %r" % early_rows)
 
         def three():
             info = adm.json("cluster", "info")
