@@ -1,6 +1,7 @@
 // broker/main.cc: the ciuickafka process.
 //
 //   ciuickafka [--config server.properties] [--override key=value ...]
+//   ciuickafka admin ...   (the admin client, broker/admin_cli/admin_cli.h)
 //
 // Loads the configuration (environment > --override > file > defaults; an
 // invalid value stops startup with one line naming key and value, exit 1),
@@ -11,13 +12,16 @@
 // the clean-shutdown marker, exit 0.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "broker/admin/cluster_info.h"
+#include "broker/admin_cli/admin_cli.h"
 #include "broker/broker.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/command_line.h"
@@ -35,6 +39,20 @@ namespace cfg = ciuickafka::broker::config;
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
+  // A subcommand, recognised before anything is read as broker arguments.
+  // SIGPIPE keeps its default there: `ciuickafka admin consume T | head`
+  // ends when head does (sockets send with MSG_NOSIGNAL).
+  if (!args.empty() && args[0] == "admin") {
+    return ciuickafka::broker::admin_cli::run_admin(std::span<const std::string_view>(args).subspan(1), std::cout,
+                                                    std::cerr, std::cin);
+  }
+  // A bare word that is no file is a mistyped subcommand, not a config file.
+  if (!args.empty() && !args[0].starts_with("-") && args[0].find('.') == std::string_view::npos &&
+      args[0].find('/') == std::string_view::npos && !std::filesystem::exists(std::string(args[0]))) {
+    std::fprintf(stderr, "ciuickafka: unknown command '%.*s' (admin commands: `ciuickafka admin --help`)\n",
+                 static_cast<int>(args[0].size()), args[0].data());
+    return 2;
+  }
   auto cl = cfg::parse_command_line(args);
   if (!cl.is_ok()) {
     std::fprintf(stderr, "ciuickafka: %s\n", cl.error().message.c_str());

@@ -63,6 +63,7 @@ std::string help_text() {
   std::string s =
       "Usage: ciuickafka [--config FILE | FILE] [--override key=value ...]\n"
       "       ciuickafka --help | --version\n"
+      "       ciuickafka admin COMMAND ...   (admin client; `ciuickafka admin --help`)\n"
       "\n"
       "A single-node broker that speaks the Apache Kafka protocol.\n"
       "\n"
