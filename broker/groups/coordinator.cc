@@ -18,6 +18,7 @@
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/connection_events.h"
 #include "protocol/records/record_batch.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::groups {
 
@@ -374,7 +375,7 @@ void GroupCoordinator::load_owned(const LoadJob& job) {
   });
   own_cv_.notify_all();
   if (installed)
-    std::fprintf(stderr, "[ciuickafka] %s-%d: loaded %zu groups (offsets up to %lld)\n", kOffsetsTopic, index,
+    CK_LOG_INFO("groups", "%s-%d: loaded %zu groups (offsets up to %lld)", kOffsetsTopic, index,
                  loaded_groups.size(), static_cast<long long>(end));
 }
 

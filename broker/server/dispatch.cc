@@ -11,6 +11,7 @@
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
 #include "protocol/request.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 constexpr int16_t kApiVersionsKey = 18;
 
 void log_closed(const RequestContext& ctx, const char* why) {
-  std::fprintf(stderr, "[ciuickafka] closing connection %llu from %s: %s (api key %d v%d, correlation id %d)\n",
+  CK_LOG_WARN("network", "closing connection %llu from %s: %s (api key %d v%d, correlation id %d)",
                static_cast<unsigned long long>(ctx.connection_id), ctx.peer.c_str(), why, ctx.api_key(),
                ctx.api_version(), ctx.correlation_id());
 }

@@ -10,13 +10,15 @@
 
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::replication::controller {
 
 namespace {
 
 void log_line(const char* level, const std::string& what) {
-  std::fprintf(stderr, "[ciuickafka] %s controller: %s\n", level, what.c_str());
+  const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
+  if (metrics::log::enabled(l)) metrics::log::write(l, "controller", "controller: " + what);
 }
 
 }  // namespace
