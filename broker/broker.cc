@@ -17,12 +17,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 #include "storage/fd_cache.h"
 #include "storage/index_cache.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -146,7 +146,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     storage::FdCache::process_default().set_capacity(storage::FdCache::capacity_for_limit());
   }
   CK_LOG_INFO("broker", "segment files: at most %zu open (ciuic.log.max.open.files)",
-               storage::FdCache::process_default().capacity());
+              storage::FdCache::process_default().capacity());
   // The index budget is set before the logs open: opening releases
   // inactive segments' indexes into it.
   storage::IndexCache::process_default().set_capacity(
@@ -178,14 +178,14 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
       CK_LOG_INFO("broker", "log dirs %s: no logs yet", names.c_str());
     } else if (st.dirs_clean == dirs.size()) {
       CK_LOG_INFO("broker", "log dirs %s: %zu logs opened after a clean shutdown", names.c_str(),
-                   st.logs_opened);
+                  st.logs_opened);
     } else {
       CK_LOG_INFO("broker",
-                   "log dirs %s: %zu logs opened with recovery (no clean-shutdown marker in %zu of %zu "
-                   "dirs): %llu segments scanned, %llu bytes truncated",
-                   names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
-                   static_cast<unsigned long long>(st.segments_recovered),
-                   static_cast<unsigned long long>(st.bytes_truncated));
+                  "log dirs %s: %zu logs opened with recovery (no clean-shutdown marker in %zu of %zu "
+                  "dirs): %llu segments scanned, %llu bytes truncated",
+                  names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
+                  static_cast<unsigned long long>(st.segments_recovered),
+                  static_cast<unsigned long long>(st.bytes_truncated));
     }
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
@@ -249,12 +249,12 @@ bool Broker::controlled_shutdown() {
   s.socket_timeout_ms = config_.get_int("controller.socket.timeout.ms");
   s.listener = cluster_->inter_broker_listener();
   CK_LOG_INFO("broker", "controlled shutdown: starting (at most %lld ms)",
-               static_cast<long long>(s.bound_ms()));
+              static_cast<long long>(s.bound_ms()));
   ZkCluster* c = cluster_.get();
   const ControlledShutdownReport r = run_controlled_shutdown(s, [c] { return c->view(); });
   metrics::log::writef(r.succeeded ? metrics::log::Level::kInfo : metrics::log::Level::kWarn, "cluster",
-                       "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up", r.attempts,
-               static_cast<long long>(r.elapsed_ms));
+                       "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up",
+                       r.attempts, static_cast<long long>(r.elapsed_ms));
   return r.succeeded;
 }
 

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <random>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::replication {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "storage/checkpoint.h"
 #include "metrics/log/log.h"
+#include "storage/checkpoint.h"
 
 namespace ciuickafka::storage {
 

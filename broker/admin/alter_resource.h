@@ -132,7 +132,8 @@ inline void log_alter(std::string_view api, const std::optional<std::string>& cl
   const std::string client = client_id.value_or("");
   if (e.ok()) {
     if (!configs || type != kResourceTopic || !lg::enabled(lg::Level::kInfo)) return;
-    lg::write(lg::Level::kInfo, "config", std::string(api) + ": " + what + " configs set to " + config_map_text(*configs),
+    lg::write(lg::Level::kInfo, "config",
+              std::string(api) + ": " + what + " configs set to " + config_map_text(*configs),
               {{"client_id", client}});
   } else if (lg::enabled(lg::Level::kWarn)) {
     lg::write(lg::Level::kWarn, "config",

@@ -38,8 +38,8 @@
 #include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
-#include "protocol/error_code.h"
 #include "metrics/log/log.h"
+#include "protocol/error_code.h"
 
 namespace ciuickafka::broker::admin {
 

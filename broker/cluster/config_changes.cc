@@ -9,8 +9,8 @@
 
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
-#include "replication/zk_data.h"
 #include "metrics/log/log.h"
+#include "replication/zk_data.h"
 
 namespace ciuickafka::broker {
 
@@ -138,7 +138,7 @@ void ConfigChangeListener::apply_topic(const std::string& topic, const char* why
   TopicError e = broker_.topics().set_configs(topic, wanted, false);
   if (!e.ok()) {
     CK_LOG_WARN("config", "config of topic %s from ZooKeeper refused: %s", topic.c_str(),
-                 e.message.c_str());
+                e.message.c_str());
     return;
   }
   applied_.fetch_add(1);

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/controlled_shutdown.h"
 #include "replication/net/broker_client.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {

@@ -83,7 +83,7 @@ ConfigMap usable_configs(const std::string& topic, const ConfigMap& in) {
       out[k] = v;
     } else {
       CK_LOG_WARN("cluster", "topic %s: config %s=%s from ZooKeeper ignored", topic.c_str(),
-                   k.c_str(), v.c_str());
+                  k.c_str(), v.c_str());
     }
   }
   return out;
@@ -99,7 +99,7 @@ ReplicaManager::ReplicaManager(Broker& broker) : broker_(broker) {
     auto configs = c->read_topic_config(topic, &error);
     if (!configs) {
       CK_LOG_WARN("cluster", "topic %s: cannot read its configs from ZooKeeper (%s)",
-                   topic.c_str(), error.c_str());
+                  topic.c_str(), error.c_str());
       return std::nullopt;
     }
     return ConfigMap(configs->begin(), configs->end());
@@ -230,8 +230,8 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
     std::string isr;
     for (int32_t r : st.isr) isr += (isr.empty() ? "" : ",") + std::to_string(r);
     CK_LOG_INFO("cluster", "partition %s-%d: %s at leader epoch %d (leader %d, ISR [%s], LEO %lld)",
-                 pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
-                 isr.c_str(), static_cast<long long>(p->log_end_offset()));
+                pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
+                isr.c_str(), static_cast<long long>(p->log_end_offset()));
   }
   // Kafka's makeLeaders order: the fetcher for the partition is removed
   // (and its in-flight append finished) before the partition becomes leader,

@@ -8,9 +8,9 @@
 
 #include "broker/cluster/topics.pb.h"
 #include "broker/config/topic_config.h"
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {

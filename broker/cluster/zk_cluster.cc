@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <mutex>
 
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
-#include "replication/producer_id_blocks.h"
 #include "metrics/log/log.h"
+#include "replication/producer_id_blocks.h"
 
 namespace ciuickafka::broker {
 

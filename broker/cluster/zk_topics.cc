@@ -6,9 +6,9 @@
 #include <random>
 #include <set>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {

@@ -17,8 +17,8 @@
 #include "broker/groups/partition_for.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/connection_events.h"
-#include "protocol/records/record_batch.h"
 #include "metrics/log/log.h"
+#include "protocol/records/record_batch.h"
 
 namespace ciuickafka::broker::groups {
 
@@ -376,7 +376,7 @@ void GroupCoordinator::load_owned(const LoadJob& job) {
   own_cv_.notify_all();
   if (installed)
     CK_LOG_INFO("groups", "%s-%d: loaded %zu groups (offsets up to %lld)", kOffsetsTopic, index,
-                 loaded_groups.size(), static_cast<long long>(end));
+                loaded_groups.size(), static_cast<long long>(end));
 }
 
 void GroupCoordinator::unload(int32_t index) {

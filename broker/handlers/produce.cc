@@ -56,10 +56,10 @@
 #include "broker/produce/topic_settings.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
-#include "protocol/error_code.h"
-#include "protocol/generated/produce.h"
 #include "metrics/log/log.h"
 #include "metrics/log/rate_limit.h"
+#include "protocol/error_code.h"
+#include "protocol/generated/produce.h"
 
 namespace ciuickafka::broker {
 namespace {

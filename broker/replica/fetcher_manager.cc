@@ -14,6 +14,7 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
@@ -21,7 +22,6 @@
 #include "protocol/wire/reader.h"
 #include "protocol/wire/writer.h"
 #include "replication/net/reconnecting_client.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::replica {
 
@@ -324,8 +324,8 @@ class FetcherThread {
     target = std::max<int64_t>(target, 0);
     if (target < leo)
       CK_LOG_INFO("replication", "replica fetcher %s-%d: truncating from LEO %lld to %lld (leader epoch %d ends at %lld)",
-                   p->topic().c_str(), p->index(), static_cast<long long>(leo), static_cast<long long>(target),
-                   leader_epoch, static_cast<long long>(leader_end));
+                  p->topic().c_str(), p->index(), static_cast<long long>(leo), static_cast<long long>(target),
+                  leader_epoch, static_cast<long long>(leader_end));
     auto r = broker_.logs().truncate_to(p->tp(), target, now);
     if (!r.is_ok()) {
       CK_LOG_ERROR("replication", "replica fetcher %s-%d: truncation to %lld failed: %s",

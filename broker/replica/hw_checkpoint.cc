@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "broker/broker.h"
-#include "storage/checkpoint.h"
 #include "metrics/log/log.h"
+#include "storage/checkpoint.h"
 
 namespace ciuickafka::broker::replica {
 namespace {
@@ -36,7 +36,7 @@ HwCheckpoints::HwCheckpoints(Broker& broker)
     if (!r.is_ok()) {
       if (r.status().code() != storage::StatusCode::kNotFound)
         CK_LOG_WARN("replication", "%s: ignored: %s", checkpoint_path(dir).c_str(),
-                     r.status().to_string().c_str());
+                    r.status().to_string().c_str());
       continue;
     }
     for (const auto& e : r.value()) loaded_[e.tp] = e.offset;

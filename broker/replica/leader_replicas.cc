@@ -10,9 +10,9 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/log/log.h"
 #include "protocol/generated/alter_partition.h"
 #include "replication/net/reconnecting_client.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::replica {
 
@@ -125,7 +125,7 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
   if (!latest || *latest < rs->leader_epoch) {
     if (auto s = p->log().assign_epoch_start_offset(rs->leader_epoch, leo); !s.is_ok())
       CK_LOG_WARN("replication", "%s-%d: epoch start not recorded: %s", p->topic().c_str(), p->index(),
-                   s.to_string().c_str());
+                  s.to_string().c_str());
   }
   std::shared_ptr<Entry> old;
   {

@@ -75,7 +75,7 @@ void Connection::close(const char* why) {
   closed_ = true;
   if (why != nullptr)
     CK_LOG_INFO("network", "closing connection %llu from %s: %s",
-                 static_cast<unsigned long long>(id_), peer_.c_str(), why);
+                static_cast<unsigned long long>(id_), peer_.c_str(), why);
   boost::system::error_code ec;
   idle_timer_.cancel(ec);
   socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -113,9 +113,9 @@ void Connection::process_input() {
       if (size < 0 || size > opt_.max_request_bytes) {
         // Read no more; answer what came before, then close (like kClose).
         CK_LOG_WARN("network",
-                     "closing connection %llu from %s: frame size %d outside 0..%d "
-                     "(socket.request.max.bytes)",
-                     static_cast<unsigned long long>(id_), peer_.c_str(), size, opt_.max_request_bytes);
+                    "closing connection %llu from %s: frame size %d outside 0..%d "
+                    "(socket.request.max.bytes)",
+                    static_cast<unsigned long long>(id_), peer_.c_str(), size, opt_.max_request_bytes);
         input_done_ = true;
         maybe_finish();
         return;

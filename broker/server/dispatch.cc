@@ -9,9 +9,9 @@
 
 #include "broker/broker.h"
 #include "broker/handlers/registry.h"
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "protocol/request.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -20,8 +20,8 @@ constexpr int16_t kApiVersionsKey = 18;
 
 void log_closed(const RequestContext& ctx, const char* why) {
   CK_LOG_WARN("network", "closing connection %llu from %s: %s (api key %d v%d, correlation id %d)",
-               static_cast<unsigned long long>(ctx.connection_id), ctx.peer.c_str(), why, ctx.api_key(),
-               ctx.api_version(), ctx.correlation_id());
+              static_cast<unsigned long long>(ctx.connection_id), ctx.peer.c_str(), why, ctx.api_key(),
+              ctx.api_version(), ctx.correlation_id());
 }
 
 }  // namespace

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <set>
 
+#include "metrics/log/log.h"
 #include "protocol/generated/leader_and_isr.h"
 #include "protocol/generated/stop_replica.h"
 #include "protocol/generated/update_metadata.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::replication::controller {
 

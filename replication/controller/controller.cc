@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <map>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::replication::controller {
 

@@ -11,10 +11,10 @@
 #include <map>
 #include <utility>
 
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "replication/controller/controller.h"
 #include "replication/controller/leader_rebalance.h"
-#include "metrics/log/log.h"
 
 namespace ciuickafka::replication::controller {
 

@@ -23,6 +23,9 @@ ts, level, logger and msg (a rejected produce carries client_id as a
 field); log.level=LOUD stops start-up naming the key and the value; and a
 metrics port already taken stops start-up with a line naming
 ciuic.metrics.listener and the address, not civetweb's "null context".
+In cluster mode (a standalone ZooKeeper, when installed) with JSON: topic
+creation and deletion through ZooKeeper are logged, and the ZooKeeper C
+client's own lines during an outage come through the same log as JSON.
 """
 
 import json
@@ -203,6 +206,51 @@ def scenario_json(ctx):
           "the rejected produce in JSON: %r" % rej[:1])
 
 
+def json_lines(b):
+    objs = []
+    for line in lines(b):
+        try:
+            objs.append(json.loads(line))
+        except ValueError:
+            raise harness.TestFailure("not a JSON line: %r" % line)
+    return objs
+
+
+def scenario_cluster_json(ctx):
+    """Cluster mode, JSON: topic creation and deletion through ZooKeeper, and
+    the ZooKeeper C client's own lines during an outage stay JSON."""
+    import zookeeper
+    if not zookeeper.installed():
+        print("[test] ZooKeeper not installed: cluster scenario skipped", flush=True)
+        return
+    zk = zookeeper.ZooKeeper(ctx.work).start()
+    try:
+        b = ctx.broker({"node.id": "1", "zookeeper.connect": zk.connect + "/ck-logs",
+                        "zookeeper.session.timeout.ms": "3000", "ciuic.log.format": "json"}, name="cluster")
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": b.bootstrap, "client.id": CLIENT})
+        # librdkafka sends CreateTopics to the controller it saw in Metadata.
+        wait_until(lambda: admin.list_topics(timeout=5).controller_id == 1, 30, "the controller in Metadata")
+        for f in admin.create_topics([NewTopic("zk-logs", 2, 1)], request_timeout=30).values():
+            f.result(timeout=35)
+        wait_until(lambda: any(o["msg"].startswith("topic zk-logs created in ZooKeeper: 2 partition(s)")
+                               for o in json_lines(b)), TIMEOUT, "the creation in ZooKeeper")
+        for f in admin.delete_topics(["zk-logs"], request_timeout=30).values():
+            f.result(timeout=35)
+        wait_until(lambda: any(o["msg"].startswith("topic zk-logs marked for deletion") for o in json_lines(b)),
+                   TIMEOUT, "the deletion request")
+        # An outage: the C client complains, through our log.
+        zk.kill()
+        wait_until(lambda: any(o["logger"] == "zookeeper" for o in json_lines(b)), 20,
+                   "a ZooKeeper client line")
+        zk.start()
+        b.stop()
+        check(all(o["level"] in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL") for o in json_lines(b)),
+              "a JSON line with an unknown level")
+    finally:
+        zk.stop()
+
+
 def expect_exit_1(ctx, name, overrides, want, unwanted=()):
     b = harness.Broker(ctx.binary, ctx.work, overrides, name=name)
     r = subprocess.run(b.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, cwd=b.dir)
@@ -228,7 +276,7 @@ def scenario_failures(ctx):
 
 def main(ctx):
     t0 = time.monotonic()
-    for s in (scenario_failures, scenario_levels, scenario_json, scenario_main):
+    for s in (scenario_failures, scenario_levels, scenario_json, scenario_cluster_json, scenario_main):
         print("[test] ---- %s (at %.1fs)" % (s.__name__, time.monotonic() - t0), flush=True)
         s(ctx)
 
