@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
@@ -139,13 +140,13 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   // topics on top of them.
   if (const int max_open = c.get_int("ciuic.log.max.open.files"); max_open > 0) {
     if (static_cast<size_t>(max_open) > 2 * storage::FdCache::capacity_for_limit())
-      std::fprintf(stderr, "[ciuickafka] WARN ciuic.log.max.open.files=%d is above the soft RLIMIT_NOFILE\n", max_open);
+      CK_LOG_WARN("broker", "ciuic.log.max.open.files=%d is above the soft RLIMIT_NOFILE", max_open);
     storage::FdCache::process_default().set_capacity(static_cast<size_t>(max_open));
   } else {
     storage::FdCache::process_default().set_capacity(storage::FdCache::capacity_for_limit());
   }
-  std::fprintf(stderr, "[ciuickafka] segment files: at most %zu open (ciuic.log.max.open.files)\n",
-               storage::FdCache::process_default().capacity());
+  CK_LOG_INFO("broker", "segment files: at most %zu open (ciuic.log.max.open.files)",
+              storage::FdCache::process_default().capacity());
   // The index budget is set before the logs open: opening releases
   // inactive segments' indexes into it.
   storage::IndexCache::process_default().set_capacity(
@@ -174,17 +175,17 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     std::string names;
     for (const std::string& d : dirs) names += (names.empty() ? "" : ",") + d;
     if (st.logs_opened == 0) {
-      std::fprintf(stderr, "[ciuickafka] log dirs %s: no logs yet\n", names.c_str());
+      CK_LOG_INFO("broker", "log dirs %s: no logs yet", names.c_str());
     } else if (st.dirs_clean == dirs.size()) {
-      std::fprintf(stderr, "[ciuickafka] log dirs %s: %zu logs opened after a clean shutdown\n", names.c_str(),
-                   st.logs_opened);
+      CK_LOG_INFO("broker", "log dirs %s: %zu logs opened after a clean shutdown", names.c_str(),
+                  st.logs_opened);
     } else {
-      std::fprintf(stderr,
-                   "[ciuickafka] log dirs %s: %zu logs opened with recovery (no clean-shutdown marker in %zu of %zu "
-                   "dirs): %llu segments scanned, %llu bytes truncated\n",
-                   names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
-                   static_cast<unsigned long long>(st.segments_recovered),
-                   static_cast<unsigned long long>(st.bytes_truncated));
+      CK_LOG_INFO("broker",
+                  "log dirs %s: %zu logs opened with recovery (no clean-shutdown marker in %zu of %zu "
+                  "dirs): %llu segments scanned, %llu bytes truncated",
+                  names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
+                  static_cast<unsigned long long>(st.segments_recovered),
+                  static_cast<unsigned long long>(st.bytes_truncated));
     }
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
@@ -214,7 +215,7 @@ void Broker::schedule_tick() {
   tick_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec || shut_down_.load()) return;
     if (auto s = logs_->tick(now_ms()); !s.is_ok())
-      std::fprintf(stderr, "[ciuickafka] WARN log maintenance: %s\n", s.to_string().c_str());
+      CK_LOG_WARN("broker", "log maintenance: %s", s.to_string().c_str());
     schedule_tick();
   });
 }
@@ -247,13 +248,13 @@ bool Broker::controlled_shutdown() {
   s.retry_backoff_ms = config_.get_long("controlled.shutdown.retry.backoff.ms");
   s.socket_timeout_ms = config_.get_int("controller.socket.timeout.ms");
   s.listener = cluster_->inter_broker_listener();
-  std::fprintf(stderr, "[ciuickafka] INFO controlled shutdown: starting (at most %lld ms)\n",
-               static_cast<long long>(s.bound_ms()));
+  CK_LOG_INFO("broker", "controlled shutdown: starting (at most %lld ms)",
+              static_cast<long long>(s.bound_ms()));
   ZkCluster* c = cluster_.get();
   const ControlledShutdownReport r = run_controlled_shutdown(s, [c] { return c->view(); });
-  std::fprintf(stderr, "[ciuickafka] %s controlled shutdown: %s after %d attempt(s) in %lld ms\n",
-               r.succeeded ? "INFO" : "WARN", r.succeeded ? "succeeded" : "gave up", r.attempts,
-               static_cast<long long>(r.elapsed_ms));
+  metrics::log::writef(r.succeeded ? metrics::log::Level::kInfo : metrics::log::Level::kWarn, "cluster",
+                       "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up",
+                       r.attempts, static_cast<long long>(r.elapsed_ms));
   return r.succeeded;
 }
 
@@ -280,7 +281,7 @@ bool Broker::shutdown() {
   if (logs_) {
     logs_->set_group_commit_observer(nullptr);
     if (auto s = logs_->shutdown(); !s.is_ok()) {
-      std::fprintf(stderr, "[ciuickafka] ERROR log shutdown: %s\n", s.to_string().c_str());
+      CK_LOG_ERROR("broker", "log shutdown: %s", s.to_string().c_str());
       ok = false;
     }
   }

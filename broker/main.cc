@@ -30,12 +30,59 @@
 #include "broker/config/properties.h"
 #include "broker/server/server.h"
 #include "metrics/exposer.h"
+#include "metrics/log/log.h"
 
 #ifndef CIUICKAFKA_VERSION
 #define CIUICKAFKA_VERSION "0.1.0"
 #endif
 
 namespace cfg = ciuickafka::broker::config;
+namespace lg = ciuickafka::metrics::log;
+
+namespace {
+
+// A start-up failure: one ERROR line naming the key or path, then exit.
+int fail(const std::string& why, int code = 1) {
+  lg::write(lg::Level::kError, "broker", "start-up failed: " + why);
+  return code;
+}
+
+// Applies log.level and ciuic.log.format (both validated by the registry).
+void configure_log(const cfg::BrokerConfig& c) {
+  if (auto l = lg::parse_level(c.get_string("log.level"))) lg::set_level(*l);
+  if (auto f = lg::parse_format(c.get_string("ciuic.log.format"))) lg::set_format(*f);
+}
+
+// "server.properties (12 keys), --override (2 keys), environment (1 key)",
+// or "defaults only".
+std::string config_sources(const cfg::BrokerConfig& c, const std::string& file_name) {
+  size_t file = 0, overrides = 0, env = 0;
+  for (const cfg::KeyDef& k : cfg::all_keys()) {
+    switch (c.source(k.name)) {
+      case cfg::ConfigSource::kFile: ++file; break;
+      case cfg::ConfigSource::kOverride: ++overrides; break;
+      case cfg::ConfigSource::kEnvironment: ++env; break;
+      case cfg::ConfigSource::kDefault: break;
+    }
+  }
+  std::string out;
+  auto add = [&out](const std::string& what, size_t n) {
+    if (n == 0) return;
+    if (!out.empty()) out += ", ";
+    out += what + " (" + std::to_string(n) + (n == 1 ? " key)" : " keys)");
+  };
+  add(file_name.empty() ? std::string("config file") : file_name, file);
+  add("--override", overrides);
+  add("environment", env);
+  return out.empty() ? "defaults only" : out + ", the rest defaults";
+}
+
+std::string endpoint_text(const cfg::Endpoint& e) {
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return e.name + "://" + (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string_view> args(argv + 1, argv + argc);
@@ -54,10 +101,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto cl = cfg::parse_command_line(args);
-  if (!cl.is_ok()) {
-    std::fprintf(stderr, "ciuickafka: %s\n", cl.error().message.c_str());
-    return 2;
-  }
+  if (!cl.is_ok()) return fail(cl.error().message, 2);
   if (cl.value().help) {
     std::cout << cfg::help_text();
     return 0;
@@ -70,21 +114,29 @@ int main(int argc, char** argv) {
   cfg::ConfigInput input;
   if (cl.value().config_path) {
     auto props = cfg::read_properties_file(*cl.value().config_path);
-    if (!props.is_ok()) {
-      std::fprintf(stderr, "ciuickafka: %s\n", props.error().message.c_str());
-      return 1;
-    }
+    if (!props.is_ok()) return fail(props.error().message);
     input.file = std::move(props.value());
     input.file_name = *cl.value().config_path;
   }
   input.overrides = cl.value().overrides;
   input.environment = cfg::process_environment();
   auto loaded = cfg::load_config(input);
-  if (!loaded.is_ok()) {
-    std::fprintf(stderr, "ciuickafka: %s\n", loaded.error().message.c_str());
-    return 1;
+  if (!loaded.is_ok()) return fail(loaded.error().message);
+  configure_log(loaded.value().config);
+  for (const std::string& w : loaded.value().warnings) lg::write(lg::Level::kWarn, "config", w);
+  {
+    const cfg::BrokerConfig& c = loaded.value().config;
+    std::string dirs;
+    for (const std::string& d : c.log_dirs()) dirs += (dirs.empty() ? "" : ",") + d;
+    lg::write(lg::Level::kInfo, "broker",
+              "ciuickafka " CIUICKAFKA_VERSION " (Kafka protocol 3.9) starting: config from " +
+                  config_sources(c, input.file_name),
+              {{"version", CIUICKAFKA_VERSION},
+               {"config_file", input.file_name.empty() ? std::string("none") : input.file_name},
+               {"log.dirs", dirs},
+               {"log.level", std::string(lg::level_name(lg::level()))},
+               {"ciuic.log.format", c.get_string("ciuic.log.format")}});
   }
-  for (const std::string& w : loaded.value().warnings) std::fprintf(stderr, "[ciuickafka] WARN %s\n", w.c_str());
 
   // Block the stop signals before any thread starts, so only sigwait sees them.
   // A shell starting us in the background may have set them to SIG_IGN,
@@ -100,19 +152,15 @@ int main(int argc, char** argv) {
 
   std::string error;
   auto broker = ciuickafka::broker::Broker::open(std::move(loaded.value().config), &error);
-  if (!broker) {
-    std::fprintf(stderr, "ciuickafka: %s\n", error.c_str());
-    return 1;
-  }
+  if (!broker) return fail(error);
 
   std::unique_ptr<ciuickafka::metrics::Exposer> exposer;
   const std::string& metrics_at = broker->config().get_string("ciuic.metrics.listener");
   if (!metrics_at.empty()) {
     auto started = ciuickafka::metrics::Exposer::start(metrics_at, broker->metrics_registry());
     if (!started.ok()) {
-      std::fprintf(stderr, "ciuickafka: ciuic.metrics.listener: %s\n", started.error.c_str());
       broker->shutdown();
-      return 1;
+      return fail("ciuic.metrics.listener=" + metrics_at + ": " + started.error);
     }
     exposer = std::move(started.exposer);
   }
@@ -122,9 +170,8 @@ int main(int argc, char** argv) {
   ciuickafka::broker::Server& server = *server_owner;
   if (!server.start(&error)) {
     server_owner.reset();
-    std::fprintf(stderr, "ciuickafka: %s\n", error.c_str());
     broker->shutdown();
-    return 1;
+    return fail(error);
   }
   // Listeners on port 0 advertise the port they really got.
   const std::vector<uint16_t> bound = server.bound_ports();
@@ -137,11 +184,10 @@ int main(int argc, char** argv) {
       endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
     }
     if (!broker->start_cluster(std::move(endpoints), &error)) {
-      std::fprintf(stderr, "ciuickafka: zookeeper.connect: %s\n", error.c_str());
       server.stop(std::chrono::seconds(1));
       server_owner.reset();
       broker->shutdown();
-      return 1;
+      return fail("zookeeper.connect: " + error);
     }
   }
   std::string ports;
@@ -149,12 +195,28 @@ int main(int argc, char** argv) {
     if (!ports.empty()) ports += ',';
     ports += std::to_string(p);
   }
-  std::fprintf(stderr, "[ciuickafka] started: node %d, cluster %s, listening on port(s) %s, %zu topic(s)\n",
-               broker->node_id(), broker->cluster_id().c_str(), ports.c_str(), broker->topics().list().size());
+  std::string listening, advertised;
+  for (size_t i = 0; i < broker->listeners().bound.size(); ++i) {
+    cfg::Endpoint e = broker->listeners().bound[i];
+    if (i < bound.size()) e.port = bound[i];
+    listening += (listening.empty() ? "" : ",") + endpoint_text(e);
+  }
+  for (const auto& e : broker->listeners().advertised) {
+    const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
+    advertised += (advertised.empty() ? "" : ",") + e.name + "://" + ep.host + ":" + std::to_string(ep.port);
+  }
+  lg::write(lg::Level::kInfo, "broker",
+            "started: node " + std::to_string(broker->node_id()) + ", cluster " + broker->cluster_id() +
+                ", listening on port(s) " + ports + ", " + std::to_string(broker->topics().list().size()) +
+                " topic(s)",
+            {{"listeners", listening},
+             {"advertised.listeners", advertised},
+             {"ciuic.metrics.listener", exposer ? metrics_at : std::string("off")},
+             {"mode", broker->config().is_null("zookeeper.connect") ? "single node" : "cluster (ZooKeeper)"}});
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "[ciuickafka] %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  CK_LOG_INFO("broker", "%s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Cluster mode: hand leaderships over while the listeners still serve
   // (followers keep fetching); bounded, then the shutdown goes on anyway.
   broker->controlled_shutdown();
@@ -163,6 +225,10 @@ int main(int argc, char** argv) {
   exposer.reset();
   const bool clean = broker->shutdown();
   broker.reset();
-  std::fprintf(stderr, "[ciuickafka] stopped%s\n", clean ? "" : " (storage reported errors)");
+  if (clean) {
+    CK_LOG_INFO("broker", "stopped");
+  } else {
+    CK_LOG_ERROR("broker", "stopped (storage reported errors)");
+  }
   return clean ? 0 : 1;
 }

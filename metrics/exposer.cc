@@ -4,6 +4,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <exception>
@@ -45,6 +50,45 @@ std::string civet_address(std::string_view address, std::string& error) {
   return std::string(host) + ":" + std::string(port);
 }
 
+// Binds (and closes) a socket on the civetweb address, as civetweb will
+// (SO_REUSEADDR), so a port in use is reported with the system's reason
+// instead of civetweb's "null context when constructing CivetServer".
+// Empty when the bind works.
+std::string probe_bind(const std::string& civet) {
+  const auto colon = civet.rfind(':');
+  std::string host = civet.substr(0, colon);
+  const int port = std::stoi(civet.substr(colon + 1));
+  const bool v6 = host.size() > 2 && host.front() == '[';
+  if (v6) host = host.substr(1, host.size() - 2);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) return {};
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) return {};
+    len = sizeof *a;
+  }
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {};
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  std::string error;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    const int e = errno;
+    error = std::string(std::strerror(e));
+    if (e == EADDRINUSE) error += " (another process listens there)";
+  }
+  ::close(fd);
+  return error;
+}
+
 }  // namespace
 
 Exposer::Exposer(std::unique_ptr<prometheus::Exposer> impl, std::string address, std::uint16_t port)
@@ -56,6 +100,10 @@ ExposerStart Exposer::start(std::string_view address, const Registry& registry, 
   ExposerStart out;
   std::string civet = civet_address(address, out.error);
   if (civet.empty()) return out;
+  if (std::string why = probe_bind(civet); !why.empty()) {
+    out.error = "cannot serve metrics on '" + std::string(address) + "': " + why;
+    return out;
+  }
   try {
     auto impl = std::make_unique<prometheus::Exposer>(civet, threads);
     std::vector<int> ports = impl->GetListeningPorts();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
 
@@ -24,7 +25,8 @@ int64_t wall_ms() {
 }
 
 void log_line(const char* level, const std::string& what) {
-  std::fprintf(stderr, "[ciuickafka] %s cluster: %s\n", level, what.c_str());
+  const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
+  if (metrics::log::enabled(l)) metrics::log::write(l, "cluster", "cluster: " + what);
 }
 
 }  // namespace

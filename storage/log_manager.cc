@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "metrics/log/log.h"
 #include "storage/checkpoint.h"
 
 namespace ciuickafka::storage {
@@ -150,6 +151,12 @@ Status LogManager::load(int64_t now_ms) {
       return id.status();
     }
     ++stats_.logs_opened;
+    // Recovery scanned this log's unflushed segments: one line per log.
+    if (e.log->recovered_segments() > 0 || e.log->recovered_truncated_bytes() > 0)
+      CK_LOG_INFO("storage", "log %s recovered: %llu segment(s) scanned, %llu bytes truncated, log end offset %lld",
+                  dir.c_str(), static_cast<unsigned long long>(e.log->recovered_segments()),
+                  static_cast<unsigned long long>(e.log->recovered_truncated_bytes()),
+                  static_cast<long long>(e.log->log_end_offset()));
     stats_.segments_recovered += e.log->recovered_segments();
     stats_.bytes_truncated += e.log->recovered_truncated_bytes();
     logs_.emplace(job.tp, std::move(e));

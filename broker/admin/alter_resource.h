@@ -19,6 +19,8 @@
 // (ZkConfigStore: /config/topics/T plus a /config/changes notification that
 // every broker applies, cluster/config_changes.h).
 //
+// log_alter() writes the operator's line for each change.
+//
 // Header-only (inline functions): small, and used by several handler files.
 // Thread-safety: pure functions (reads the topic table).
 #pragma once
@@ -33,6 +35,7 @@
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/config/topic_config.h"
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 
 namespace ciuickafka::broker::admin {
@@ -108,6 +111,35 @@ inline TopicError check_alter_resource(Broker& broker, int8_t type, const std::s
                   : "Changing logger levels at runtime is not supported."};
     default:
       return {ErrorCode::INVALID_REQUEST, "Unsupported resource type " + std::to_string(type)};
+  }
+}
+
+// "k=v, k=v" ({} when empty), for log lines.
+inline std::string config_map_text(const ConfigMap& configs) {
+  std::string out = "{";
+  for (const auto& [k, v] : configs) out += (out.size() > 1 ? ", " : "") + k + "=" + v;
+  return out + "}";
+}
+
+// One log line per resource an AlterConfigs-shaped request changed (INFO) or
+// was refused (WARN); nothing for validate_only. `configs` is the new
+// override set (null when the request never got that far).
+inline void log_alter(std::string_view api, const std::optional<std::string>& client_id, int8_t type,
+                      const std::string& name, const ConfigMap* configs, const TopicError& e, bool validate_only) {
+  namespace lg = metrics::log;
+  if (validate_only) return;
+  const std::string what = (type == kResourceTopic ? "topic " : "resource ") + name;
+  const std::string client = client_id.value_or("");
+  if (e.ok()) {
+    if (!configs || type != kResourceTopic || !lg::enabled(lg::Level::kInfo)) return;
+    lg::write(lg::Level::kInfo, "config",
+              std::string(api) + ": " + what + " configs set to " + config_map_text(*configs),
+              {{"client_id", client}});
+  } else if (lg::enabled(lg::Level::kWarn)) {
+    lg::write(lg::Level::kWarn, "config",
+              std::string(api) + ": " + what + " not changed: " + std::string(protocol::error_name(e.code)) +
+                  (e.message.empty() ? "" : " (" + e.message + ")"),
+              {{"client_id", client}});
   }
 }
 

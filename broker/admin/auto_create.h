@@ -38,6 +38,7 @@
 #include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 
 namespace ciuickafka::broker::admin {
@@ -124,6 +125,7 @@ inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name)
   std::string n(name);
   auto& in_flight = broker.service<AutoCreateInFlight>();
   if (!in_flight.begin(n)) return {{pending, ""}, nullptr};
+  CK_LOG_INFO("topics", "auto-creating topic %s in ZooKeeper (auto.create.topics.enable)", n.c_str());
   Broker* b = &broker;
   bool posted = broker.service<AdminWorker>().post([b, n] {
     auto session = b->cluster()->session();
@@ -154,6 +156,8 @@ inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name)
 inline AutoCreated auto_create_topic(Broker& broker, std::string_view name) {
   if (broker.cluster() != nullptr) return auto_create_in_cluster(broker, name);
   if (name == "__consumer_offsets" || name == "__transaction_state") return ensure_internal_topic(broker, name);
+  CK_LOG_INFO("topics", "auto-creating topic %.*s (auto.create.topics.enable)", static_cast<int>(name.size()),
+              name.data());
   return finish_create(broker, name, broker.topics().create(name, -1, -1, {}, false, Broker::now_ms()));
 }
 

@@ -9,6 +9,7 @@
 
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
+#include "metrics/log/log.h"
 #include "replication/zk_data.h"
 
 namespace ciuickafka::broker {
@@ -108,7 +109,7 @@ bool ConfigChangeListener::process(bool first) {
     if (seq > last_seq_) {
       auto entity = replication::decode_config_change(data);
       if (!entity.ok()) {
-        std::fprintf(stderr, "[ciuickafka] WARN config change %s: %s\n", path.c_str(), entity.error().message.c_str());
+        CK_LOG_WARN("config", "config change %s: %s", path.c_str(), entity.error().message.c_str());
       } else if (entity.value().rfind("topics/", 0) == 0) {
         apply_topic(entity.value().substr(7), "a config change notification");
       }
@@ -129,19 +130,19 @@ void ConfigChangeListener::apply_topic(const std::string& topic, const char* why
   std::string error;
   auto configs = broker_.cluster()->read_topic_config(topic, &error);
   if (!configs) {
-    std::fprintf(stderr, "[ciuickafka] WARN config of topic %s not applied: %s\n", topic.c_str(), error.c_str());
+    CK_LOG_WARN("config", "config of topic %s not applied: %s", topic.c_str(), error.c_str());
     return;
   }
   ConfigMap wanted(configs->begin(), configs->end());
   if (wanted == local->configs) return;
   TopicError e = broker_.topics().set_configs(topic, wanted, false);
   if (!e.ok()) {
-    std::fprintf(stderr, "[ciuickafka] WARN config of topic %s from ZooKeeper refused: %s\n", topic.c_str(),
-                 e.message.c_str());
+    CK_LOG_WARN("config", "config of topic %s from ZooKeeper refused: %s", topic.c_str(),
+                e.message.c_str());
     return;
   }
   applied_.fetch_add(1);
-  std::fprintf(stderr, "[ciuickafka] INFO topic %s: configs applied from ZooKeeper (%s)\n", topic.c_str(), why);
+  CK_LOG_INFO("config", "topic %s: configs applied from ZooKeeper (%s)", topic.c_str(), why);
 }
 
 }  // namespace ciuickafka::broker

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/controlled_shutdown.h"
 #include "replication/net/broker_client.h"
@@ -16,7 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void log_line(const std::string& what) { std::fprintf(stderr, "[ciuickafka] INFO controlled shutdown: %s\n", what.c_str()); }
+void log_line(const std::string& what) { CK_LOG_INFO("cluster", "controlled shutdown: %s", what.c_str()); }
 
 int64_t ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();

@@ -3,7 +3,8 @@
 #include "broker/cluster/leadership_fence.h"
 
 #include <chrono>
-#include <cstdio>
+
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 
@@ -51,10 +52,10 @@ void LeadershipFence::notice_gap(int64_t now) {
   while (seen < now - threshold_ms_) {
     if (paused_since_.compare_exchange_weak(seen, now)) {
       pauses_.fetch_add(1, std::memory_order_relaxed);
-      std::fprintf(stderr,
-                   "[ciuickafka] WARN this process did not run for more than %lld ms (paused or starved): "
-                   "leaders stop serving until ZooKeeper confirms the session\n",
-                   static_cast<long long>(threshold_ms_));
+      CK_LOG_WARN("cluster",
+                  "this process did not run for more than %lld ms (paused or starved): leaders stop serving "
+                  "until ZooKeeper confirms the session",
+                  static_cast<long long>(threshold_ms_));
       if (on_pause_) on_pause_();
       return;
     }
@@ -73,7 +74,7 @@ void LeadershipFence::sync_succeeded(int64_t started_ms) {
   int64_t p = paused_since_.load();
   while (p != 0 && started_ms >= p) {
     if (paused_since_.compare_exchange_weak(p, 0)) {
-      std::fprintf(stderr, "[ciuickafka] INFO ZooKeeper answered after the pause: leaders serve again\n");
+      CK_LOG_INFO("cluster", "ZooKeeper answered after the pause: leaders serve again");
       return;
     }
   }

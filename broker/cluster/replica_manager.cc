@@ -8,6 +8,7 @@
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
 #include "broker/config/topic_config.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -82,8 +83,8 @@ ConfigMap usable_configs(const std::string& topic, const ConfigMap& in) {
     if (config::parse_topic_value(k, v).is_ok()) {
       out[k] = v;
     } else {
-      std::fprintf(stderr, "[ciuickafka] WARN topic %s: config %s=%s from ZooKeeper ignored\n", topic.c_str(),
-                   k.c_str(), v.c_str());
+      CK_LOG_WARN("cluster", "topic %s: config %s=%s from ZooKeeper ignored", topic.c_str(),
+                  k.c_str(), v.c_str());
     }
   }
   return out;
@@ -98,8 +99,8 @@ ReplicaManager::ReplicaManager(Broker& broker) : broker_(broker) {
     std::string error;
     auto configs = c->read_topic_config(topic, &error);
     if (!configs) {
-      std::fprintf(stderr, "[ciuickafka] WARN topic %s: cannot read its configs from ZooKeeper (%s)\n",
-                   topic.c_str(), error.c_str());
+      CK_LOG_WARN("cluster", "topic %s: cannot read its configs from ZooKeeper (%s)",
+                  topic.c_str(), error.c_str());
       return std::nullopt;
     }
     return ConfigMap(configs->begin(), configs->end());
@@ -219,7 +220,7 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
     TopicTable::Ensured e = broker_.topics().ensure_partition(pr.topic, pr.topic_id, st.partition_index, configs,
                                                               now_ms);
     if (!e.error.ok()) {
-      std::fprintf(stderr, "[ciuickafka] ERROR LeaderAndIsr %s-%d: %s\n", pr.topic.c_str(), st.partition_index,
+      CK_LOG_ERROR("cluster", "LeaderAndIsr %s-%d: %s", pr.topic.c_str(), st.partition_index,
                    e.error.message.c_str());
       return e.error.code == ErrorCode::INCONSISTENT_TOPIC_ID ? e.error.code : ErrorCode::KAFKA_STORAGE_ERROR;
     }
@@ -241,9 +242,9 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
   {
     std::string isr;
     for (int32_t r : st.isr) isr += (isr.empty() ? "" : ",") + std::to_string(r);
-    std::fprintf(stderr, "[ciuickafka] INFO partition %s-%d: %s at leader epoch %d (leader %d, ISR [%s], LEO %lld)\n",
-                 pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
-                 isr.c_str(), static_cast<long long>(p->log_end_offset()));
+    CK_LOG_INFO("cluster", "partition %s-%d: %s at leader epoch %d (leader %d, ISR [%s], LEO %lld)",
+                pr.topic.c_str(), st.partition_index, leader ? "leader" : "follower", st.leader_epoch, st.leader,
+                isr.c_str(), static_cast<long long>(p->log_end_offset()));
   }
   // Kafka's makeLeaders order: the fetcher for the partition is removed
   // (and its in-flight append finished) before the partition becomes leader,
@@ -311,7 +312,7 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
         if (p) {
           TopicError e = broker_.topics().remove_partition(s.topic, s.partition);
           if (!e.ok()) {
-            std::fprintf(stderr, "[ciuickafka] ERROR StopReplica %s-%d: %s\n", s.topic.c_str(), s.partition,
+            CK_LOG_ERROR("cluster", "StopReplica %s-%d: %s", s.topic.c_str(), s.partition,
                          e.message.c_str());
             err = ErrorCode::KAFKA_STORAGE_ERROR;
           }

@@ -8,6 +8,7 @@
 
 #include "broker/cluster/topics.pb.h"
 #include "broker/config/topic_config.h"
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 
@@ -304,6 +305,12 @@ TopicTable::Created TopicTable::create(std::string_view name, int32_t partitions
     out.error = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
     return out;
   }
+  if (metrics::log::enabled(metrics::log::Level::kInfo)) {
+    std::string cfg;
+    for (const auto& [k, v] : configs) cfg += (cfg.empty() ? "" : ", ") + k + "=" + v;
+    CK_LOG_INFO("topics", "topic %s created: %d partition(s), replication factor %d, configs {%s}",
+                topic->name.c_str(), partitions, static_cast<int>(replication_factor), cfg.c_str());
+  }
   out.topic = std::move(topic);
   return out;
 }
@@ -321,6 +328,11 @@ TopicError TopicTable::remove(std::string_view name) {
   }
   if (storage::Status s = persist_locked(); !s.is_ok() && err.ok())
     err = {ErrorCode::KAFKA_STORAGE_ERROR, s.to_string()};
+  if (err.ok()) {
+    CK_LOG_INFO("topics", "topic %s deleted: %zu partition(s) removed", topic->name.c_str(), topic->partitions.size());
+  } else {
+    CK_LOG_ERROR("topics", "topic %s deleted with errors: %s", topic->name.c_str(), err.message.c_str());
+  }
   return err;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "metrics/registry.h"
 
@@ -78,7 +79,7 @@ std::unique_ptr<ZkCluster> ZkCluster::open(const config::BrokerConfig& config, i
   copts.leader_imbalance_per_broker_percentage = config.get_int("leader.imbalance.per.broker.percentage");
   z->controller_ = std::make_unique<replication::controller::Controller>(
       *z->channel_, copts, [](const std::string& why) {
-        std::fprintf(stderr, "[ciuickafka] WARN controller resigned: %s\n", why.c_str());
+        CK_LOG_WARN("cluster", "controller resigned: %s", why.c_str());
       });
   {
     std::lock_guard<std::mutex> lock(g_factory_mu);

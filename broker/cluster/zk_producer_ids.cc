@@ -6,6 +6,7 @@
 
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
+#include "metrics/log/log.h"
 #include "replication/producer_id_blocks.h"
 
 namespace ciuickafka::broker {
@@ -92,7 +93,7 @@ void ZkProducerIds::run() {
     } else {
       last_error_ = r.error().message;
       retry_after_ms_ = now_ms_() + kRetryBackoffMs;
-      std::fprintf(stderr, "[ciuickafka] WARN could not claim a producer id block: %s\n", last_error_.c_str());
+      CK_LOG_WARN("cluster", "could not claim a producer id block: %s", last_error_.c_str());
     }
     cv_.notify_all();
   }

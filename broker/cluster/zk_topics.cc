@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
 
@@ -179,6 +180,11 @@ ZkTopicResult ZkTopicAdmin::create(const ZkNewTopic& t, bool validate_only) {
     return out;
   }
   out.id = *znode.topic_id;
+  {
+    size_t rf = out.assignment.empty() ? 0 : out.assignment.begin()->second.size();
+    CK_LOG_INFO("topics", "topic %s created in ZooKeeper: %zu partition(s), replication factor %zu", t.name.c_str(),
+                out.assignment.size(), rf);
+  }
   return out;
 }
 
@@ -261,7 +267,10 @@ TopicError ZkTopicAdmin::mark_for_deletion(const std::string& name) {
     return {ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."};
   if (c != zk::Code::kOk) return zk_failure(c, "the topic check");
   c = zk_.create(replication::delete_topic_path(name), "", zk::CreateMode::kPersistent);
-  if (c == zk::Code::kOk || c == zk::Code::kNodeExists) return {};
+  if (c == zk::Code::kOk || c == zk::Code::kNodeExists) {
+    CK_LOG_INFO("topics", "topic %s marked for deletion (/admin/delete_topics)", name.c_str());
+    return {};
+  }
   return zk_failure(c, "the deletion request");
 }
 

@@ -45,6 +45,8 @@ std::string to_property(std::string_view rest) {
 
 EnvMapping map_env_var(std::string_view name) {
   if (name == "CLUSTER_ID" || name == "KAFKA_KRAFT_CLUSTER_ID") return {EnvKind::kProperty, "cluster.id"};
+  // The images' log4j root level is our operator log's level.
+  if (name == "KAFKA_LOG4J_ROOT_LOGLEVEL") return {EnvKind::kProperty, "log.level"};
   constexpr std::string_view kPrefix = "KAFKA_";
   constexpr std::string_view kBitnami = "KAFKA_CFG_";
   if (name.starts_with(kBitnami) && name.size() > kBitnami.size())

@@ -7,10 +7,11 @@
 //   KAFKA_FOO___BAR        -> foo-bar        (___ is a dash)
 //   CLUSTER_ID             -> cluster.id     (apache/kafka image; Bitnami's
 //                                            KAFKA_KRAFT_CLUSTER_ID too)
+//   KAFKA_LOG4J_ROOT_LOGLEVEL -> log.level   (the images' log4j root level)
 // The name is lower-cased; then every '_' becomes '.', then "..." becomes '-'
 // and ".." becomes '_' (the images' order: ___ before __ before _). Variables
 // that configure the JVM or the scripts rather than the broker
-// (KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_JMX_*, KAFKA_LOG4J_*, KAFKA_VERSION,
+// (KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_JMX_*, the other KAFKA_LOG4J_*, KAFKA_VERSION,
 // KAFKA_HOME, ...) are ignored without a word.
 //
 // Thread-safety: pure functions; process_environment() reads environ, which

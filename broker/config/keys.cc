@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "broker/config/registry.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::config {
 namespace {
@@ -128,6 +129,20 @@ V host_port_validator() {
   return V::custom("an address host:port (empty host: all interfaces)", [](const Value& v) {
     const auto* s = std::get_if<std::string>(&v);
     return s && valid_host_port(*s);
+  });
+}
+
+V log_level_validator() {
+  return V::custom("one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF (any case)", [](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    return s && metrics::log::parse_level(*s).has_value();
+  });
+}
+
+V log_format_validator() {
+  return V::custom("text or json", [](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    return s && metrics::log::parse_format(*s).has_value();
   });
 }
 
@@ -518,6 +533,14 @@ std::vector<KeyDef> detail::make_key_table() {
                   "it the least recently used are unloaded, and reloaded from their files when next looked up "
                   "(bytes; each log's active segment is not counted; Kafka has no such bound, it mmaps every index).")
                   .valid(V::at_least(0)));
+  k.push_back(key("log.level", T::kString, "INFO", S::kCiuic,
+                  "The least severe operator log line written to stderr, as log4j's root logger level (TRACE, "
+                  "DEBUG, INFO, WARN, ERROR, FATAL, OFF; any case). KAFKA_LOG4J_ROOT_LOGLEVEL sets it too.")
+                  .valid(log_level_validator()));
+  k.push_back(key("ciuic.log.format", T::kString, "text", S::kCiuic,
+                  "The operator log's format: text ([ciuickafka] LEVEL message key=value) or json (one object a "
+                  "line: ts, level, logger, msg and the line's fields).")
+                  .valid(log_format_validator()));
   return k;
 }
 

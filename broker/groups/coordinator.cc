@@ -17,6 +17,7 @@
 #include "broker/groups/partition_for.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/connection_events.h"
+#include "metrics/log/log.h"
 #include "protocol/records/record_batch.h"
 
 namespace ciuickafka::broker::groups {
@@ -374,8 +375,8 @@ void GroupCoordinator::load_owned(const LoadJob& job) {
   });
   own_cv_.notify_all();
   if (installed)
-    std::fprintf(stderr, "[ciuickafka] %s-%d: loaded %zu groups (offsets up to %lld)\n", kOffsetsTopic, index,
-                 loaded_groups.size(), static_cast<long long>(end));
+    CK_LOG_INFO("groups", "%s-%d: loaded %zu groups (offsets up to %lld)", kOffsetsTopic, index,
+                loaded_groups.size(), static_cast<long long>(end));
 }
 
 void GroupCoordinator::unload(int32_t index) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "broker/broker.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::groups {
 
@@ -296,6 +297,8 @@ void Membership::prepare_rebalance(GroupCoordinator& c, Group& g, Outbox& out) {
     g.initial_delay = false;
     g.join_deadline = now + rebalance;
   }
+  CK_LOG_INFO("groups", "group %s: preparing to rebalance (generation %d, %zu member(s)%s)", g.id.c_str(),
+              g.generation, g.members.size(), g.initial_delay ? ", new group: group.initial.rebalance.delay.ms" : "");
   set_state(g, GroupState::kPreparingRebalance);
   g.rebalance_begin(now);
   maybe_complete_join(c, g, out);
@@ -322,6 +325,8 @@ void Membership::complete_join(GroupCoordinator& c, Group& g, Outbox& out) {
   }
   ++g.generation;
   if (g.members.empty()) {
+    CK_LOG_INFO("groups", "group %s: rebalance done: generation %d is empty (%zu member(s) did not rejoin)",
+                g.id.c_str(), g.generation, gone.size());
     g.protocol.reset();
     set_state(g, GroupState::kEmpty);
     g.rebalance_end(steady_ms());
@@ -329,6 +334,19 @@ void Membership::complete_join(GroupCoordinator& c, Group& g, Outbox& out) {
     return;
   }
   g.protocol = g.select_protocol();
+  if (metrics::log::enabled(metrics::log::Level::kInfo)) {
+    const std::string proto = g.protocol.value_or("");
+    metrics::log::write(metrics::log::Level::kInfo, "groups",
+                        "group " + g.id + ": rebalance done: generation " + std::to_string(g.generation) + ", " +
+                            std::to_string(g.members.size()) + " member(s), protocol " + g.protocol_type + "/" +
+                            proto + (gone.empty() ? "" : ", " + std::to_string(gone.size()) + " left (no rejoin)"),
+                        {{"group", g.id},
+                         {"generation", g.generation},
+                         {"members", g.members.size()},
+                         {"protocol_type", g.protocol_type},
+                         {"protocol", proto},
+                         {"leader", g.leader}});
+  }
   set_state(g, GroupState::kCompletingRebalance);
   const int64_t now = steady_ms();
   for (auto& [id, m] : g.members) {

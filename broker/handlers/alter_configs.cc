@@ -26,11 +26,10 @@ using protocol::AlterConfigsResponse;
 using protocol::ErrorCode;
 
 TopicError alter(Broker& broker, admin::ConfigStore& store, const AlterConfigsRequest::AlterConfigsResource& r,
-                 bool validate_only) {
+                 bool validate_only, ConfigMap& configs) {
   bool nothing_to_do = false;
   TopicError e = admin::check_alter_resource(broker, r.resource_type, r.resource_name, r.configs.size(), &nothing_to_do);
   if (!e.ok() || nothing_to_do) return e;
-  ConfigMap configs;
   for (const auto& c : r.configs) {
     if (!c.value) return {ErrorCode::INVALID_REQUEST, "Null value not supported for : " + c.name};
     if (!configs.emplace(c.name, *c.value).second)
@@ -41,7 +40,13 @@ TopicError alter(Broker& broker, admin::ConfigStore& store, const AlterConfigsRe
 
 void answer(RequestContext& ctx, const AlterConfigsRequest& req, admin::ConfigStore& store) {
   const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
-      req, [&](const auto& r) { return alter(*ctx.broker, store, r, req.validate_only); });
+      req, [&](const auto& r) {
+        ConfigMap configs;
+        const TopicError e = alter(*ctx.broker, store, r, req.validate_only, configs);
+        admin::log_alter("AlterConfigs", ctx.header.client_id, r.resource_type, r.resource_name, &configs, e,
+                         req.validate_only);
+        return e;
+      });
   ctx.respond(make_response(ctx, resp));
 }
 

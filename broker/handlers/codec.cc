@@ -1,5 +1,6 @@
 // broker/handlers/codec.cc: turning an encoded response into a Response.
 #include "broker/handlers/codec.h"
+#include "metrics/log/log.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,7 @@ Response finish_response(protocol::Writer&& w, int16_t error_code, int16_t api_k
     // Our own response failed to encode: a broker bug (a field this version
     // cannot carry). Closing the connection is the only honest answer.
     const protocol::ApiInfo* api = protocol::find_api(api_key);
-    std::fprintf(stderr, "[ciuickafka] ERROR %.*s v%d response encoding failed: %s\n",
+    CK_LOG_ERROR("handlers", "%.*s v%d response encoding failed: %s",
                  api != nullptr ? static_cast<int>(api->name.size()) : 7,
                  api != nullptr ? api->name.data() : "unknown", version,
                  std::string(protocol::to_string(w.error())).c_str());

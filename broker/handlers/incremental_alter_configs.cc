@@ -55,7 +55,7 @@ std::string join_list(const std::vector<std::string>& items) {
 }
 
 TopicError alter(Broker& broker, admin::ConfigStore& store, const IncrementalAlterConfigsRequest::AlterConfigsResource& r,
-                 bool validate_only) {
+                 bool validate_only, ConfigMap& configs) {
   bool nothing_to_do = false;
   TopicError e = admin::check_alter_resource(broker, r.resource_type, r.resource_name, r.configs.size(), &nothing_to_do);
   if (!e.ok() || nothing_to_do) return e;
@@ -65,7 +65,6 @@ TopicError alter(Broker& broker, admin::ConfigStore& store, const IncrementalAlt
     if (!seen.insert(c.name).second)
       return {ErrorCode::INVALID_REQUEST, "Error due to duplicate config keys: " + c.name};
 
-  ConfigMap configs;
   if (TopicError ce = store.current(r.resource_name, &configs); !ce.ok()) return ce;
   for (const auto& c : r.configs) {
     if (c.config_operation < kSet || c.config_operation > kSubtract)
@@ -100,7 +99,13 @@ TopicError alter(Broker& broker, admin::ConfigStore& store, const IncrementalAlt
 
 void answer(RequestContext& ctx, const IncrementalAlterConfigsRequest& req, admin::ConfigStore& store) {
   const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
-      req, [&](const auto& r) { return alter(*ctx.broker, store, r, req.validate_only); });
+      req, [&](const auto& r) {
+        ConfigMap configs;
+        const TopicError e = alter(*ctx.broker, store, r, req.validate_only, configs);
+        admin::log_alter("IncrementalAlterConfigs", ctx.header.client_id, r.resource_type, r.resource_name, &configs, e,
+                         req.validate_only);
+        return e;
+      });
   ctx.respond(make_response(ctx, resp));
 }
 

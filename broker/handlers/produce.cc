@@ -34,7 +34,12 @@
 // below min ISR meanwhile), leadership is lost (NOT_LEADER_OR_FOLLOWER) or
 // timeout_ms passes (REQUEST_TIMED_OUT), as Kafka's delayed produce does.
 // Single-node partitions are unchanged.
+//
+// Every refused partition is logged at WARN when the answer goes out
+// (partition, Kafka's error name, client id and peer), rate-limited to 5
+// lines per client, topic and error in 10 s (metrics/log/rate_limit.h).
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <cstdio>
 #include <optional>
@@ -51,6 +56,8 @@
 #include "broker/produce/topic_settings.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
+#include "metrics/log/log.h"
+#include "metrics/log/rate_limit.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/produce.h"
 
@@ -238,6 +245,35 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
   st->topic_metrics.add_messages_in(prep.record_count);
 }
 
+// Rejected partitions, for the operator: one WARN line per client, topic
+// and error, at most 5 per 10 s for each (the next line that passes says how
+// many were suppressed), so a misbehaving client cannot flood the log.
+void log_rejections(const RequestContext& ctx, const ProduceResponse& resp, int16_t acks) {
+  namespace lg = metrics::log;
+  if (!lg::enabled(lg::Level::kWarn)) return;
+  static lg::RateLimiter limiter(5, std::chrono::seconds(10));
+  const std::string client = ctx.header.client_id.value_or("");
+  for (const auto& t : resp.responses) {
+    for (const auto& p : t.partition_responses) {
+      if (p.error_code == 0) continue;
+      const std::string_view error = protocol::error_name(static_cast<ErrorCode>(p.error_code));
+      const lg::RateLimiter::Admission a = limiter.admit(client + '\n' + t.name + '\n' + std::string(error));
+      if (!a.admitted) continue;
+      std::string msg = "produce rejected: " + t.name + "-" + std::to_string(p.index) + ": " + std::string(error);
+      if (p.error_message && !p.error_message->empty()) msg += " (" + *p.error_message + ")";
+      msg += lg::suppressed_note(a.suppressed);
+      lg::write(lg::Level::kWarn, "produce", msg,
+                {{"client_id", client},
+                 {"peer", ctx.peer},
+                 {"topic", t.name},
+                 {"partition", p.index},
+                 {"error", error},
+                 {"acks", acks},
+                 {"suppressed", a.suppressed}});
+    }
+  }
+}
+
 // Every write completed (on whichever thread saw the last one): answer, or
 // wait for the fsync first.
 void finish(const std::shared_ptr<PendingProduce>& pp) {
@@ -274,6 +310,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
   pp->writes.clear();  // the buffers are written: let them go
   RequestContext& ctx = pp->ctx;
   if (pp->acks == 0) {
+    log_rejections(ctx, pp->resp, pp->acks);
     ctx.respond(first_error(pp->resp) != 0 ? Response::close() : Response::none());
     return;
   }
@@ -281,6 +318,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
   auto then_replicas = [pp, replica_slots = std::move(replica_slots),
                         replica_targets = std::move(replica_targets)]() mutable {
     if (replica_targets.empty()) {
+      log_rejections(pp->ctx, pp->resp, pp->acks);
       pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
       return;
     }
@@ -292,6 +330,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
             auto& pr = pp->resp.responses[replica_slots[i].first].partition_responses[replica_slots[i].second];
             set_error(pr, results[i]);
           }
+          log_rejections(pp->ctx, pp->resp, pp->acks);
           pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
         });
   };
@@ -370,7 +409,7 @@ void handle_produce(RequestContext&& ctx) {
   if (storage::io::Ring* ring = DiskRing::current(); ring != nullptr && ring->in_flight() > 0) {
     storage::Status flushed = ring->flush();
     if (!flushed.is_ok())
-      std::fprintf(stderr, "[ciuickafka] produce: io_uring submit failed: %s\n", flushed.to_string().c_str());
+      CK_LOG_ERROR("produce", "produce: io_uring submit failed: %s", flushed.to_string().c_str());
   }
   count_down(pp);
 }

@@ -14,6 +14,7 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
@@ -45,7 +46,7 @@ class FetcherThread {
     backoff_ms_ = c.get_int("replica.fetch.backoff.ms");
     std::string err;
     interrupter_ = replication::net::Interrupter::create(&err);
-    if (!interrupter_) std::fprintf(stderr, "[ciuickafka] replica fetcher: %s\n", err.c_str());
+    if (!interrupter_) CK_LOG_WARN("replication", "replica fetcher: %s", err.c_str());
     thread_ = std::thread([this] { run(); });
   }
   ~FetcherThread() { stop(); }
@@ -154,7 +155,7 @@ class FetcherThread {
       std::optional<int16_t> version = c.value()->pick_version(protocol::FetchRequest::kApiKey,
                                                                options_.max_fetch_version, 12);
       if (!version) {
-        std::fprintf(stderr, "[ciuickafka] replica fetcher: %s offers no Fetch v12+\n", c.value()->peer().c_str());
+        CK_LOG_WARN("replication", "replica fetcher: %s offers no Fetch v12+", c.value()->peer().c_str());
         backoff();
         continue;
       }
@@ -268,7 +269,7 @@ class FetcherThread {
           appended = p->log().append_as_follower(bytes, now);
       }
       if (!appended.is_ok()) {
-        std::fprintf(stderr, "[ciuickafka] replica fetcher %s-%d: append failed: %s\n", p->topic().c_str(),
+        CK_LOG_ERROR("replication", "replica fetcher %s-%d: append failed: %s", p->topic().c_str(),
                      p->index(), appended.status().to_string().c_str());
         delay(p->tp(), p);
         return;
@@ -322,12 +323,12 @@ class FetcherThread {
     }
     target = std::max<int64_t>(target, 0);
     if (target < leo)
-      std::fprintf(stderr, "[ciuickafka] INFO replica fetcher %s-%d: truncating from LEO %lld to %lld (leader epoch %d ends at %lld)\n",
-                   p->topic().c_str(), p->index(), static_cast<long long>(leo), static_cast<long long>(target),
-                   leader_epoch, static_cast<long long>(leader_end));
+      CK_LOG_INFO("replication", "replica fetcher %s-%d: truncating from LEO %lld to %lld (leader epoch %d ends at %lld)",
+                  p->topic().c_str(), p->index(), static_cast<long long>(leo), static_cast<long long>(target),
+                  leader_epoch, static_cast<long long>(leader_end));
     auto r = broker_.logs().truncate_to(p->tp(), target, now);
     if (!r.is_ok()) {
-      std::fprintf(stderr, "[ciuickafka] replica fetcher %s-%d: truncation to %lld failed: %s\n",
+      CK_LOG_ERROR("replication", "replica fetcher %s-%d: truncation to %lld failed: %s",
                    p->topic().c_str(), p->index(), static_cast<long long>(target), r.status().to_string().c_str());
       delay(p->tp(), p);
       return;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "metrics/log/log.h"
 #include "storage/checkpoint.h"
 
 namespace ciuickafka::broker::replica {
@@ -34,8 +35,8 @@ HwCheckpoints::HwCheckpoints(Broker& broker)
     auto r = storage::read_offset_checkpoint(broker.fs(), checkpoint_path(dir));
     if (!r.is_ok()) {
       if (r.status().code() != storage::StatusCode::kNotFound)
-        std::fprintf(stderr, "[ciuickafka] %s: ignored: %s\n", checkpoint_path(dir).c_str(),
-                     r.status().to_string().c_str());
+        CK_LOG_WARN("replication", "%s: ignored: %s", checkpoint_path(dir).c_str(),
+                    r.status().to_string().c_str());
       continue;
     }
     for (const auto& e : r.value()) loaded_[e.tp] = e.offset;
@@ -56,7 +57,7 @@ void HwCheckpoints::schedule() {
       if (stopped_) return;
     }
     if (auto s = write_all(); !s.is_ok())
-      std::fprintf(stderr, "[ciuickafka] replication-offset-checkpoint: %s\n", s.to_string().c_str());
+      CK_LOG_ERROR("replication", "replication-offset-checkpoint: %s", s.to_string().c_str());
     schedule();
   });
 }
@@ -107,7 +108,7 @@ void HwCheckpoints::stop() {
   }
   alive_.reset();
   if (auto s = write_all(); !s.is_ok())
-    std::fprintf(stderr, "[ciuickafka] replication-offset-checkpoint at shutdown: %s\n", s.to_string().c_str());
+    CK_LOG_ERROR("replication", "replication-offset-checkpoint at shutdown: %s", s.to_string().c_str());
 }
 
 }  // namespace ciuickafka::broker::replica

@@ -10,6 +10,7 @@
 
 #include "broker/broker.h"
 #include "broker/replica/hw_checkpoint.h"
+#include "metrics/log/log.h"
 #include "metrics/process_metrics.h"
 #include "protocol/generated/alter_partition.h"
 #include "replication/net/reconnecting_client.h"
@@ -50,7 +51,7 @@ LeaderReplicas::LeaderReplicas(Broker& broker)
       lag_max_ms_(std::max<int64_t>(1, broker.config().get_long("replica.lag.time.max.ms"))) {
   std::string err;
   interrupter_ = replication::net::Interrupter::create(&err);
-  if (!interrupter_) std::fprintf(stderr, "[ciuickafka] leader replicas: %s\n", err.c_str());
+  if (!interrupter_) CK_LOG_WARN("replication", "leader replicas: %s", err.c_str());
   std::weak_ptr<bool> alive = alive_token_;
   broker.append_listeners().add([this, alive](const Partition& p) {
     if (alive.lock()) on_append(p);
@@ -143,8 +144,8 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
   auto latest = p->log().leader_epochs().latest_epoch();
   if (!latest || *latest < rs->leader_epoch) {
     if (auto s = p->log().assign_epoch_start_offset(rs->leader_epoch, leo); !s.is_ok())
-      std::fprintf(stderr, "[ciuickafka] %s-%d: epoch start not recorded: %s\n", p->topic().c_str(), p->index(),
-                   s.to_string().c_str());
+      CK_LOG_WARN("replication", "%s-%d: epoch start not recorded: %s", p->topic().c_str(), p->index(),
+                  s.to_string().c_str());
   }
   std::shared_ptr<Entry> old;
   {

@@ -9,6 +9,7 @@
 #include "broker/broker.h"
 #include "broker/server/busy_time.h"
 #include "broker/server/connection_events.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -73,8 +74,8 @@ void Connection::close(const char* why) {
   if (closed_) return;
   closed_ = true;
   if (why != nullptr)
-    std::fprintf(stderr, "[ciuickafka] closing connection %llu from %s: %s\n",
-                 static_cast<unsigned long long>(id_), peer_.c_str(), why);
+    CK_LOG_INFO("network", "closing connection %llu from %s: %s",
+                static_cast<unsigned long long>(id_), peer_.c_str(), why);
   boost::system::error_code ec;
   idle_timer_.cancel(ec);
   socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -111,10 +112,10 @@ void Connection::process_input() {
       in_begin_ += 4;
       if (size < 0 || size > opt_.max_request_bytes) {
         // Read no more; answer what came before, then close (like kClose).
-        std::fprintf(stderr,
-                     "[ciuickafka] closing connection %llu from %s: frame size %d outside 0..%d "
-                     "(socket.request.max.bytes)\n",
-                     static_cast<unsigned long long>(id_), peer_.c_str(), size, opt_.max_request_bytes);
+        CK_LOG_WARN("network",
+                    "closing connection %llu from %s: frame size %d outside 0..%d "
+                    "(socket.request.max.bytes)",
+                    static_cast<unsigned long long>(id_), peer_.c_str(), size, opt_.max_request_bytes);
         input_done_ = true;
         maybe_finish();
         return;

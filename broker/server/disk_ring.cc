@@ -2,6 +2,7 @@
 #include "broker/server/disk_ring.h"
 
 #include "broker/server/busy_time.h"
+#include "metrics/log/log.h"
 
 #include <unistd.h>
 
@@ -18,7 +19,7 @@ thread_local storage::io::Ring* t_current = nullptr;
 
 void say_once(const std::string& line) {
   static std::once_flag once;
-  std::call_once(once, [&] { std::fprintf(stderr, "[ciuickafka] %s\n", line.c_str()); });
+  std::call_once(once, [&] { CK_LOG_INFO("storage", "%s", line.c_str()); });
 }
 
 }  // namespace
@@ -73,7 +74,7 @@ void DiskRing::drain() {
   while (ring_->in_flight() > 0) {
     auto n = ring_->wait_completions(1);
     if (!n) {
-      std::fprintf(stderr, "[ciuickafka] waiting for log writes at shutdown: %s\n", n.status().to_string().c_str());
+      CK_LOG_WARN("storage", "waiting for log writes at shutdown: %s", n.status().to_string().c_str());
       return;
     }
   }

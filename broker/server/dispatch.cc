@@ -1,4 +1,5 @@
-// broker/server/dispatch.cc: header decode, handler lookup, metrics.
+// broker/server/dispatch.cc: header decode, handler lookup, metrics, and a
+// rate-limited WARN line for each connection closed over a bad request.
 #include "broker/server/dispatch.h"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 #include "broker/broker.h"
 #include "broker/handlers/registry.h"
+#include "metrics/log/log.h"
+#include "metrics/log/rate_limit.h"
 #include "protocol/error_code.h"
 #include "protocol/request.h"
 
@@ -17,10 +20,16 @@ namespace {
 
 constexpr int16_t kApiVersionsKey = 18;
 
+// A client that keeps sending bad requests reconnects and repeats: at most
+// 10 lines per reason in 10 s, the next one saying how many were dropped.
 void log_closed(const RequestContext& ctx, const char* why) {
-  std::fprintf(stderr, "[ciuickafka] closing connection %llu from %s: %s (api key %d v%d, correlation id %d)\n",
-               static_cast<unsigned long long>(ctx.connection_id), ctx.peer.c_str(), why, ctx.api_key(),
-               ctx.api_version(), ctx.correlation_id());
+  if (!metrics::log::enabled(metrics::log::Level::kWarn)) return;
+  static metrics::log::RateLimiter limiter(10, std::chrono::seconds(10));
+  const metrics::log::RateLimiter::Admission a = limiter.admit(why);
+  if (!a.admitted) return;
+  CK_LOG_WARN("network", "closing connection %llu from %s: %s (api key %d v%d, correlation id %d)%s",
+              static_cast<unsigned long long>(ctx.connection_id), ctx.peer.c_str(), why, ctx.api_key(),
+              ctx.api_version(), ctx.correlation_id(), metrics::log::suppressed_note(a.suppressed).c_str());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "broker/broker.h"
 #include "broker/server/dispatch.h"
 #include "broker/server/listen.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker {
 
@@ -145,9 +146,9 @@ void Server::run_thread(IoThread& t) {
       t.ioc.run();
       return;
     } catch (const std::exception& e) {  // a bug in a handler; keep serving the others
-      std::fprintf(stderr, "[ciuickafka] network thread: unexpected exception: %s\n", e.what());
+      CK_LOG_ERROR("network", "network thread: unexpected exception: %s", e.what());
     } catch (...) {
-      std::fprintf(stderr, "[ciuickafka] network thread: unexpected exception\n");
+      CK_LOG_ERROR("network", "network thread: unexpected exception");
     }
   }
 }
@@ -167,7 +168,7 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
   if (stopping_.load() || ec == asio::error::operation_aborted) return;
   if (ec) {
     // Out of descriptors and the like: try again shortly rather than spin.
-    std::fprintf(stderr, "[ciuickafka] accept on %s: %s\n", l.name.c_str(), ec.message().c_str());
+    CK_LOG_WARN("network", "accept on %s: %s", l.name.c_str(), ec.message().c_str());
     l.retry->expires_after(kAcceptRetry);
     l.retry->async_wait([this, &l](const boost::system::error_code& e) {
       if (!e && !stopping_.load()) accept(l);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "metrics/log/log.h"
 #include "protocol/generated/leader_and_isr.h"
 #include "protocol/generated/stop_replica.h"
 #include "protocol/generated/update_metadata.h"
@@ -15,7 +16,8 @@ namespace ciuickafka::replication::controller {
 namespace {
 
 void log_line(const char* level, const std::string& what) {
-  std::fprintf(stderr, "[ciuickafka] %s controller channel: %s\n", level, what.c_str());
+  const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
+  if (metrics::log::enabled(l)) metrics::log::write(l, "controller", "controller channel: " + what);
 }
 
 const ListenerEndpoint* find_endpoint(const LiveBroker& b, const std::string& listener) {

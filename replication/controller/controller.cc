@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 
+#include "metrics/log/log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
 
@@ -16,7 +17,8 @@ namespace ciuickafka::replication::controller {
 namespace {
 
 void log_line(const char* level, const std::string& what) {
-  std::fprintf(stderr, "[ciuickafka] %s controller: %s\n", level, what.c_str());
+  const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
+  if (metrics::log::enabled(l)) metrics::log::write(l, "controller", "controller: " + what);
 }
 
 }  // namespace

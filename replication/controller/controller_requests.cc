@@ -11,6 +11,7 @@
 #include <map>
 #include <utility>
 
+#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "replication/controller/controller.h"
 #include "replication/controller/leader_rebalance.h"
@@ -26,7 +27,7 @@ using protocol::to_wire;
 
 namespace {
 
-void log_info(const std::string& what) { std::fprintf(stderr, "[ciuickafka] INFO controller: %s\n", what.c_str()); }
+void log_info(const std::string& what) { CK_LOG_INFO("controller", "controller: %s", what.c_str()); }
 
 constexpr int8_t kPreferred = 0;
 constexpr int8_t kUnclean = 1;

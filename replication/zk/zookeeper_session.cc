@@ -13,12 +13,16 @@
 // which has joined the client's threads by then: never leaked, never freed
 // twice.
 //
-// The C client logs WARN and above to stderr; CK_ZK_DEBUG=1 in the
-// environment turns on its DEBUG log (every packet and watcher call).
+// The C client logs WARN and above through the operator log
+// (metrics/log/log.h, logger "zookeeper"); CK_ZK_DEBUG=1 in the
+// environment with log.level=DEBUG adds its DEBUG log (every packet and
+// watcher call).
 //
 // Thread-safety: methods may be called from any thread (the C handle is
 // thread-safe); callbacks run on the C client's completion thread.
 #include "replication/zk/session.h"
+
+#include "metrics/log/log.h"
 
 #ifndef THREADED
 #define THREADED  // the synchronous API of libzookeeper_mt
@@ -103,11 +107,25 @@ void state_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
   }
 }
 
+// The C client's own lines (its WARN and ERROR by default) go through the
+// operator log, so they keep its level and format (a JSON log stays JSON).
+void zk_client_log(const char* message) {
+  namespace lg = metrics::log;
+  std::string_view m(message != nullptr ? message : "");
+  lg::Level level = lg::Level::kDebug;
+  if (m.find("ZOO_ERROR@") != std::string_view::npos) level = lg::Level::kError;
+  else if (m.find("ZOO_WARN@") != std::string_view::npos) level = lg::Level::kWarn;
+  else if (m.find("ZOO_INFO@") != std::string_view::npos) level = lg::Level::kInfo;
+  if (!lg::enabled(level)) return;
+  while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) m.remove_suffix(1);
+  lg::write(level, "zookeeper", "zookeeper client: " + std::string(m));
+}
+
 // Opens a handle and waits for its first connected state. nullptr (with
 // *error) on timeout or a terminal state; the handle is closed then.
 zhandle_t* open_handle(const std::string& host, int32_t session_timeout_ms, int32_t connect_timeout_ms,
                        const clientid_t* id, StateCtx* ctx, const std::string& what, std::string* error) {
-  zhandle_t* zh = zookeeper_init(host.c_str(), state_watcher, session_timeout_ms, id, ctx, 0);
+  zhandle_t* zh = zookeeper_init2(host.c_str(), state_watcher, session_timeout_ms, id, ctx, 0, zk_client_log);
   if (zh == nullptr) {
     *error = "zookeeper_init(" + what + ") failed: " + std::strerror(errno);
     return nullptr;

@@ -38,11 +38,17 @@ TEST_CASE("___ is a dash, __ an underscore, _ a dot, in that order") {
 
 TEST_CASE("script and JVM variables are ignored") {
   for (std::string_view v : {"KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS", "KAFKA_JMX_PORT", "KAFKA_JMX_HOSTNAME",
-                             "KAFKA_LOG4J_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_LOG4J_LOGGERS", "KAFKA_VERSION",
+                             "KAFKA_LOG4J_OPTS", "KAFKA_LOG4J_LOGGERS", "KAFKA_VERSION",
                              "KAFKA_HOME", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_DEBUG", "KAFKA_"}) {
     INFO(v);
     CHECK(map_env_var(v).kind == EnvKind::kIgnored);
   }
+}
+
+TEST_CASE("KAFKA_LOG4J_ROOT_LOGLEVEL sets log.level") {
+  const EnvMapping m = map_env_var("KAFKA_LOG4J_ROOT_LOGLEVEL");
+  CHECK(m.kind == EnvKind::kProperty);
+  CHECK(m.key == "log.level");
 }
 
 TEST_CASE("other variables are unrelated") {

@@ -217,3 +217,20 @@ TEST_CASE("command line: --config, FILE, --override, --help, --version, errors")
   CHECK(parse({"--override", "x"}).error().message == "invalid --override \"x\": expected key=value");
   CHECK(parse({"--bogus"}).error().message == "unknown option --bogus (try --help)");
 }
+
+TEST_CASE("log.level and ciuic.log.format: log4j names, KAFKA_LOG4J_ROOT_LOGLEVEL, bad values named") {
+  CHECK(load_ok(input("")).config.get_string("log.level") == "INFO");
+  CHECK(load_ok(input("")).config.get_string("ciuic.log.format") == "text");
+  CHECK(load_ok(input("log.level=warn\n")).config.get_string("log.level") == "warn");
+  LoadedConfig env = load_ok(input("log.level=INFO\n", {}, {{"KAFKA_LOG4J_ROOT_LOGLEVEL", "DEBUG"}}));
+  CHECK(env.config.get_string("log.level") == "DEBUG");
+  CHECK(env.config.entry("log.level").origin == "KAFKA_LOG4J_ROOT_LOGLEVEL");
+  CHECK(env.warnings.empty());
+  const std::string bad = load_error(input("", {"log.level=LOUD"}));
+  CHECK(bad.find("log.level") != std::string::npos);
+  CHECK(bad.find("LOUD") != std::string::npos);
+  const std::string fmt = load_error(input("ciuic.log.format=xml\n"));
+  CHECK(fmt.find("ciuic.log.format") != std::string::npos);
+  CHECK(fmt.find("xml") != std::string::npos);
+  CHECK(load_ok(input("ciuic.log.format=JSON\n")).config.get_string("ciuic.log.format") == "JSON");
+}

@@ -115,6 +115,9 @@ TEST_CASE("exposer on an occupied port returns an error naming the address") {
   REQUIRE_NOTHROW(started = m::Exposer::start(address, registry));
   CHECK_FALSE(started.ok());
   CHECK(started.error.find(address) != std::string::npos);
+  // The system's reason, not civetweb's "null context when constructing CivetServer".
+  CHECK(started.error.find("in use") != std::string::npos);
+  CHECK(started.error.find("null context") == std::string::npos);
 
   // The same for a second exposer on the first one's port.
   auto first = m::Exposer::start("127.0.0.1:0", registry);
@@ -123,6 +126,7 @@ TEST_CASE("exposer on an occupied port returns an error naming the address") {
   auto second = m::Exposer::start(taken, registry);
   CHECK_FALSE(second.ok());
   CHECK(second.error.find(taken) != std::string::npos);
+  CHECK(second.error.find("in use") != std::string::npos);
 }
 
 TEST_CASE("exposer rejects malformed addresses with an error value") {

@@ -1,9 +1,13 @@
 // tests/unit/handlers/admin/alter_configs_test.cc: AlterConfigs v0-2 and
 // IncrementalAlterConfigs v0-1: full replacement vs per-key operations,
 // validate_only, list APPEND/SUBTRACT, broker resources, error paths,
-// persistence across a restart.
+// persistence across a restart; the operator log line of each change.
 #include <catch2/catch.hpp>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "metrics/log/log.h"
 #include "protocol/generated/alter_configs.h"
 #include "protocol/generated/incremental_alter_configs.h"
 #include "tests/unit/handlers/admin/admin_test_util.h"
@@ -191,4 +195,35 @@ TEST_CASE("IncrementalAlterConfigs validate_only and errors", "[admin][increment
             .responses[0]
             .error_code == code(ErrorCode::INVALID_REQUEST));
   CHECK(overrides(f, "t") == ConfigMap{{"retention.ms", "1000"}});
+}
+
+TEST_CASE("config changes are logged: the new overrides and the client id, refusals at WARN; validate_only not",
+          "[admin][incremental_alter_configs][log]") {
+  namespace lg = ciuickafka::metrics::log;
+  std::vector<std::string> lines;
+  std::mutex mu;
+  lg::set_sink([&](std::string_view l) {
+    std::lock_guard lock(mu);
+    lines.emplace_back(l);
+  });
+  struct Restore {
+    ~Restore() { lg::set_sink({}); }
+  } restore;
+  test::BrokerFixture f;
+  REQUIRE(test::create_topic(f, "t", 1, {{"retention.ms", "1000"}}).error_code == 0);
+  auto has = [&](const std::string& what) {
+    std::lock_guard lock(mu);
+    for (const auto& l : lines)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(inc(f, {inc_res(2, "t", {{"segment.ms", 0, "60000"}})}, 1).responses[0].error_code == 0);
+  CHECK(has("[ciuickafka] INFO IncrementalAlterConfigs: topic t configs set to {retention.ms=1000, segment.ms=60000} "
+            "client_id=fixture"));
+  CHECK(alter(f, {alter_res(2, "t", {{"retention.ms", "5000"}})}, 1).responses[0].error_code == 0);
+  CHECK(has("INFO AlterConfigs: topic t configs set to {retention.ms=5000}"));
+  CHECK(alter(f, {alter_res(2, "t", {{"retention.ms", "soon"}})}, 1).responses[0].error_code != 0);
+  CHECK(has("WARN AlterConfigs: topic t not changed: INVALID_CONFIG"));
+  CHECK(alter(f, {alter_res(2, "t", {{"retention.ms", "7000"}})}, 1, true).responses[0].error_code == 0);
+  CHECK_FALSE(has("retention.ms=7000"));
 }
