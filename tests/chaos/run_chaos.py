@@ -316,6 +316,16 @@ CLIENT_TIMEOUTS = {
 }
 
 
+# librdkafka before 2.3.0 (Debian's 1.7 here) turns a retriable error on a
+# batch that may be persisted (NOT_LEADER_FOR_PARTITION from a leader that
+# lost its leadership while the batch waited for acks=all, which Kafka's
+# DelayedProduce answers too) into a fatal "rewound sequence number" /
+# "sequence desynchronization" error of its own (librdkafka issue 3584,
+# fixed by PR 4438). The run replaces the producer and checks its records
+# like any other; the error is reported as a note, not held against the
+# broker. Other fatal errors are problems.
+LIBRDKAFKA_SEQUENCE_BUG = ("failed with rewound sequence number", "failed due to sequence desynchronization")
+
 # produce() refusals that are not errors of the run: nothing was sent.
 LOCAL_REFUSALS = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
 
@@ -358,8 +368,11 @@ class ProducerWorker(threading.Thread):
             self.history.log(type="ok", process=self.proc, value=v, partition=msg.partition(),
                              offset=msg.offset())
         else:
-            self.history.log(type="fail", process=self.proc, value=v,
-                             definite=err.code() in DEFINITE, error=str(err))
+            # After a fatal error librdkafka purges its queues, and a message
+            # back in the queue for a retry may have been written by its
+            # first send: _PURGE_QUEUE is definite only without one.
+            definite = err.code() in DEFINITE and not (err.code() == KafkaError._PURGE_QUEUE and self.fatal_errors)
+            self.history.log(type="fail", process=self.proc, value=v, definite=definite, error=str(err))
 
     def run(self):
         try:
@@ -609,7 +622,11 @@ def main(argv=None):
                     problems.append("consumer %s did not close" % w.proc)
         for w in producers:
             for err in w.fatal_errors[:3]:
-                problems.append("%s: fatal producer error (a new producer took over): %s" % (w.proc, err))
+                if any(m in err for m in LIBRDKAFKA_SEQUENCE_BUG):
+                    notes.append("%s: librdkafka's own sequence bookkeeping failed (a new producer took over; "
+                                 "librdkafka issue 3584, fixed in 2.3.0 by PR 4438): %s" % (w.proc, err))
+                else:
+                    problems.append("%s: fatal producer error (a new producer took over): %s" % (w.proc, err))
         for w in producers + consumers:
             if w.error:
                 problems.append("%s died: %s" % (w.name, w.error))
