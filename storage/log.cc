@@ -65,8 +65,13 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
   auto names = fs_.list_dir(dir_);
   if (!names) return names.status();
   std::vector<int64_t> bases;
+  std::vector<std::string> markers;  // unfinished-segment markers: read below, removed after
   bool removed = false;
   for (const auto& n : *names) {
+    if (n.size() > kUnfinishedSuffix.size() && n.ends_with(kUnfinishedSuffix)) {
+      markers.push_back(dir_ + "/" + n);
+      continue;
+    }
     auto f = parse_segment_file_name(n);
     if (!f) continue;
     if (f->suffix == FileSuffix::kDeleted) {  // a deletion the crash interrupted: finish it
@@ -115,7 +120,15 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
       auto cut = seg.recover();
       if (!cut) return cut.status();
       truncated_bytes_ += *cut;
-      if (*cut > 0 && !last) {
+      // Rolled with writes in flight and never finished: if it ends short
+      // of the next segment, its last writes never happened (see roll()).
+      bool hole = false;
+      if (!last) {
+        auto marker = fs_.file_type(unfinished_marker_path(bases[i]));
+        if (marker.is_ok() && marker.value() == io::FileType::kFile)
+          hole = seg.next_offset().value_or(bases[i]) < bases[i + 1];
+      }
+      if ((*cut > 0 || hole) && !last) {
         // A torn segment that is not the last: what follows it cannot be
         // trusted to continue its offsets. Drop it all.
         for (size_t j = i + 1; j < bases.size(); ++j) CK_RETURN_IF_ERROR(remove_segment_files(bases[j]));
@@ -130,6 +143,9 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
     recovered_segments_ += seg.recover_count();
     list->push_back(std::move(s).value());
   }
+  // Every segment kept is whole now (or was dropped): the markers go.
+  for (const auto& m : markers) CK_RETURN_IF_ERROR(fs_.remove_file(m));
+  if (!markers.empty()) CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   // Every segment but the last is written no more: its indexes go under the
   // IndexCache's budget (check_indexes released most already). A failed
   // flush of rebuilt indexes leaves them loaded: correct, only unbudgeted.
@@ -168,12 +184,33 @@ std::shared_ptr<const Log::SegmentList> Log::segments() const {
   return segments_;
 }
 
+std::string Log::unfinished_marker_path(int64_t base_offset) const {
+  std::string name = segment_file_name(base_offset, SegmentFileKind::kLog);
+  name.resize(name.size() - extension(SegmentFileKind::kLog).size());
+  return dir_ + "/" + name + std::string(kUnfinishedSuffix);
+}
+
+Status Log::remove_marker_if_present(const std::string& path) {
+  auto type = fs_.file_type(path);
+  if (!type.is_ok() || type.value() != io::FileType::kFile) return Status::ok();
+  return fs_.remove_file(path);
+}
+
 Status Log::roll(int64_t new_base_offset) {
   auto current = segments();
   // With writes to the old segment in flight, it is finished when the last
   // of them is published (publish_ready_locked).
   const bool finish_now = !has_pending_locked(current->back().get());
-  if (finish_now) CK_RETURN_IF_ERROR(current->back()->on_become_inactive());
+  if (finish_now) {
+    CK_RETURN_IF_ERROR(current->back()->on_become_inactive());
+  } else {
+    // Writes to the new segment may reach the disk before the old one's
+    // (another thread's ring), and a crash then leaves a hole at the old
+    // segment's end with records after it that were never published. The
+    // marker, durable before the new segment exists, lets recovery tell
+    // that hole from a gap a compacted leader's log legitimately has.
+    CK_RETURN_IF_ERROR(io::write_file_atomically(fs_, unfinished_marker_path(current->back()->base_offset()), {}));
+  }
   auto s = Segment::open(fs_, dir_, new_base_offset, config_.segment, true);
   if (!s) return s.status();
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
@@ -377,6 +414,7 @@ void Log::publish_ready_locked(Ready* ready) {
     if (!list) list = segments();
     if (f->segment != list->back() && (pending_.empty() || pending_.front()->segment != f->segment)) {
       outcome = f->segment->on_become_inactive();
+      if (outcome.is_ok()) outcome = remove_marker_if_present(unfinished_marker_path(f->segment->base_offset()));
       if (outcome.is_ok() && recovery_point() < f->end_offset)
         recovery_point_.store(f->end_offset, std::memory_order_release);
       if (!outcome.is_ok() && broken_.is_ok()) {

@@ -104,6 +104,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/compact_swap.h"
@@ -434,6 +435,11 @@ class Log : public std::enable_shared_from_this<Log> {
   void complete(const std::shared_ptr<PendingWrite>& w, Status s);
   void publish_ready_locked(Ready* ready);
   bool has_pending_locked(const Segment* s) const;
+  // "<base>.unfinished": the segment at base rolled with writes in flight
+  // and has not been finished since (roll(), publish_ready_locked, load()).
+  static constexpr std::string_view kUnfinishedSuffix = ".unfinished";
+  std::string unfinished_marker_path(int64_t base_offset) const;
+  Status remove_marker_if_present(const std::string& path);
   // Drops the first n segments (append_mu_ held; never the active one).
   Status delete_oldest_segments(size_t n);
   Status remove_segment_files(int64_t base_offset);

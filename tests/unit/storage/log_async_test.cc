@@ -386,3 +386,53 @@ TEST_CASE("group commit: syncs of many logs in one round go through the committe
   CHECK(st.requests == 8);
   CHECK(st.syncs == 8);  // one per log, never more
 }
+
+namespace ciuickafka::storage::test {
+namespace {
+
+// The kill -9 test's rare failure (a gap in the recovered offsets): the log
+// rolled while the old segment's last write was still queued on one ring,
+// the first write to the new segment reached the disk from another ring,
+// and the process died before the first write ran. Recovery must not keep
+// the new segment's records past the hole: they were never published (a
+// write is published only after every earlier one), and keeping them would
+// leave offsets no read can reach.
+TEST_CASE("log async: a crash after a roll with the old segment's write unwritten drops what follows the hole",
+          "[storage][log][uring]") {
+  auto ring_a = make_ring();
+  auto ring_b = make_ring();
+  TempDir dir;
+  io::PosixFileSystem fs;
+  LogConfig cfg;
+  cfg.segment.segment_bytes = 4096;
+  Bytes first = make_batch(2, 100, 100);
+  int64_t hole_at = 0;
+  {
+    auto log = open_shared(fs, dir / "t-0", cfg);
+    REQUIRE(log->append(first, 0, 0).is_ok());
+    // Fills the first segment; queued on ring_a and never submitted.
+    Bytes tail = make_batch(30, 200, 120);
+    auto queued = log->append_async(tail, 0, 0, ring_a.get(), [](Status) {});
+    REQUIRE(queued.is_ok());
+    hole_at = queued->base_offset;
+    // Rolls (the first segment is full), written through ring_b: on disk.
+    Bytes next = make_batch(2, 300, 100);
+    auto written = log->append_async(next, 0, 0, ring_b.get(), [](Status) {});
+    REQUIRE(written.is_ok());
+    REQUIRE(written->base_offset > hole_at);
+    REQUIRE(ring_b->wait_completions(1).is_ok());
+    REQUIRE(log->log_end_offset() == hole_at);  // not published: the earlier write is missing
+    // The crash: a second process opens the directory (full recovery).
+    auto reopened = Log::open(fs, dir / "t-0", cfg, 0);
+    REQUIRE(reopened.is_ok());
+    CHECK((*reopened)->log_end_offset() == hole_at);
+    auto all = read_all(**reopened);  // contiguous from 0 to the LEO
+    CHECK(all.size() == 1);
+    REQUIRE((*reopened)->close().is_ok());
+    // Let the abandoned write run so the first log can go.
+    REQUIRE(ring_a->wait_completions(1).is_ok());
+  }
+}
+
+}  // namespace
+}  // namespace ciuickafka::storage::test
