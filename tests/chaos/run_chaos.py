@@ -606,9 +606,10 @@ def main(argv=None):
             if w.is_alive():
                 problems.append("producer %s did not finish its flush" % w.proc)
         stop_consumers.set()
+        close_by = time.monotonic() + 60  # one bound for all: they close at once
         for w in consumers:
             # close() commits (answered once replicated) and leaves the group.
-            w.join(60)
+            w.join(max(0.0, close_by - time.monotonic()))
             if w.is_alive():
                 # librdkafka 1.7's destroy can hang after the group is left
                 # (the three-broker run saw it with the cgrp log showing the
