@@ -99,8 +99,8 @@ TEST_CASE("controlled shutdown client: an error answer every time gives up after
         const int16_t v = req->header.header.request_api_version;
         protocol::ControlledShutdownResponse resp;
         resp.error_code = 41;  // NOT_CONTROLLER
+        ++answered;  // before the answer goes out: the client may check the count as soon as it has it
         (void)fk::write_all(fd, fk::response_frame(7, v, req->header.header.correlation_id, fk::encode_body(resp, v)));
-        ++answered;
       },
       3);
   const auto view = view_with_controller(server.port());
