@@ -156,14 +156,20 @@ def scenario_main(ctx):
     check(has(b, r"INFO stopped$"), "no stopped line")
 
 
-def scenario_levels(ctx):
-    # log.level=WARN: no INFO line at all, WARN lines still there.
-    w = ctx.broker({"log.level": "WARN", "message.max.bytes": "2000"}, name="warn")
-    p = producer(w)
+def produce_rejected(b, how):
+    """A small record into "big", then a 10 kB one that message.max.bytes=2000
+    rejects, and the broker's WARN line saying so."""
+    p = producer(b)
     p.list_topics("big", timeout=TIMEOUT)
     wait_until(lambda: produce_one(p, "big", b"s") is None, TIMEOUT, "a small record in big")
     check(produce_one(p, "big", b"x" * 10000) is not None, "a 10 kB record was accepted")
-    wait_until(lambda: rejected_lines(w), TIMEOUT, "a produce rejected line at WARN")
+    wait_until(lambda: rejected_lines(b), TIMEOUT, "a produce rejected line " + how)
+
+
+def scenario_levels(ctx):
+    # log.level=WARN: no INFO line at all, WARN lines still there.
+    w = ctx.broker({"log.level": "WARN", "message.max.bytes": "2000"}, name="warn")
+    produce_rejected(w, "at WARN")
     w.stop()
     info = [line for line in lines(w) if " INFO " in line]
     check(not info, "log.level=WARN still wrote INFO lines: %r" % info[:3])
@@ -181,11 +187,7 @@ def scenario_levels(ctx):
 
 def scenario_json(ctx):
     j = ctx.broker({"ciuic.log.format": "json", "message.max.bytes": "2000"}, name="json")
-    p = producer(j)
-    p.list_topics("big", timeout=TIMEOUT)
-    wait_until(lambda: produce_one(p, "big", b"s") is None, TIMEOUT, "a small record in big")
-    check(produce_one(p, "big", b"x" * 10000) is not None, "a 10 kB record was accepted")
-    wait_until(lambda: rejected_lines(j), TIMEOUT, "a produce rejected line in JSON")
+    produce_rejected(j, "in JSON")
     j.stop()
     objs = []
     for line in lines(j):
