@@ -23,6 +23,7 @@
 #include "broker/admin/cluster_info.h"
 #include "broker/admin_cli/admin_cli.h"
 #include "broker/broker.h"
+#include "broker/txn/coordinator.h"
 #include "broker/config/broker_config.h"
 #include "broker/config/command_line.h"
 #include "broker/config/docs.h"
@@ -190,6 +191,10 @@ int main(int argc, char** argv) {
       return fail("zookeeper.connect: " + error);
     }
   }
+  // Transactions left undecided or mid-completion by the last run finish
+  // now (their markers), not when a client next asks the coordinator.
+  if (broker->cluster() == nullptr && broker->topics().find(ciuickafka::broker::txn::kTxnTopic))
+    (void)ciuickafka::broker::txn::coordinator(*broker);
   std::string ports;
   for (uint16_t p : bound) {
     if (!ports.empty()) ports += ',';

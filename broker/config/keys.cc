@@ -414,6 +414,9 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("transactional.id.expiration.ms", T::kInt, "604800000", S::kTransactions,
                   "Forget a transactional id unused for this long (milliseconds).")
                   .valid(V::at_least(1)));
+  k.push_back(key("transaction.abort.timed.out.transaction.cleanup.interval.ms", T::kInt, "10000", S::kTransactions,
+                  "How often transactions open longer than their timeout are looked for and aborted (milliseconds).")
+                  .valid(V::at_least(1)));
 
   // --- Replication
   k.push_back(key("min.insync.replicas", T::kInt, "1", S::kReplication,

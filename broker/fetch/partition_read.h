@@ -12,8 +12,15 @@
 // Per partition: unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION
 // (UNKNOWN_TOPIC_ID for an unknown id, v13+); current_leader_epoch fenced;
 // a fetch offset below the log start or above the log end offset ->
-// OFFSET_OUT_OF_RANGE; consumers read up to the high watermark (the last
-// stable offset for read_committed, the same thing until transactions).
+// OFFSET_OUT_OF_RANGE; consumers read up to the high watermark, or for
+// read_committed the last stable offset (produce/produce_service.h: min(HW,
+// the first offset of an undecided transaction)), with the aborted
+// transactions overlapping [fetch offset, LSO) for the client to filter
+// (the broker never filters: clients drop aborted batches themselves).
+// While the partition's producer state cannot be loaded yet (writes of a
+// dropped table in flight, a moment after a role change) a read_committed
+// fetch gets no records, to retry. The LSO is reported at both levels (the
+// HW when the state is not loaded).
 // Replica fetches (replica_id >= 0) are served only by a replicated leader
 // (broker/replica/leader_replicas.h tracks the partition), else
 // NOT_LEADER_OR_FOLLOWER (a single node has no followers); they read up to
@@ -32,6 +39,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "broker/cluster/replica_manager.h"
@@ -39,6 +47,7 @@
 #include "broker/broker.h"
 #include "broker/fetch/epoch_check.h"
 #include "broker/fetch/session_cache.h"
+#include "broker/produce/produce_service.h"
 #include "broker/replica/leader_replicas.h"
 #include "protocol/error_code.h"
 
@@ -50,6 +59,7 @@ struct PartitionOutcome {
   int64_t last_stable_offset = -1;
   int64_t log_start_offset = -1;
   storage::ReadResult read;           // zero-copy record slices
+  std::vector<produce::AbortedTxn> aborted;  // read_committed: aborted transactions in the range read
   std::vector<uint8_t> converted;     // Fetch v0-v3: the down-converted bytes
   std::string topic;                  // resolved name (for metrics, v13+ responses)
   // Replica fetches only:
@@ -136,8 +146,11 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
       }
     }
     if (p && err == protocol::ErrorCode::NONE) {
+      auto& producers = broker.service<produce::ProduceService>();
+      std::optional<int64_t> lso;
+      if (!opts.from_replica) lso = producers.last_stable_offset(*p, /*load=*/opts.read_committed);
       const int64_t hw = opts.from_replica    ? std::numeric_limits<int64_t>::max()
-                         : opts.read_committed ? p->last_stable_offset()
+                         : opts.read_committed ? lso.value_or(s.fetch_offset)
                                                : p->high_watermark();
       if (s.fetch_offset < p->log_start_offset() || s.fetch_offset > p->log_end_offset()) {
         err = protocol::ErrorCode::OFFSET_OUT_OF_RANGE;
@@ -155,8 +168,10 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
             left = std::max<int64_t>(0, left - static_cast<int64_t>(o.read.bytes));
           }
           o.high_watermark = p->high_watermark();
-          o.last_stable_offset = p->last_stable_offset();
+          o.last_stable_offset = opts.from_replica ? p->last_stable_offset() : lso.value_or(o.high_watermark);
           o.log_start_offset = p->log_start_offset();
+          if (opts.read_committed && o.read.bytes > 0)
+            o.aborted = producers.aborted_transactions(*p, s.fetch_offset, hw);
         }
       }
     }

@@ -410,6 +410,20 @@ void GroupCoordinator::unload(int32_t index) {
   }
 }
 
+// A COMMIT (true) or ABORT (false) control batch; nullopt for others.
+static std::optional<bool> control_marker_commit(const protocol::RecordBatchView& b) {
+  auto records = protocol::decode_records(b, 1u << 20);
+  if (!records.ok()) return std::nullopt;
+  protocol::RecordReader reader = records.value().reader();
+  protocol::RecordView rec;
+  if (!reader.next(&rec) || !rec.key) return std::nullopt;
+  auto key = protocol::parse_control_key(*rec.key);
+  if (!key.ok()) return std::nullopt;
+  if (key.value().type == static_cast<int16_t>(protocol::ControlRecordType::kCommit)) return true;
+  if (key.value().type == static_cast<int16_t>(protocol::ControlRecordType::kAbort)) return false;
+  return std::nullopt;
+}
+
 void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
                                       std::map<std::string, bool>& has_metadata) {
   auto group = [&into](const std::string& id) -> Group& {
@@ -431,7 +445,21 @@ void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::s
       auto view = protocol::RecordBatchView::parse(entry.bytes);
       if (!view.ok()) break;
       next = std::max(next, view.value().next_offset());
-      if (view.value().is_control()) continue;
+      const int64_t pid = view.value().producer_id();
+      if (view.value().is_control()) {
+        // A transaction's end: its commits become visible, or are dropped.
+        if (auto m = control_marker_commit(view.value()); m && pid >= 0) {
+          for (auto& [id, g] : into) {
+            auto it = g->txn_offsets.find(pid);
+            if (it == g->txn_offsets.end()) continue;
+            if (*m)
+              for (auto& [k, v] : it->second) g->offsets[k] = std::move(v);
+            g->txn_offsets.erase(it);
+          }
+        }
+        continue;
+      }
+      const bool transactional = view.value().is_transactional() && pid >= 0;
       auto records = protocol::decode_records(view.value(), 256u << 20);
       if (!records.ok()) continue;
       protocol::RecordReader reader = records.value().reader();
@@ -440,7 +468,9 @@ void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::s
         if (!rec.key) continue;
         auto d = decode_offsets_record(*rec.key, rec.value);
         if (!d) continue;
-        if (d->kind == DecodedOffsetsRecord::Kind::kOffset) {
+        if (d->kind == DecodedOffsetsRecord::Kind::kOffset && transactional) {
+          if (d->offset) group(d->group).txn_offsets[pid][{d->topic, d->partition}] = std::move(*d->offset);
+        } else if (d->kind == DecodedOffsetsRecord::Kind::kOffset) {
           Group& g = group(d->group);
           if (d->offset) g.offsets[{d->topic, d->partition}] = std::move(*d->offset);
           else g.offsets.erase({d->topic, d->partition});

@@ -87,6 +87,7 @@
 #include "protocol/generated/offset_commit.h"
 #include "protocol/generated/offset_delete.h"
 #include "protocol/generated/offset_fetch.h"
+#include "protocol/generated/txn_offset_commit.h"
 
 namespace ciuickafka::broker {
 class Broker;
@@ -157,6 +158,14 @@ class GroupCoordinator : public ReplicaRoleListener {
                       uint64_t connection_id = 0);
   protocol::OffsetFetchResponse::OffsetFetchResponseGroup fetch_offsets(
       const std::string& group_id, const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics);
+  // --- transactional offsets (txn_offsets.cc)
+  using TxnCommitDone = std::function<void(protocol::TxnOffsetCommitResponse)>;
+  void txn_commit_offsets(const protocol::TxnOffsetCommitRequest& req, int16_t version, TxnCommitDone done);
+  // A COMMIT/ABORT marker for producer_id was written to offsets partition
+  // `partition`: apply or drop its transactional commits there.
+  void complete_txn_offsets(int64_t producer_id, bool commit, int32_t partition);
+  // A transactional commit of group_id for (topic, partition) awaits its marker.
+  bool txn_offset_pending(const std::string& group_id, const std::string& topic, int32_t partition);
   using OffsetDeleteDone = std::function<void(protocol::OffsetDeleteResponse)>;
   void delete_offsets(const protocol::OffsetDeleteRequest& req, OffsetDeleteDone done);
 

@@ -95,6 +95,11 @@ struct Group {
   // see them (Kafka's pending offsets); a later tombstone erases the entry so
   // that the older commit is never made visible.
   std::map<TopicPartitionKey, int64_t> pending_offsets;
+  // Transactional commits (TxnOffsetCommit) per producer id, invisible
+  // until the COMMIT marker for this group's offsets partition applies them
+  // (an ABORT drops them). OffsetFetch with require_stable answers
+  // UNSTABLE_OFFSET_COMMIT for a key held here.
+  std::map<int64_t, std::map<TopicPartitionKey, CommittedOffset>> txn_offsets;
 
   // Rebalance metrics: a rebalance runs from entering PreparingRebalance
   // until Stable (or Empty); re-entering PreparingRebalance continues it.

@@ -111,8 +111,10 @@ std::optional<DecodedOffsetsRecord> decode_offsets_record(
   return out;  // kOther: a record type we do not keep
 }
 
-std::optional<protocol::Bytes> build_offsets_batch(const std::vector<OffsetsRecord>& records, int64_t now_ms) {
-  protocol::BatchOptions opt;
+namespace {
+
+std::optional<protocol::Bytes> build_with(const std::vector<OffsetsRecord>& records, int64_t now_ms,
+                                          const protocol::BatchOptions& opt) {
   protocol::BatchBuilder b(opt);
   for (const OffsetsRecord& r : records) {
     std::optional<std::span<const uint8_t>> value;
@@ -122,6 +124,22 @@ std::optional<protocol::Bytes> build_offsets_batch(const std::vector<OffsetsReco
   auto built = b.build();
   if (!built.ok()) return std::nullopt;
   return std::move(built.value());
+}
+
+}  // namespace
+
+std::optional<protocol::Bytes> build_offsets_batch(const std::vector<OffsetsRecord>& records, int64_t now_ms) {
+  return build_with(records, now_ms, protocol::BatchOptions{});
+}
+
+std::optional<protocol::Bytes> build_txn_offsets_batch(const std::vector<OffsetsRecord>& records, int64_t now_ms,
+                                                       int64_t producer_id, int16_t epoch) {
+  protocol::BatchOptions opt;
+  opt.transactional = true;
+  opt.producer_id = producer_id;
+  opt.producer_epoch = epoch;
+  opt.base_sequence = 0;
+  return build_with(records, now_ms, opt);
 }
 
 }  // namespace ciuickafka::broker::groups

@@ -62,5 +62,9 @@ std::optional<DecodedOffsetsRecord> decode_offsets_record(
 // One uncompressed v2 batch of the records (CreateTime now_ms), ready for
 // Partition::append; nullopt when building failed.
 std::optional<protocol::Bytes> build_offsets_batch(const std::vector<OffsetsRecord>& records, int64_t now_ms);
+// The same as a transactional batch of producer_id at epoch (TxnOffsetCommit:
+// Kafka writes base sequence 0).
+std::optional<protocol::Bytes> build_txn_offsets_batch(const std::vector<OffsetsRecord>& records, int64_t now_ms,
+                                                       int64_t producer_id, int16_t epoch);
 
 }  // namespace ciuickafka::broker::groups

@@ -12,8 +12,9 @@
 // connection sends with sendfile. Fetch v0-v3 are the exception: their
 // clients read message format v0/v1, so the bytes are converted in memory
 // (broker/fetch/down_convert.h). records is never null (empty when there is
-// nothing). aborted_transactions is null for read_uncommitted and empty for
-// read_committed (no transactions yet), as Kafka sends them.
+// nothing). aborted_transactions is null for read_uncommitted and, for
+// read_committed, lists the aborted transactions overlapping what was read
+// (fetch/partition_read.h), as Kafka sends them.
 //
 // Follower fetches (replica_id >= 0, or replica_state.replica_id in v15+)
 // are served by a replicated leader only, up to its LEO, with a
@@ -122,7 +123,17 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
   d.high_watermark = o.high_watermark;
   d.last_stable_offset = o.last_stable_offset;
   d.log_start_offset = o.log_start_offset;
-  if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) d.aborted_transactions.reset();
+  if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) {
+    d.aborted_transactions.reset();
+  } else if (pf.version >= 4) {
+    d.aborted_transactions.emplace();
+    for (const produce::AbortedTxn& a : o.aborted) {
+      FetchResponse::AbortedTransaction t;
+      t.producer_id = a.producer_id;
+      t.first_offset = a.first_offset;
+      d.aborted_transactions->push_back(t);
+    }
+  }
   d.preferred_read_replica = -1;
   if (o.diverged && pf.version >= 12) {
     d.diverging_epoch.epoch = o.diverging_epoch;

@@ -9,9 +9,12 @@
 // topic does not exist its creation is queued on the admin worker (refused
 // while fewer brokers live than offsets.topic.replication.factor) and,
 // like a partition without a leader (or a leader without that listener),
-// the answer is COORDINATOR_NOT_AVAILABLE. TRANSACTION keys get COORDINATOR_NOT_AVAILABLE: there is no
-// transaction coordinator yet, and that error makes clients retry rather
-// than fail. An unknown key type is INVALID_REQUEST. v4+ batch the keys
+// the answer is COORDINATOR_NOT_AVAILABLE. TRANSACTION keys: a single node
+// coordinates every transactional id (the first call creates
+// __transaction_state; COORDINATOR_LOAD_IN_PROGRESS while it loads at
+// start-up); in cluster mode there is no transaction coordinator yet and the
+// answer is COORDINATOR_NOT_AVAILABLE (clients retry). An empty
+// transactional id is INVALID_REQUEST, as Kafka. An unknown key type is INVALID_REQUEST. v4+ batch the keys
 // (coordinator_keys) and answer one Coordinator per key.
 #include "broker/admin/cluster_info.h"
 #include "broker/broker.h"
@@ -19,6 +22,7 @@
 #include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/find_coordinator.h"
 
@@ -56,7 +60,16 @@ Answer locate_in_cluster(RequestContext& ctx, groups::GroupCoordinator& coordina
 Answer locate(RequestContext& ctx, int8_t key_type, const std::string& key) {
   Answer a;
   if (key_type == 1) {
-    a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    if (key.empty()) {
+      a.error = ErrorCode::INVALID_REQUEST;
+      return a;
+    }
+    a.error = txn::coordinator(*ctx.broker).coordinator_error();
+    if (a.error != ErrorCode::NONE) return a;
+    auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
+    a.node_id = ctx.broker->node_id();
+    a.host = ep.host;
+    a.port = ep.port;
     return a;
   }
   if (key_type != 0) {

@@ -1,5 +1,4 @@
-// broker/handlers/init_producer_id.cc: InitProducerId (key 22), versions 0-5,
-// for idempotent (non-transactional) producers.
+// broker/handlers/init_producer_id.cc: InitProducerId (key 22), versions 0-5.
 //
 // A null transactional id gets a new producer id with epoch 0, every time:
 // Kafka 3.9 does exactly this for a null transactional id, also when v3+
@@ -10,15 +9,20 @@
 // in ZooKeeper (cluster/zk_producer_ids.h), unique across the cluster; while
 // no block is ready the answer is COORDINATOR_LOAD_IN_PROGRESS, as Kafka's.
 //
-// Transactions are not implemented yet: a non-null transactional id is
-// answered COORDINATOR_NOT_AVAILABLE, what a Kafka broker without a usable
-// transaction coordinator answers (clients retry, then fail the
-// transactional producer's init); an empty one INVALID_REQUEST, as Kafka.
+// A transactional id goes to the transaction coordinator (txn/coordinator.h:
+// a new id or an epoch bump, fencing an open transaction, KIP-360's
+// expected producer id/epoch from v3); an empty one, or v3+ with only one of
+// producer id and epoch set, is INVALID_REQUEST, as Kafka. PRODUCER_FENCED
+// is answered INVALID_PRODUCER_EPOCH below v4. Cluster mode has no
+// transaction coordinator yet: COORDINATOR_NOT_AVAILABLE.
+#include <memory>
+
 #include "broker/broker.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "broker/produce/produce_service.h"
+#include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/init_producer_id.h"
 
@@ -37,8 +41,26 @@ void handle_init_producer_id(RequestContext&& ctx) {
   resp.producer_id = -1;
   resp.producer_epoch = -1;
   if (req.transactional_id.has_value()) {
-    resp.error_code = protocol::to_wire(req.transactional_id->empty() ? ErrorCode::INVALID_REQUEST
-                                                                      : ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    if (req.transactional_id->empty() || (ctx.api_version() >= 3 && (req.producer_id == -1) != (req.producer_epoch == -1))) {
+      resp.error_code = protocol::to_wire(ErrorCode::INVALID_REQUEST);
+      ctx.respond(make_response(ctx, resp, resp.error_code));
+      return;
+    }
+    const int16_t version = ctx.api_version();
+    auto shared = std::make_shared<RequestContext>(std::move(ctx));
+    txn::coordinator(*shared->broker).init_producer_id(
+        *req.transactional_id, req.transaction_timeout_ms, version >= 3 ? req.producer_id : -1,
+        version >= 3 ? req.producer_epoch : int16_t{-1},
+        [shared, version](ErrorCode e, int64_t pid, int16_t epoch) {
+          protocol::InitProducerIdResponse r;
+          // PRODUCER_FENCED is new in v4; older clients know INVALID_PRODUCER_EPOCH.
+          if (e == ErrorCode::PRODUCER_FENCED && version < 4) e = ErrorCode::INVALID_PRODUCER_EPOCH;
+          r.error_code = protocol::to_wire(e);
+          r.producer_id = e == ErrorCode::NONE ? pid : -1;
+          r.producer_epoch = e == ErrorCode::NONE ? epoch : int16_t{-1};
+          shared->respond(make_response(*shared, r, r.error_code));
+        });
+    return;
   } else if (ctx.broker->cluster() != nullptr) {
     int64_t id = -1;
     ErrorCode e = ctx.broker->service<ZkProducerIds>().next(&id);

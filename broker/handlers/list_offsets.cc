@@ -4,7 +4,9 @@
 //   -2 EARLIEST, -4 EARLIEST_LOCAL (v8+; no tiered storage, so the same):
 //      the log start offset;
 //   -1 LATEST: the high watermark (read_uncommitted), the last stable
-//      offset (read_committed; equal to the HW until transactions exist),
+//      offset (read_committed: min(HW, the first offset of an undecided
+//      transaction); LEADER_NOT_AVAILABLE, retriable, in the moment after a
+//      role change when the producer state cannot be loaded yet),
 //      the log end offset for a replica (replica_id >= 0);
 //   -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp;
 //   -5 LATEST_TIERED (v9+): nothing is tiered here, so Kafka's answer for
@@ -18,6 +20,7 @@
 // log start; a timestamp gives the offset found for it, if any.
 // current_leader_epoch (v4+) is fenced (broker/fetch/epoch_check.h). A
 // partition named twice (v1+) gets INVALID_REQUEST, as in Kafka.
+#include <optional>
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -27,6 +30,7 @@
 #include "broker/fetch/epoch_check.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/produce/produce_service.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/list_offsets.h"
 
@@ -70,7 +74,7 @@ std::vector<int64_t> old_style_offsets(const Partition& p, int64_t timestamp, in
 }
 
 PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOffsetsPartition& in,
-                           int16_t version, bool from_replica, bool read_committed) {
+                           int16_t version, bool from_replica, std::optional<int64_t> stable_end) {
   PartitionResponse out;
   out.partition_index = in.partition_index;
   const ErrorCode fence = fetch::check_current_leader_epoch(in.current_leader_epoch, p.leader_epoch());
@@ -83,7 +87,7 @@ PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOff
     return out;
   }
   const int64_t fetchable_end =
-      from_replica ? p.log_end_offset() : (read_committed ? p.last_stable_offset() : p.high_watermark());
+      from_replica ? p.log_end_offset() : stable_end.value_or(p.high_watermark());
   const int32_t epoch_if_any = p.log_end_offset() > 0 ? p.leader_epoch() : -1;
   switch (in.timestamp) {
     case kLatest:
@@ -155,7 +159,15 @@ void handle_list_offsets(RequestContext&& ctx) {
                  le != ErrorCode::NONE) {
         out.error_code = protocol::to_wire(le);  // unknown, or not led here (cluster mode)
       } else {
-        out = list_one(*p, in, version, from_replica, read_committed);
+        std::optional<int64_t> stable_end;
+        if (read_committed && !from_replica)
+          stable_end = broker.service<produce::ProduceService>().last_stable_offset(*p);
+        if (read_committed && !from_replica && !stable_end) {
+          out.partition_index = in.partition_index;
+          out.error_code = protocol::to_wire(ErrorCode::LEADER_NOT_AVAILABLE);
+        } else {
+          out = list_one(*p, in, version, from_replica, stable_end);
+        }
       }
       if (version < 4) out.leader_epoch = -1;  // not in v0-v3 (and not ignorable)
       if (first_error == 0) first_error = out.error_code;

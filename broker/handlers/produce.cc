@@ -9,6 +9,14 @@
 // one of the producer's last 5 is answered with its original offsets and
 // not written again.
 //
+// Transactional batches (Produce v3+ with a transactional id): the
+// producer's first batch on a partition in a transaction is verified with
+// the transaction coordinator (the partition must have been added with
+// AddPartitionsToTxn: KIP-890 part 1, in-process), else INVALID_TXN_STATE
+// (TRANSACTION_ABORTABLE from v11); a fenced epoch INVALID_PRODUCER_EPOCH; a
+// non-transactional batch from a producer with an open transaction
+// INVALID_TXN_STATE. Nothing is written for a refused batch.
+//
 // The writes go through the network thread's io_uring (server/disk_ring.h,
 // storage::Log::append_async): every partition's write is queued, the ring
 // is flushed once for the whole request, and the request waits (holding no
@@ -56,6 +64,7 @@
 #include "broker/produce/topic_settings.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
+#include "broker/txn/coordinator.h"
 #include "metrics/log/log.h"
 #include "metrics/log/rate_limit.h"
 #include "protocol/error_code.h"
@@ -96,6 +105,34 @@ int16_t first_error(const ProduceResponse& resp) {
   return 0;
 }
 
+// A transactional batch that would open a transaction on p: the
+// coordinator must have p in the producer's ongoing transaction (Kafka 3.9's
+// transaction.partition.verification, asked in-process: the coordinator is
+// this broker). Errors as Kafka maps them for Produce: fenced ->
+// INVALID_PRODUCER_EPOCH; a pending transition -> NOT_ENOUGH_REPLICAS
+// (retriable); anything else -> TRANSACTION_ABORTABLE (v11+) or
+// INVALID_TXN_STATE.
+ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::string>& transactional_id,
+                                     const produce::IncomingBatch& b, const Partition& p, int16_t version) {
+  const ErrorCode not_in_txn = version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
+  if (!transactional_id || transactional_id->empty()) return not_in_txn;
+  const ErrorCode e = txn::coordinator(broker).verify_partition(*transactional_id, b.producer_id,
+                                                                             b.epoch, p.topic(), p.index());
+  switch (e) {
+    case ErrorCode::NONE:
+      return ErrorCode::NONE;
+    case ErrorCode::PRODUCER_FENCED:
+    case ErrorCode::INVALID_PRODUCER_EPOCH:
+      return ErrorCode::INVALID_PRODUCER_EPOCH;
+    case ErrorCode::CONCURRENT_TRANSACTIONS:
+    case ErrorCode::COORDINATOR_LOAD_IN_PROGRESS:
+    case ErrorCode::COORDINATOR_NOT_AVAILABLE:
+      return ErrorCode::NOT_ENOUGH_REPLICAS;
+    default:
+      return not_in_txn;
+  }
+}
+
 // One partition's write in flight.
 struct Write {
   size_t topic = 0, partition = 0;  // where its answer goes in the response
@@ -118,6 +155,7 @@ struct PendingProduce {
   bool fsync = true;
   produce::ProduceService* svc = nullptr;
   Broker* broker = nullptr;
+  std::optional<std::string> transactional_id;
   std::vector<Write> writes;  // sized before any write is queued: never reallocated
   // Idempotent retries answered from the producer table: no write, but
   // acks=all still waits for their fsync (or, replicated, their HW).
@@ -183,6 +221,7 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
     incoming.base_seq = b.base_sequence;
     incoming.last_offset_delta = b.last_offset_delta;
     incoming.max_timestamp = b.max_timestamp;
+    incoming.transactional = b.transactional;
     lock.lock();
     if (!svc.ensure_loaded(*st, p.log())) {
       // Retriable: the client resends the batch with the same sequence.
@@ -207,6 +246,24 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
         return;
       case produce::SeqVerdict::kAppend:
         break;
+    }
+    if (std::string message; !st->table.check_txn(incoming, &message)) {
+      set_error(pr, ErrorCode::INVALID_TXN_STATE, message);
+      st->topic_metrics.failed_produce();
+      return;
+    }
+    if (incoming.transactional) {
+      const produce::ProducerEntry* e = st->table.find(incoming.producer_id);
+      const bool open = e != nullptr && e->txn_first_offset >= 0 && e->epoch == incoming.epoch;
+      if (!open) {  // the producer's first write here in this transaction: verified (KIP-890)
+        const ErrorCode v = verify_transactional_write(*pp->broker, pp->transactional_id, incoming, p, version);
+        if (v != ErrorCode::NONE) {
+          set_error(pr, v);
+          st->topic_metrics.failed_produce();
+          return;
+        }
+      }
+      st->txn_free.store(false, std::memory_order_release);  // before the batch can be read
     }
   }
   const size_t slot = pp->writes.size();
@@ -363,6 +420,7 @@ void handle_produce(RequestContext&& ctx) {
   pp->acks = req.acks;
   pp->timeout_ms = req.timeout_ms;
   pp->fsync = broker.config().get_bool("ciuic.acks.all.fsync");
+  pp->transactional_id = req.transactional_id;
   const int16_t version = ctx.api_version();
   const int64_t now = Broker::now_ms();
   const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;

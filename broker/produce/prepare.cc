@@ -82,8 +82,8 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
          "Produce requests with version " + std::to_string(api_version) + " are not allowed to use ZStandard compression");
     return false;
   }
-  if (batch.is_transactional()) {
-    fail(out, ErrorCode::INVALID_TXN_STATE, "Transactional records are not supported by this broker yet");
+  if (batch.is_transactional() && batch.producer_id() < 0) {
+    fail(out, ErrorCode::INVALID_RECORD, "Transactional batch without a producer id");
     return false;
   }
   if (batch.is_control()) {
@@ -130,6 +130,7 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
       opt.producer_id = batch.producer_id();
       opt.producer_epoch = batch.producer_epoch();
       opt.base_sequence = batch.base_sequence();
+      opt.transactional = batch.is_transactional();
       builder.emplace(opt);
     }
     protocol::RecordReader reader = decoded.value().reader();
@@ -223,6 +224,7 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
   pb.last_offset_delta = fb.last_offset_delta();
   pb.record_count = fb.record_count();
   pb.max_timestamp = max_ts;
+  pb.transactional = fb.is_transactional();
   out.batches.push_back(pb);
   out.record_count += static_cast<uint64_t>(pb.record_count);
   return true;

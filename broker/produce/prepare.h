@@ -14,10 +14,9 @@
 //   - batch checks as Kafka's LogValidator: record count vs offset range,
 //     no control batches from clients, a producer id needs a sequence ->
 //     INVALID_RECORD with error_message;
-//   - transactional batches -> INVALID_TXN_STATE: no transaction can have
-//     been started (AddPartitionsToTxn is not implemented yet), which is
-//     what Kafka 3.9's verification answers for a partition not in a
-//     transaction;
+//   - transactional batches need a producer id (INVALID_RECORD); whether
+//     the partition is in the producer's transaction is the produce
+//     handler's check (the transaction coordinator's verification);
 //   - record checks (offset deltas 0..n-1, CreateTime bounds from
 //     message.timestamp.before/after.max.ms, keys on compacted topics) ->
 //     INVALID_RECORD or INVALID_TIMESTAMP with per-record record_errors;
@@ -55,6 +54,7 @@ struct PreparedBatch {
   int32_t last_offset_delta = 0;
   int32_t record_count = 0;
   int64_t max_timestamp = -1;
+  bool transactional = false;
 };
 
 struct RecordErrorEntry {

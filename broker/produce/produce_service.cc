@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "protocol/records/batch_builder.h"
 #include "protocol/records/record_batch.h"
+#include "protocol/wire/writer.h"
 
 namespace ciuickafka::broker::produce {
 namespace {
@@ -21,7 +23,30 @@ IncomingBatch incoming_of(const protocol::RecordBatchView& b) {
   in.base_seq = b.base_sequence();
   in.last_offset_delta = b.last_offset_delta();
   in.max_timestamp = b.max_timestamp();
+  in.transactional = b.is_transactional();
   return in;
+}
+
+// A control batch's marker: (commit, coordinator epoch); nullopt when it is
+// not a COMMIT/ABORT marker (or does not decode).
+std::optional<std::pair<bool, int32_t>> marker_of(const protocol::RecordBatchView& b) {
+  auto records = protocol::decode_records(b, 1u << 20);
+  if (!records.ok()) return std::nullopt;
+  protocol::RecordReader reader = records.value().reader();
+  protocol::RecordView rec;
+  if (!reader.next(&rec) || !rec.key) return std::nullopt;
+  auto key = protocol::parse_control_key(*rec.key);
+  if (!key.ok()) return std::nullopt;
+  const int16_t type = key.value().type;
+  if (type != static_cast<int16_t>(protocol::ControlRecordType::kAbort) &&
+      type != static_cast<int16_t>(protocol::ControlRecordType::kCommit))
+    return std::nullopt;
+  int32_t coordinator_epoch = 0;
+  if (rec.value) {
+    auto m = protocol::parse_end_txn_marker(*rec.value);
+    if (m.ok()) coordinator_epoch = m.value().coordinator_epoch;
+  }
+  return std::make_pair(type == static_cast<int16_t>(protocol::ControlRecordType::kCommit), coordinator_epoch);
 }
 
 // Replays the idempotent batches of log from offset to its end.
@@ -45,7 +70,12 @@ void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
       if (!view.ok()) break;
       const auto& b = view.value();
       if (b.last_offset() < offset) continue;
-      if (b.producer_id() >= 0 && !b.is_control()) table.replay(incoming_of(b), b.base_offset(), b.last_offset());
+      if (b.producer_id() >= 0 && !b.is_control()) {
+        table.replay(incoming_of(b), b.base_offset(), b.last_offset());
+      } else if (b.producer_id() >= 0 && b.is_control()) {
+        if (auto m = marker_of(b))
+          table.complete_txn(b.producer_id(), b.producer_epoch(), m->second, m->first, b.base_offset());
+      }
       offset = b.next_offset();
     }
     if (offset == before) return;  // no progress: stop rather than spin
@@ -90,8 +120,13 @@ std::shared_ptr<PartitionState> ProduceService::partition_state(const Partition&
 
 bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   if (st.loaded) return true;
-  if (log.next_offset() != log.log_end_offset()) return false;  // writes in flight: not readable yet
+  // Writes recorded in a dropped table may still be in flight (a role
+  // change, a failed write): the scan could not see them, so wait. A table
+  // never loaded has no such writes (every producer-id write loads it
+  // first), so the writes in flight are plain ones the scan need not see.
+  if (st.needs_quiet_load && log.next_offset() != log.log_end_offset()) return false;
   st.loaded = true;
+  st.needs_quiet_load = false;
   int64_t from = log.log_start_offset();
   const bool use_snapshot = !st.rescan;
   st.rescan = false;
@@ -105,7 +140,131 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
     }
   }
   scan_log(log, from, st.table);
+  // A scan past the snapshot is worth a new one (written at the next clean
+  // shutdown at the latest), so the next start scans only the tail.
+  if (from < log.log_end_offset()) st.dirty = true;
+  st.table.trim_aborted(log.log_start_offset());
+  st.txn_free.store(st.table.txn_free(), std::memory_order_release);
   return true;
+}
+
+std::optional<int64_t> ProduceService::last_stable_offset(Partition& p, bool load) {
+  const int64_t hw = p.high_watermark();
+  auto st = partition_state(p);
+  if (st->txn_free.load(std::memory_order_acquire)) return hw;
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!st->loaded && !load) return hw;
+  if (!ensure_loaded(*st, p.log())) return std::nullopt;
+  const int64_t lso = std::min(hw, st->table.first_unstable_offset(hw));
+  if (st->table.txn_free()) st->txn_free.store(true, std::memory_order_release);
+  return lso;
+}
+
+std::vector<AbortedTxn> ProduceService::aborted_transactions(Partition& p, int64_t from, int64_t upper) {
+  auto st = partition_state(p);
+  if (st->txn_free.load(std::memory_order_acquire)) return {};
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!st->loaded) return {};
+  return st->table.aborted_between(from, upper);
+}
+
+MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, int16_t epoch,
+                                           int32_t coordinator_epoch, bool commit) {
+  MarkerResult out;
+  auto st = partition_state(p);
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!ensure_loaded(*st, p.log())) {
+    out.error = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;  // retried by the coordinator
+    return out;
+  }
+  std::string message;
+  switch (st->table.check_marker(producer_id, epoch, coordinator_epoch, &message)) {
+    case MarkerVerdict::kInvalidEpoch:
+      out.error = protocol::ErrorCode::INVALID_PRODUCER_EPOCH;
+      out.message = message;
+      return out;
+    case MarkerVerdict::kCoordinatorFenced:
+      out.error = protocol::ErrorCode::TRANSACTION_COORDINATOR_FENCED;
+      out.message = message;
+      return out;
+    case MarkerVerdict::kAppend:
+      break;
+  }
+  auto batch = build_marker_batch(producer_id, epoch, coordinator_epoch, commit, Broker::now_ms());
+  if (!batch) {
+    out.error = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
+    return out;
+  }
+  // Marked not txn-free before the marker is readable.
+  st->txn_free.store(false, std::memory_order_release);
+  auto r = p.append(std::span<uint8_t>(*batch), Broker::now_ms());
+  if (!r.is_ok()) {
+    out.error = protocol::ErrorCode::KAFKA_STORAGE_ERROR;
+    out.message = r.status().to_string();
+    forget_after_failed_write(*st, p.log());
+    return out;
+  }
+  st->table.complete_txn(producer_id, epoch, coordinator_epoch, commit, r.value().base_offset);
+  st->dirty = true;
+  out.log = p.log_ptr();
+  out.end_offset = r.value().last_offset + 1;
+  return out;
+}
+
+MarkerResult ProduceService::append_transactional(Partition& p, int64_t producer_id, int16_t epoch,
+                                                   std::vector<uint8_t> batch) {
+  MarkerResult out;
+  auto st = partition_state(p);
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!ensure_loaded(*st, p.log())) {
+    out.error = protocol::ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+    return out;
+  }
+  if (const ProducerEntry* e = st->table.find(producer_id); e != nullptr && e->epoch > epoch) {
+    out.error = protocol::ErrorCode::INVALID_PRODUCER_EPOCH;
+    return out;
+  }
+  auto view = protocol::RecordBatchView::parse(batch);
+  if (!view.ok()) {
+    out.error = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
+    return out;
+  }
+  IncomingBatch in = incoming_of(view.value());
+  st->txn_free.store(false, std::memory_order_release);
+  auto r = p.append(std::span<uint8_t>(batch), Broker::now_ms());
+  if (!r.is_ok()) {
+    out.error = protocol::ErrorCode::KAFKA_STORAGE_ERROR;
+    out.message = r.status().to_string();
+    forget_after_failed_write(*st, p.log());
+    return out;
+  }
+  st->table.record(in, r.value().base_offset, r.value().last_offset, Broker::now_ms());
+  st->dirty = true;
+  out.log = p.log_ptr();
+  out.end_offset = r.value().last_offset + 1;
+  return out;
+}
+
+std::optional<std::vector<uint8_t>> build_marker_batch(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                                                      bool commit, int64_t now_ms) {
+  protocol::BatchOptions opt;
+  opt.transactional = true;
+  opt.control = true;
+  opt.producer_id = producer_id;
+  opt.producer_epoch = epoch;
+  protocol::BatchBuilder b(opt);
+  protocol::Writer key(4);
+  key.write_int16(0);
+  key.write_int16(static_cast<int16_t>(commit ? protocol::ControlRecordType::kCommit : protocol::ControlRecordType::kAbort));
+  protocol::Writer value(6);
+  value.write_int16(0);
+  value.write_int32(coordinator_epoch);
+  const auto k = key.release();
+  const auto v = value.release();
+  if (!b.add(now_ms, std::span<const uint8_t>(k), std::span<const uint8_t>(v))) return std::nullopt;
+  auto built = b.build();
+  if (!built.ok()) return std::nullopt;
+  return std::move(built.value());
 }
 
 void ProduceService::reset_for_role_change(const Partition& p) {
@@ -116,12 +275,16 @@ void ProduceService::reset_for_role_change(const Partition& p) {
   st->table = ProducerStateTable{};
   st->dirty = false;
   st->rescan = true;
+  st->needs_quiet_load = true;
+  st->txn_free.store(false, std::memory_order_release);
 }
 
 void ProduceService::forget_after_failed_write(PartitionState& st, const storage::Log& log) {
   st.loaded = false;
   st.table = ProducerStateTable{};
   st.dirty = false;
+  st.needs_quiet_load = true;
+  st.txn_free.store(false, std::memory_order_release);
   std::lock_guard<std::mutex> file_lock(st.file_mu);
   (void)broker_.fs().remove_file(snapshot_path(log));
   st.written_offset = -1;

@@ -5,7 +5,8 @@
 // Per partition (PartitionState) there is a mutex that makes the sequence
 // check, the append and the state update one step for idempotent batches;
 // batches without a producer id do not take it (the log serialises them).
-// The state is loaded on the first idempotent batch (or DescribeProducers):
+// The state is loaded on the first idempotent batch (or DescribeProducers,
+// or a read_committed fetch):
 // the snapshot `ciuic-producer-state` in the partition directory (format in
 // producer_state.h), then every batch from the snapshot's offset to the log
 // end read back from the log (producer id, epoch and sequence are in the v2
@@ -27,6 +28,20 @@
 // batch the previous leaders wrote: a producer retrying across a failover
 // is deduplicated and its next sequence accepted, as on Kafka.
 //
+// Transactions (the partition side; the coordinator is txn/coordinator.h):
+// the same table holds each producer's open transaction on the partition,
+// the aborted transactions and the undecided ones (producer_state.h). A
+// transactional batch opens a transaction after the coordinator confirmed
+// the partition is in it (handlers/produce.cc); append_marker() writes the
+// COMMIT/ABORT control batch and closes it; last_stable_offset() is
+// min(HW, first undecided offset) and aborted_transactions() what a
+// read_committed fetch lists. Both take the fast path (no lock) while the
+// table is loaded and holds nothing transactional (txn_free). The first
+// read_committed fetch of a partition loads the table; a table never
+// loaded has no producer-id writes in flight, so that load does not wait
+// for plain writes in flight (only a table dropped by a role change or a
+// failed write does).
+//
 // Producer ids (InitProducerId) come from blocks of 1000 reserved in
 // `ciuic-producer-ids` in the first log dir (a decimal number: the end of
 // the last reserved block, replaced atomically before any id of a new block
@@ -37,8 +52,11 @@
 // PartitionState marked "under mu" need its mu held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -47,6 +65,7 @@
 #include "broker/cluster/replica_roles.h"
 #include "broker/produce/producer_state.h"
 #include "metrics/topic_metrics.h"
+#include "protocol/error_code.h"
 #include "storage/log.h"
 #include "storage/status.h"
 
@@ -70,12 +89,31 @@ struct PartitionState {
   bool dirty = false;               // under mu: appends since the last snapshot
   bool rescan = false;              // under mu: the next load ignores the snapshot (a role change)
   bool snapshot_queued = false;     // under mu
+  // Under mu: the next load must wait for the writes in flight (a dropped
+  // table may have recorded some).
+  bool needs_quiet_load = false;
+  // Loaded, and nothing transactional in the table: read_committed reads up
+  // to the HW without taking mu. Cleared (under mu) before a transactional
+  // write or marker is queued, so before it can be read.
+  std::atomic<bool> txn_free{false};
   int64_t last_snapshot_ms = 0;     // under mu
   std::mutex file_mu;               // one snapshot write at a time
   int64_t written_offset = -1;      // under file_mu
   // Set at creation, then read-only.
   metrics::TopicMetrics topic_metrics;
 };
+
+// The result of a transaction marker's append.
+struct MarkerResult {
+  protocol::ErrorCode error = protocol::ErrorCode::NONE;
+  std::string message;
+  std::shared_ptr<storage::Log> log;  // on success
+  int64_t end_offset = 0;             // one past the marker
+};
+
+// A COMMIT or ABORT control batch (Kafka's EndTransactionMarker) at offset 0.
+std::optional<std::vector<uint8_t>> build_marker_batch(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                                                      bool commit, int64_t now_ms);
 
 class ProduceService : public ReplicaRoleListener {
  public:
@@ -100,6 +138,26 @@ class ProduceService : public ReplicaRoleListener {
   // write. The table (and its snapshot, which may hold the failed batch)
   // are dropped; the next idempotent batch reloads them from the log.
   void forget_after_failed_write(PartitionState& st, const storage::Log& log);
+
+  // --- transactions
+  // p's last stable offset: min(HW, first unstable offset). nullopt while
+  // the producer state cannot be loaded yet (writes of a dropped table in
+  // flight): the caller serves nothing for now.
+  // load false (read_uncommitted only reports it): a state not loaded yet
+  // is not loaded for this, and the HW is answered.
+  std::optional<int64_t> last_stable_offset(Partition& p, bool load = true);
+  // Aborted transactions overlapping [from, upper) (read_committed fetch).
+  std::vector<AbortedTxn> aborted_transactions(Partition& p, int64_t from, int64_t upper);
+  // Appends a COMMIT/ABORT marker for producer_id to p (a blocking write:
+  // not for network threads) after Kafka's marker checks.
+  MarkerResult append_marker(Partition& p, int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                             bool commit);
+
+  // Appends a transactional batch written by the broker itself (the group
+  // coordinator's TxnOffsetCommit records) for producer_id at epoch, which
+  // opens (or continues) its transaction on p; INVALID_PRODUCER_EPOCH when
+  // the producer's epoch here is newer. Blocking write, like append_marker.
+  MarkerResult append_transactional(Partition& p, int64_t producer_id, int16_t epoch, std::vector<uint8_t> batch);
 
   // A new producer id, never handed out before.
   storage::Result<int64_t> allocate_producer_id();

@@ -2,6 +2,7 @@
 // of ProducerStateTable (see the header for the rules and the format).
 #include "broker/produce/producer_state.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "protocol/records/crc32c.h"
@@ -12,7 +13,8 @@ namespace ciuickafka::broker::produce {
 namespace {
 
 constexpr uint8_t kSnapshotMagic[4] = {'C', 'K', 'P', 'S'};
-constexpr int16_t kSnapshotVersion = 1;
+constexpr int16_t kSnapshotVersion = 2;
+constexpr int16_t kSnapshotVersionV1 = 1;
 
 bool in_sequence(int32_t last_seq, int32_t next_seq) {
   return next_seq == static_cast<int32_t>(static_cast<int64_t>(last_seq) + 1) ||
@@ -74,6 +76,96 @@ void ProducerStateTable::add(const IncomingBatch& b, int64_t first_offset, int64
   e.batches.push_back(BatchMeta{b.base_seq, b.last_seq(), first_offset, last_offset, b.max_timestamp});
   while (e.batches.size() > kRememberedBatches) e.batches.pop_front();
   if (now_ms >= 0) e.last_update_ms = now_ms;
+  if (b.transactional && e.txn_first_offset < 0) {
+    e.txn_first_offset = first_offset;
+    open_[first_offset] = b.producer_id;
+  }
+}
+
+bool ProducerStateTable::check_txn(const IncomingBatch& b, std::string* message) const {
+  if (b.transactional) return true;
+  const ProducerEntry* e = find(b.producer_id);
+  if (e == nullptr || e->txn_first_offset < 0) return true;
+  if (message != nullptr)
+    *message = "Expected transactional write from producer " + std::to_string(b.producer_id) +
+               " at offset " + std::to_string(e->txn_first_offset) + " in partition with an open transaction";
+  return false;
+}
+
+bool ProducerStateTable::has_open_txn(int64_t producer_id) const {
+  const ProducerEntry* e = find(producer_id);
+  return e != nullptr && e->txn_first_offset >= 0;
+}
+
+MarkerVerdict ProducerStateTable::check_marker(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                                               std::string* message) const {
+  const ProducerEntry* e = find(producer_id);
+  if (e == nullptr) return MarkerVerdict::kAppend;
+  if (epoch < e->epoch) {
+    if (message != nullptr)
+      *message = "Producer " + std::to_string(producer_id) + "'s epoch in the marker (" + std::to_string(epoch) +
+                 ") is older than its current epoch " + std::to_string(e->epoch);
+    return MarkerVerdict::kInvalidEpoch;
+  }
+  if (coordinator_epoch < e->coordinator_epoch) {
+    if (message != nullptr)
+      *message = "Coordinator epoch " + std::to_string(coordinator_epoch) + " of the marker for producer " +
+                 std::to_string(producer_id) + " is older than the last one seen, " +
+                 std::to_string(e->coordinator_epoch);
+    return MarkerVerdict::kCoordinatorFenced;
+  }
+  return MarkerVerdict::kAppend;
+}
+
+void ProducerStateTable::complete_txn(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch, bool commit,
+                                      int64_t marker_offset) {
+  ProducerEntry& e = producers_[producer_id];
+  if (epoch > e.epoch) {  // a marker may bump the epoch (a fenced producer's transaction)
+    e.epoch = epoch;
+    e.batches.clear();
+  }
+  e.coordinator_epoch = std::max(e.coordinator_epoch, coordinator_epoch);
+  if (e.txn_first_offset < 0) return;
+  const int64_t first = e.txn_first_offset;
+  e.txn_first_offset = -1;
+  open_.erase(first);
+  completed_.emplace_back(first, marker_offset);
+  if (!commit) {
+    AbortedTxn a;
+    a.producer_id = producer_id;
+    a.first_offset = first;
+    a.last_offset = marker_offset;
+    a.last_stable_offset = open_.empty() ? marker_offset + 1 : std::min(open_.begin()->first, marker_offset + 1);
+    if (aborted_.empty() || aborted_.back().last_offset < marker_offset) aborted_.push_back(a);
+  }
+}
+
+int64_t ProducerStateTable::first_unstable_offset(int64_t hw) {
+  int64_t first = open_.empty() ? std::numeric_limits<int64_t>::max() : open_.begin()->first;
+  for (auto it = completed_.begin(); it != completed_.end();) {
+    if (it->second < hw) {
+      it = completed_.erase(it);
+      continue;
+    }
+    first = std::min(first, it->first);
+    ++it;
+  }
+  return first;
+}
+
+std::vector<AbortedTxn> ProducerStateTable::aborted_between(int64_t from, int64_t upper) const {
+  std::vector<AbortedTxn> out;
+  auto it = std::lower_bound(aborted_.begin(), aborted_.end(), from,
+                             [](const AbortedTxn& a, int64_t off) { return a.last_offset < off; });
+  for (; it != aborted_.end(); ++it)
+    if (it->first_offset < upper) out.push_back(*it);
+  return out;
+}
+
+void ProducerStateTable::trim_aborted(int64_t log_start) {
+  auto it = std::lower_bound(aborted_.begin(), aborted_.end(), log_start,
+                             [](const AbortedTxn& a, int64_t off) { return a.last_offset < off; });
+  aborted_.erase(aborted_.begin(), it);
 }
 
 void ProducerStateTable::record(const IncomingBatch& b, int64_t first_offset, int64_t last_offset, int64_t now_ms) {
@@ -96,7 +188,9 @@ const ProducerEntry* ProducerStateTable::find(int64_t producer_id) const {
 size_t ProducerStateTable::expire(int64_t now_ms, int64_t max_age_ms) {
   size_t n = 0;
   for (auto it = producers_.begin(); it != producers_.end();) {
-    if (it->second.last_update_ms >= 0 && now_ms - it->second.last_update_ms > max_age_ms) {
+    // A producer with an open transaction is never expired (Kafka's isProducerExpired).
+    if (it->second.txn_first_offset < 0 && it->second.last_update_ms >= 0 &&
+        now_ms - it->second.last_update_ms > max_age_ms) {
       it = producers_.erase(it);
       ++n;
     } else {
@@ -116,6 +210,8 @@ std::vector<uint8_t> ProducerStateTable::serialize(int64_t snapshot_offset) cons
     w.write_int64(pid);
     w.write_int16(e.epoch);
     w.write_int64(e.last_update_ms);
+    w.write_int64(e.txn_first_offset);
+    w.write_int32(e.coordinator_epoch);
     w.write_int8(static_cast<int8_t>(e.batches.size()));
     for (const BatchMeta& m : e.batches) {
       w.write_int32(m.first_seq);
@@ -124,6 +220,13 @@ std::vector<uint8_t> ProducerStateTable::serialize(int64_t snapshot_offset) cons
       w.write_int64(m.last_offset);
       w.write_int64(m.timestamp);
     }
+  }
+  w.write_int32(static_cast<int32_t>(aborted_.size()));
+  for (const AbortedTxn& a : aborted_) {
+    w.write_int64(a.producer_id);
+    w.write_int64(a.first_offset);
+    w.write_int64(a.last_offset);
+    w.write_int64(a.last_stable_offset);
   }
   const uint32_t crc = protocol::crc32c(w.buffer());
   w.write_int32(static_cast<int32_t>(crc));
@@ -138,7 +241,8 @@ std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse(std::span<co
   for (int i = 0; i < 4; ++i)
     if (bytes[i] != kSnapshotMagic[i]) return std::nullopt;
   protocol::Reader r(body.subspan(4));
-  if (r.read_int16() != kSnapshotVersion) return std::nullopt;
+  const int16_t version = r.read_int16();
+  if (version != kSnapshotVersion && version != kSnapshotVersionV1) return std::nullopt;
   Parsed out;
   out.snapshot_offset = r.read_int64();
   const int32_t count = r.read_int32();
@@ -148,6 +252,11 @@ std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse(std::span<co
     ProducerEntry e;
     e.epoch = r.read_int16();
     e.last_update_ms = r.read_int64();
+    if (version >= 2) {
+      e.txn_first_offset = r.read_int64();
+      e.coordinator_epoch = r.read_int32();
+      if (e.txn_first_offset >= 0) out.table.open_[e.txn_first_offset] = pid;
+    }
     const int8_t n = r.read_int8();
     if (n < 0 || static_cast<size_t>(n) > kRememberedBatches) return std::nullopt;
     for (int8_t j = 0; j < n && r.ok(); ++j) {
@@ -160,6 +269,18 @@ std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse(std::span<co
       e.batches.push_back(m);
     }
     out.table.producers_[pid] = std::move(e);
+  }
+  if (version >= 2) {
+    const int32_t aborted = r.read_int32();
+    if (!r.ok() || aborted < 0) return std::nullopt;
+    for (int32_t i = 0; i < aborted && r.ok(); ++i) {
+      AbortedTxn a;
+      a.producer_id = r.read_int64();
+      a.first_offset = r.read_int64();
+      a.last_offset = r.read_int64();
+      a.last_stable_offset = r.read_int64();
+      out.table.aborted_.push_back(a);
+    }
   }
   if (!r.ok() || r.remaining() != 0) return std::nullopt;
   return out;

@@ -18,13 +18,35 @@
 // epoch's batches). replay() does the same for batches read back from the
 // log at load time, without checks.
 //
+// Transactions (Kafka 3.9's ProducerStateManager rules):
+//   - a transactional batch of a producer with no open transaction here
+//     opens one at its first offset; a non-transactional batch from a
+//     producer with an open transaction is refused (INVALID_TXN_STATE, by
+//     check_txn());
+//   - a COMMIT/ABORT marker (check_marker(), then complete_txn()): an epoch
+//     below the producer's -> INVALID_PRODUCER_EPOCH; a coordinator epoch
+//     below the one stored for the producer -> TRANSACTION_COORDINATOR_FENCED;
+//     a higher epoch raises the producer's (its remembered batches are
+//     forgotten, so the new epoch starts at sequence 0); a marker for a
+//     producer without an open transaction here changes nothing else;
+//   - an ABORT of an open transaction adds {pid, first offset, marker
+//     offset, LSO} to the aborted list (Kafka's .txnindex entry; kept in
+//     memory and in the snapshot, trimmed below the log start);
+//   - a completed transaction stays "unstable" until the HW passes its
+//     marker: first_unstable_offset(hw) is the smallest first offset of the
+//     open transactions and of those completed above hw; the partition's
+//     LSO is min(HW, that).
+//
 // Snapshot format (ours, not Kafka's `<offset>.snapshot`; file
 // `ciuic-producer-state` in the partition directory), big-endian:
-//   magic "CKPS", version int16 (1), snapshot_offset int64 (the log end
-//   offset it covers), producer_count int32, then per producer:
-//   producer_id int64, epoch int16, last_update_ms int64, batch_count int8,
-//   batch_count x (first_seq int32, last_seq int32, first_offset int64,
-//   last_offset int64, timestamp int64); then crc32c uint32 of everything
+//   magic "CKPS", version int16 (2; 1 is still read), snapshot_offset int64
+//   (the log end offset it covers), producer_count int32, then per producer:
+//   producer_id int64, epoch int16, last_update_ms int64, [v2:
+//   txn_first_offset int64 (-1: none), coordinator_epoch int32], batch_count
+//   int8, batch_count x (first_seq int32, last_seq int32, first_offset
+//   int64, last_offset int64, timestamp int64); [v2: aborted_count int32,
+//   aborted_count x (producer_id, first_offset, last_offset,
+//   last_stable_offset: int64 each)]; then crc32c uint32 of everything
 //   before it. A file that fails any check is treated as absent.
 //
 // Thread-safety: none; the owner (ProduceService) locks per partition.
@@ -32,6 +54,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,7 +78,20 @@ struct ProducerEntry {
   int16_t epoch = -1;
   std::deque<BatchMeta> batches;  // oldest first, at most kRememberedBatches
   int64_t last_update_ms = -1;    // broker time of the last append (expiration)
+  int64_t txn_first_offset = -1;  // first offset of its open transaction here (-1: none)
+  int32_t coordinator_epoch = -1; // of the last marker written for it
 };
+
+// An aborted transaction (Kafka's AbortedTxn / .txnindex entry).
+struct AbortedTxn {
+  int64_t producer_id = -1;
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;         // the ABORT marker's offset
+  int64_t last_stable_offset = 0;  // first offset of the earliest other open transaction, else last_offset + 1
+  bool operator==(const AbortedTxn&) const = default;
+};
+
+enum class MarkerVerdict { kAppend, kInvalidEpoch, kCoordinatorFenced };
 
 // What the state needs from a batch header.
 struct IncomingBatch {
@@ -64,6 +100,7 @@ struct IncomingBatch {
   int32_t base_seq = -1;
   int32_t last_offset_delta = 0;
   int64_t max_timestamp = -1;
+  bool transactional = false;
 
   int32_t last_seq() const;  // base_seq + last_offset_delta, wrapping like Kafka
 };
@@ -83,6 +120,28 @@ class ProducerStateTable {
   // A batch read back from the log (load): no checks.
   void replay(const IncomingBatch& b, int64_t first_offset, int64_t last_offset);
 
+  // --- transactions
+  // A non-transactional batch of a producer with an open transaction:
+  // false, with the message Kafka gives.
+  bool check_txn(const IncomingBatch& b, std::string* message) const;
+  bool has_open_txn(int64_t producer_id) const;
+  MarkerVerdict check_marker(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                             std::string* message) const;
+  // A marker at marker_offset (appended, or read back from the log).
+  void complete_txn(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch, bool commit,
+                    int64_t marker_offset);
+  // Smallest first offset of a transaction not yet decided below hw
+  // (INT64_MAX: none); forgets completed ones whose marker is below hw.
+  int64_t first_unstable_offset(int64_t hw);
+  // Aborted transactions with last_offset >= from and first_offset < upper.
+  std::vector<AbortedTxn> aborted_between(int64_t from, int64_t upper) const;
+  // Forgets aborted transactions whose marker is below log_start.
+  void trim_aborted(int64_t log_start);
+  // Nothing transactional at all: no open, unreplicated or aborted entry.
+  bool txn_free() const { return open_.empty() && completed_.empty() && aborted_.empty(); }
+  const std::map<int64_t, int64_t>& open_txns() const { return open_; }  // first offset -> producer id
+  const std::vector<AbortedTxn>& aborted() const { return aborted_; }
+
   const ProducerEntry* find(int64_t producer_id) const;
   const std::unordered_map<int64_t, ProducerEntry>& producers() const { return producers_; }
   size_t size() const { return producers_.size(); }
@@ -98,6 +157,9 @@ class ProducerStateTable {
  private:
   void add(const IncomingBatch& b, int64_t first_offset, int64_t last_offset, int64_t now_ms);
   std::unordered_map<int64_t, ProducerEntry> producers_;
+  std::map<int64_t, int64_t> open_;                      // first offset -> producer id
+  std::vector<std::pair<int64_t, int64_t>> completed_;   // (first offset, marker offset) not yet below the HW
+  std::vector<AbortedTxn> aborted_;                      // by last_offset, ascending
 };
 
 struct ProducerStateTable::Parsed {

@@ -6,6 +6,7 @@
 
 #include "broker/groups/offsets_records.h"
 #include "broker/groups/partition_for.h"
+#include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/find_coordinator.h"
 #include "protocol/records/record_batch.h"
@@ -42,7 +43,7 @@ TEST_CASE("group partition follows Java's String.hashCode and Utils.abs", "[grou
   CHECK(groups::partition_for("my-group", 50) == (java_string_hash("my-group") & 0x7fffffff) % 50);
 }
 
-TEST_CASE("FindCoordinator answers this node for groups, not yet for transactions", "[groups]") {
+TEST_CASE("FindCoordinator answers this node for groups and transactions", "[groups]") {
   BrokerFixture f(base_overrides());
   protocol::FindCoordinatorRequest req;
   req.key = "g1";
@@ -55,9 +56,12 @@ TEST_CASE("FindCoordinator answers this node for groups, not yet for transaction
   CHECK(topic->partitions.size() == 5);
   CHECK(f.broker().topics().config_value(*topic, "cleanup.policy") == std::optional<std::string>("compact"));
 
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
   req.key_type = 1;
   auto txn = f.call<protocol::FindCoordinatorResponse>(req, 3);
-  CHECK(txn.error_code == to_wire(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(txn.error_code == 0);
+  CHECK(txn.node_id == f.broker().node_id());
+  CHECK(f.broker().topics().find("__transaction_state") != nullptr);
   req.key_type = 7;
   CHECK(f.call<protocol::FindCoordinatorResponse>(req, 3).error_code == to_wire(ErrorCode::INVALID_REQUEST));
 
@@ -72,7 +76,7 @@ TEST_CASE("FindCoordinator answers this node for groups, not yet for transaction
   batched.key_type = 1;
   auto v6 = f.call<protocol::FindCoordinatorResponse>(batched, 6);
   REQUIRE(v6.coordinators.size() == 2);
-  CHECK(v6.coordinators[0].error_code == to_wire(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  CHECK(v6.coordinators[0].error_code == 0);
 }
 
 TEST_CASE("simple commits round-trip at several versions", "[groups]") {

@@ -45,6 +45,7 @@ struct BatchSpec {
   int32_t base_sequence = -1;
   std::string value_prefix = "value-";
   bool null_keys = false;
+  bool transactional = false;
 };
 
 inline std::vector<uint8_t> make_batch(const BatchSpec& s) {
@@ -53,6 +54,7 @@ inline std::vector<uint8_t> make_batch(const BatchSpec& s) {
   o.producer_id = s.producer_id;
   o.producer_epoch = s.epoch;
   o.base_sequence = s.base_sequence;
+  o.transactional = s.transactional;
   protocol::BatchBuilder b(o);
   const int64_t ts = s.timestamp == -2 ? Broker::now_ms() : s.timestamp;
   for (int i = 0; i < s.records; ++i) {

@@ -206,7 +206,7 @@ TEST_CASE("compression.type recompresses; producer keeps the batch as sent") {
   CHECK(plain.size() == 4);
 }
 
-TEST_CASE("zstd needs Produce v7; transactional and control batches are refused") {
+TEST_CASE("zstd needs Produce v7; transactional batches outside a transaction and control batches are refused") {
   BrokerFixture f;
   create_topic(f, "t");
   auto z = make_batch({.codec = protocol::Codec::kZstd});

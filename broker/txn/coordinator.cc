@@ -1,0 +1,647 @@
+// broker/txn/coordinator.cc: the transaction coordinator (design in the
+// header): the topic, appends and durability, the transitions of each API,
+// the markers, loading, and the timer (marker retries, timeout sweep).
+#include "broker/txn/coordinator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "broker/broker.h"
+#include "broker/groups/coordinator.h"
+#include "broker/produce/produce_service.h"
+#include "metrics/log/log.h"
+#include "protocol/records/record_batch.h"
+#include "storage/log.h"
+
+namespace ciuickafka::broker::txn {
+
+using protocol::ErrorCode;
+
+namespace {
+
+constexpr int64_t kTickMs = 1000;
+
+// Kafka's TransactionStateManager mapping of a failed append.
+ErrorCode append_error(ErrorCode e) {
+  switch (e) {
+    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
+    case ErrorCode::NOT_ENOUGH_REPLICAS:
+    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case ErrorCode::REQUEST_TIMED_OUT:
+      return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    case ErrorCode::NOT_LEADER_OR_FOLLOWER:
+    case ErrorCode::KAFKA_STORAGE_ERROR:
+      return ErrorCode::NOT_COORDINATOR;
+    default:
+      return ErrorCode::UNKNOWN_SERVER_ERROR;
+  }
+}
+
+bool is_prepare(TxnState s) { return s == TxnState::kPrepareCommit || s == TxnState::kPrepareAbort; }
+
+}  // namespace
+
+TxnCoordinator::TxnCoordinator(Broker& broker)
+    : broker_(broker),
+      cluster_(broker.cluster() != nullptr),
+      timer_(std::make_unique<asio::steady_timer>(broker.background())) {
+  // (Broker::service holds its lock while constructing: no other service
+  // may be touched here; coordinator() creates them first.)
+  if (cluster_) return;
+  auto alive = alive_;
+  asio::post(broker_.background(), [this, alive] {
+    if (!*alive) return;
+    load();
+    arm_timer();
+  });
+}
+
+TxnCoordinator::~TxnCoordinator() { stop(); }
+
+TxnCoordinator& coordinator(Broker& broker) {
+  // The services the markers use exist before this one, so they stop after it.
+  (void)broker.service<produce::ProduceService>();
+  (void)broker.service<groups::GroupCoordinator>();
+  return broker.service<TxnCoordinator>();
+}
+
+void TxnCoordinator::stop() {
+  if (stopped_.exchange(true)) return;
+  *alive_ = false;
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    timer_->cancel();
+  }
+  { std::lock_guard<std::mutex> lock(load_mu_); }
+  load_cv_.notify_all();
+}
+
+bool TxnCoordinator::wait_loaded(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(load_mu_);
+  return load_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                           [this] { return loaded_.load(std::memory_order_acquire); });
+}
+
+// ---------------------------------------------------------------------------
+// The topic, appends, durability.
+
+bool TxnCoordinator::ensure_topic() {
+  if (broker_.topics().find(kTxnTopic)) return true;
+  const auto& cfg = broker_.config();
+  ConfigMap configs;
+  configs["cleanup.policy"] = "compact";
+  configs["segment.bytes"] = std::to_string(cfg.get_int("transaction.state.log.segment.bytes"));
+  // A single node holds one replica whatever transaction.state.log.replication.factor says.
+  auto created = broker_.topics().create(kTxnTopic, cfg.get_int("transaction.state.log.num.partitions"), 1, configs,
+                                         false, Broker::now_ms());
+  return created.error.ok() || broker_.topics().find(kTxnTopic) != nullptr;
+}
+
+ErrorCode TxnCoordinator::coordinator_error() {
+  if (cluster_ || stopped_.load()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  if (!loaded_.load(std::memory_order_acquire)) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  return ensure_topic() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE;
+}
+
+std::shared_ptr<Partition> TxnCoordinator::partition_of(const std::string& id) {
+  auto topic = broker_.topics().find(kTxnTopic);
+  if (!topic) return nullptr;
+  return topic->partition(txn_partition_for(id, static_cast<int32_t>(topic->partitions.size())));
+}
+
+int32_t TxnCoordinator::coordinator_epoch(const std::string& id) {
+  auto p = partition_of(id);
+  return p ? std::max(0, p->leader_epoch()) : 0;
+}
+
+TxnCoordinator::Appended TxnCoordinator::append(const std::string& id, const TxnRecord& rec) {
+  Appended a;
+  auto p = partition_of(id);
+  if (!p) {
+    a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    return a;
+  }
+  std::optional<TxnRecord> value;
+  if (rec.state != TxnState::kDead) value = rec;  // Dead is a tombstone
+  auto batch = build_txn_batch(id, value, Broker::now_ms());
+  if (!batch) {
+    a.error = ErrorCode::UNKNOWN_SERVER_ERROR;
+    return a;
+  }
+  auto r = p->append(std::span<uint8_t>(*batch), Broker::now_ms());
+  if (!r.is_ok()) {
+    a.error = append_error(ErrorCode::KAFKA_STORAGE_ERROR);
+    return a;
+  }
+  a.partition = p;
+  a.end_offset = r.value().last_offset + 1;
+  return a;
+}
+
+void TxnCoordinator::when_durable(const Appended& a, std::function<void(ErrorCode)> done) {
+  if (a.error != ErrorCode::NONE || !a.partition) return done(a.error);
+  if (!broker_.config().get_bool("ciuic.acks.all.fsync")) return done(ErrorCode::NONE);
+  broker_.logs().sync_to(a.partition->log_ptr(), a.end_offset, [done = std::move(done)](storage::Status s) {
+    done(s.is_ok() ? ErrorCode::NONE : ErrorCode::NOT_COORDINATOR);
+  });
+}
+
+void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(ErrorCode)> then) {
+  // m->pending is set by the caller, under mu_.
+  next.last_update_ms = Broker::now_ms();
+  Appended a = append(m->id, next);
+  when_durable(a, [this, m, next = std::move(next), then = std::move(then)](ErrorCode e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      m->pending = false;
+      if (e == ErrorCode::NONE) {
+        m->rec = next;
+        if (!is_prepare(next.state)) {
+          m->markers_started = false;
+          m->awaiting_markers.clear();
+        }
+        if (next.state == TxnState::kDead) txns_.erase(m->id);
+      }
+    }
+    then(e);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// InitProducerId.
+
+void TxnCoordinator::init_producer_id(const std::string& id, int32_t timeout_ms, int64_t expected_pid,
+                                      int16_t expected_epoch, InitDone done) {
+  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e, -1, -1);
+  if (timeout_ms <= 0 || timeout_ms > broker_.config().get_int("transaction.max.timeout.ms"))
+    return done(ErrorCode::INVALID_TRANSACTION_TIMEOUT, -1, -1);
+
+  std::unique_lock<std::mutex> lock(mu_);
+  MetaPtr m;
+  auto it = txns_.find(id);
+  if (it == txns_.end()) {
+    lock.unlock();
+    auto pid = broker_.service<produce::ProduceService>().allocate_producer_id();
+    if (!pid.is_ok()) return done(ErrorCode::COORDINATOR_NOT_AVAILABLE, -1, -1);
+    lock.lock();
+    it = txns_.find(id);
+    if (it == txns_.end()) {  // still new (else: a concurrent init won; go on with it below)
+      m = std::make_shared<TxnMeta>();
+      m->id = id;
+      m->rec.producer_id = pid.value();
+      m->rec.producer_epoch = -1;
+      m->rec.state = TxnState::kEmpty;
+      txns_[id] = m;
+    } else {
+      m = it->second;
+    }
+  } else {
+    m = it->second;
+  }
+  if (m->pending) return lock.unlock(), done(ErrorCode::CONCURRENT_TRANSACTIONS, -1, -1);
+  TxnRecord& cur = m->rec;
+  const bool exhausted = cur.producer_epoch >= kMaxProducerEpoch - 1;
+  if (expected_pid != -1) {  // KIP-360: the producer says who it was
+    const bool known = cur.producer_epoch == -1 || expected_pid == cur.producer_id ||
+                       (expected_pid == m->last_producer_id && exhausted);
+    if (!known) return lock.unlock(), done(ErrorCode::PRODUCER_FENCED, -1, -1);
+  }
+  switch (cur.state) {
+    case TxnState::kPrepareCommit:
+    case TxnState::kPrepareAbort:
+    case TxnState::kPrepareEpochFence:
+      return lock.unlock(), done(ErrorCode::CONCURRENT_TRANSACTIONS, -1, -1);
+    case TxnState::kOngoing: {
+      // Fence the old producer: abort its transaction at epoch + 1; the
+      // caller retries and gets a newer epoch once the abort completed.
+      fence_and_abort(m, [done](ErrorCode e) {
+        done(e == ErrorCode::NONE ? ErrorCode::CONCURRENT_TRANSACTIONS : e, -1, -1);
+      });
+      return;
+    }
+    case TxnState::kDead:
+      return lock.unlock(), done(ErrorCode::CONCURRENT_TRANSACTIONS, -1, -1);
+    default:
+      break;
+  }
+  // Empty / CompleteCommit / CompleteAbort.
+  TxnRecord next = cur;
+  if (expected_pid != -1 && cur.producer_epoch != -1) {
+    if (expected_pid == cur.producer_id && expected_epoch == cur.producer_epoch) {
+      // the producer's current epoch: bump (below)
+    } else if (expected_pid == cur.producer_id && expected_epoch == m->last_epoch) {
+      // a retry of an init that already bumped: answer the current epoch
+      const int64_t pid = cur.producer_id;
+      const int16_t epoch = cur.producer_epoch;
+      lock.unlock();
+      return done(ErrorCode::NONE, pid, epoch);
+    } else if (!(expected_pid == m->last_producer_id && exhausted)) {
+      return lock.unlock(), done(ErrorCode::PRODUCER_FENCED, -1, -1);
+    }
+  }
+  const int64_t old_pid = cur.producer_id;
+  const int16_t old_epoch = cur.producer_epoch;
+  bool new_pid = false;
+  if (exhausted) {
+    new_pid = true;
+  } else {
+    next.producer_epoch = static_cast<int16_t>(cur.producer_epoch + 1);
+  }
+  next.timeout_ms = timeout_ms;
+  next.state = TxnState::kEmpty;
+  next.partitions.clear();
+  next.start_ms = -1;
+  m->pending = true;
+  lock.unlock();
+  if (new_pid) {
+    auto pid = broker_.service<produce::ProduceService>().allocate_producer_id();
+    if (!pid.is_ok()) {
+      std::lock_guard<std::mutex> relock(mu_);
+      m->pending = false;
+      return done(ErrorCode::COORDINATOR_NOT_AVAILABLE, -1, -1);
+    }
+    next.producer_id = pid.value();
+    next.producer_epoch = 0;
+  }
+  write(m, next, [this, m, next, old_pid, old_epoch, done](ErrorCode e) {
+    if (e != ErrorCode::NONE) return done(e, -1, -1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      m->last_producer_id = old_pid;
+      m->last_epoch = old_epoch;
+    }
+    done(ErrorCode::NONE, next.producer_id, next.producer_epoch);
+  });
+}
+
+void TxnCoordinator::fence_and_abort(const MetaPtr& m, std::function<void(ErrorCode)> then) {
+  // Called with mu_ held (through a unique_lock the caller passed in spirit:
+  // it returns right after), m Ongoing and not pending.
+  TxnRecord next = m->rec;
+  if (next.producer_epoch < kMaxProducerEpoch - 1) next.producer_epoch = static_cast<int16_t>(next.producer_epoch + 1);
+  next.state = TxnState::kPrepareAbort;
+  m->pending = true;
+  MetaPtr keep = m;
+  // The append happens outside mu_: post it so the caller's lock is released.
+  asio::post(broker_.background(), [this, keep, next, then = std::move(then), alive = alive_]() mutable {
+    if (!*alive) return then(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+    write(keep, next, [this, keep, then = std::move(then)](ErrorCode e) {
+      if (e == ErrorCode::NONE) schedule_markers(keep);
+      then(e);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// AddPartitionsToTxn, verification, EndTxn.
+
+void TxnCoordinator::add_partitions(const std::string& id, int64_t producer_id, int16_t epoch,
+                                    std::vector<TxnPartition> partitions, Done done) {
+  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = txns_.find(id);
+  if (it == txns_.end() || it->second->rec.producer_id != producer_id)
+    return lock.unlock(), done(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
+  MetaPtr m = it->second;
+  if (m->rec.producer_epoch != epoch) return lock.unlock(), done(ErrorCode::PRODUCER_FENCED);
+  if (m->pending || is_prepare(m->rec.state)) return lock.unlock(), done(ErrorCode::CONCURRENT_TRANSACTIONS);
+  if (m->rec.state == TxnState::kDead || m->rec.state == TxnState::kPrepareEpochFence)
+    return lock.unlock(), done(ErrorCode::INVALID_TXN_STATE);
+  TxnRecord next = m->rec;
+  const bool was_ongoing = next.state == TxnState::kOngoing;
+  size_t added = 0;
+  for (auto& tp : partitions) added += next.partitions.insert(std::move(tp)).second ? 1 : 0;
+  if (was_ongoing && added == 0) return lock.unlock(), done(ErrorCode::NONE);
+  if (!was_ongoing) next.start_ms = Broker::now_ms();
+  next.state = TxnState::kOngoing;
+  m->pending = true;
+  lock.unlock();
+  write(m, std::move(next), std::move(done));
+}
+
+ErrorCode TxnCoordinator::verify_partition(const std::string& id, int64_t producer_id, int16_t epoch,
+                                           const std::string& topic, int32_t partition) {
+  if (cluster_) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  if (!loaded_.load(std::memory_order_acquire)) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = txns_.find(id);
+  if (it == txns_.end() || it->second->rec.producer_id != producer_id) return ErrorCode::INVALID_PRODUCER_ID_MAPPING;
+  const TxnMeta& m = *it->second;
+  if (m.rec.producer_epoch != epoch) return ErrorCode::PRODUCER_FENCED;
+  if (is_prepare(m.rec.state)) return ErrorCode::CONCURRENT_TRANSACTIONS;
+  if (m.rec.state == TxnState::kOngoing && m.rec.partitions.count({topic, partition}) > 0) return ErrorCode::NONE;
+  return ErrorCode::INVALID_TXN_STATE;
+}
+
+void TxnCoordinator::end_txn(const std::string& id, int64_t producer_id, int16_t epoch, bool commit, Done done) {
+  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = txns_.find(id);
+  if (it == txns_.end() || it->second->rec.producer_id != producer_id)
+    return lock.unlock(), done(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
+  MetaPtr m = it->second;
+  if (m->rec.producer_epoch != epoch) return lock.unlock(), done(ErrorCode::PRODUCER_FENCED);
+  if (m->pending) return lock.unlock(), done(ErrorCode::CONCURRENT_TRANSACTIONS);
+  switch (m->rec.state) {
+    case TxnState::kOngoing:
+      break;
+    case TxnState::kCompleteCommit:  // a retry of a finished EndTxn
+      return lock.unlock(), done(commit ? ErrorCode::NONE : ErrorCode::INVALID_TXN_STATE);
+    case TxnState::kCompleteAbort:
+      return lock.unlock(), done(commit ? ErrorCode::INVALID_TXN_STATE : ErrorCode::NONE);
+    case TxnState::kPrepareCommit:
+      return lock.unlock(), done(commit ? ErrorCode::CONCURRENT_TRANSACTIONS : ErrorCode::INVALID_TXN_STATE);
+    case TxnState::kPrepareAbort:
+      return lock.unlock(), done(commit ? ErrorCode::INVALID_TXN_STATE : ErrorCode::CONCURRENT_TRANSACTIONS);
+    default:  // Empty, Dead, PrepareEpochFence
+      return lock.unlock(), done(ErrorCode::INVALID_TXN_STATE);
+  }
+  TxnRecord next = m->rec;
+  next.state = commit ? TxnState::kPrepareCommit : TxnState::kPrepareAbort;
+  m->pending = true;
+  lock.unlock();
+  write(m, std::move(next), [this, m, done = std::move(done)](ErrorCode e) {
+    if (e == ErrorCode::NONE) schedule_markers(m);
+    done(e);  // answered once the decision is durable; the markers follow
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Markers.
+
+void TxnCoordinator::schedule_markers(const MetaPtr& m) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!is_prepare(m->rec.state) || m->markers_running || m->pending) return;
+    if (!m->markers_started) {
+      m->awaiting_markers = m->rec.partitions;
+      m->markers_started = true;
+    }
+    m->markers_running = true;
+  }
+  asio::post(broker_.background(), [this, m, alive = alive_] {
+    if (!*alive) return;
+    run_markers(m);
+  });
+}
+
+void TxnCoordinator::run_markers(const MetaPtr& m) {
+  int64_t pid = 0;
+  int16_t epoch = 0;
+  bool commit = false;
+  std::set<TxnPartition> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pid = m->rec.producer_id;
+    epoch = m->rec.producer_epoch;
+    commit = m->rec.state == TxnState::kPrepareCommit;
+    todo = m->awaiting_markers;
+  }
+  const int32_t coord_epoch = coordinator_epoch(m->id);
+  auto& produce = broker_.service<produce::ProduceService>();
+  struct Written {
+    TxnPartition tp;
+    std::shared_ptr<storage::Log> log;
+    int64_t end = 0;
+  };
+  std::vector<Written> written;
+  std::set<TxnPartition> done_now;  // written, or given up (the partition is gone / refuses it)
+  for (const TxnPartition& tp : todo) {
+    auto topic = broker_.topics().find(tp.first);
+    std::shared_ptr<Partition> p = topic ? topic->partition(tp.second) : nullptr;
+    if (!p) {  // deleted meanwhile: nothing to mark (Kafka drops it too)
+      done_now.insert(tp);
+      continue;
+    }
+    produce::MarkerResult r = produce.append_marker(*p, pid, epoch, coord_epoch, commit);
+    if (r.error == ErrorCode::NONE) {
+      if (tp.first == groups::kOffsetsTopic)
+        broker_.service<groups::GroupCoordinator>().complete_txn_offsets(pid, commit, tp.second);
+      written.push_back(Written{tp, r.log, r.end_offset});
+      done_now.insert(tp);
+    } else if (r.error == ErrorCode::INVALID_PRODUCER_EPOCH || r.error == ErrorCode::TRANSACTION_COORDINATOR_FENCED) {
+      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d refused: %s (%s); not retried", m->id.c_str(),
+                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
+      done_now.insert(tp);
+    } else {
+      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d failed: %s (%s); retried", m->id.c_str(),
+                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
+    }
+  }
+  // Once every marker written is durable: drop them from the wait list,
+  // and complete when nothing is left.
+  auto remaining = std::make_shared<std::atomic<size_t>>(written.size() + 1);
+  auto failed = std::make_shared<std::atomic<bool>>(false);
+  auto finish = [this, m, done_now, failed, commit] {
+    bool complete = false;
+    TxnRecord next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      m->markers_running = false;
+      if (!failed->load())
+        for (const auto& tp : done_now) m->awaiting_markers.erase(tp);
+      if (m->awaiting_markers.empty() && is_prepare(m->rec.state) && !m->pending) {
+        complete = true;
+        next = m->rec;
+        next.state = commit ? TxnState::kCompleteCommit : TxnState::kCompleteAbort;
+        next.partitions.clear();
+        m->pending = true;
+      }
+    }
+    if (!complete) return;  // the tick retries what is left
+    write(m, next, [this, m](ErrorCode e) {
+      if (e != ErrorCode::NONE)
+        CK_LOG_WARN("txn", "transaction %s: writing its completion failed: %s; retried", m->id.c_str(),
+                    std::string(protocol::error_name(e)).c_str());
+    });
+  };
+  auto count_down = [remaining, finish] {
+    if (remaining->fetch_sub(1) == 1) finish();
+  };
+  const bool fsync = broker_.config().get_bool("ciuic.acks.all.fsync");
+  for (const Written& w : written) {
+    if (!fsync || !w.log) {
+      count_down();
+      continue;
+    }
+    broker_.logs().sync_to(w.log, w.end, [failed, count_down](storage::Status s) {
+      if (!s.is_ok()) failed->store(true);
+      count_down();
+    });
+  }
+  count_down();
+}
+
+// ---------------------------------------------------------------------------
+// Describe / list / sweep.
+
+TxnCoordinator::View TxnCoordinator::describe(const std::string& id) {
+  View v;
+  v.id = id;
+  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) {
+    v.error = e;
+    return v;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = txns_.find(id);
+  if (it == txns_.end() || it->second->rec.producer_epoch < 0 || it->second->rec.state == TxnState::kDead) {
+    v.error = ErrorCode::TRANSACTIONAL_ID_NOT_FOUND;
+    return v;
+  }
+  const TxnMeta& m = *it->second;
+  v.state = m.rec.state;
+  v.producer_id = m.rec.producer_id;
+  v.epoch = m.rec.producer_epoch;
+  v.timeout_ms = m.rec.timeout_ms;
+  v.start_ms = m.rec.state == TxnState::kEmpty ? -1 : m.rec.start_ms;
+  v.partitions = is_prepare(m.rec.state) && m.markers_started ? m.awaiting_markers : m.rec.partitions;
+  return v;
+}
+
+std::vector<TxnCoordinator::View> TxnCoordinator::list() {
+  std::vector<View> out;
+  if (cluster_ || !loaded_.load(std::memory_order_acquire)) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, m] : txns_) {
+    if (m->rec.state == TxnState::kDead || m->rec.producer_epoch < 0) continue;
+    View v;
+    v.id = id;
+    v.state = m->rec.state;
+    v.producer_id = m->rec.producer_id;
+    v.epoch = m->rec.producer_epoch;
+    v.start_ms = m->rec.start_ms;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+size_t TxnCoordinator::open_transactions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, m] : txns_)
+    n += (m->rec.state == TxnState::kOngoing || is_prepare(m->rec.state)) ? 1 : 0;
+  return n;
+}
+
+size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
+  if (coordinator_error() != ErrorCode::NONE) return 0;
+  std::vector<MetaPtr> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : txns_)
+      if (m->rec.state == TxnState::kOngoing && !m->pending && m->rec.start_ms >= 0 &&
+          m->rec.start_ms + m->rec.timeout_ms < now_ms)
+        expired.push_back(m);
+  }
+  size_t started = 0;
+  for (const MetaPtr& m : expired) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (m->rec.state != TxnState::kOngoing || m->pending) continue;
+    CK_LOG_INFO("txn", "transaction %s (producer %lld, epoch %d) timed out after %d ms: aborting it", m->id.c_str(),
+                static_cast<long long>(m->rec.producer_id), m->rec.producer_epoch, m->rec.timeout_ms);
+    fence_and_abort(m, [id = m->id](ErrorCode e) {
+      if (e != ErrorCode::NONE)
+        CK_LOG_WARN("txn", "transaction %s: aborting after its timeout failed: %s; retried", id.c_str(),
+                    std::string(protocol::error_name(e)).c_str());
+    });
+    ++started;
+  }
+  return started;
+}
+
+// ---------------------------------------------------------------------------
+// Loading and the timer.
+
+void TxnCoordinator::load() {
+  std::map<std::string, TxnRecord> found;
+  auto topic = broker_.topics().find(kTxnTopic);
+  const int64_t started = Broker::now_ms();
+  if (topic) {
+    for (const auto& p : topic->partitions) {
+      if (!p) continue;
+      int64_t offset = p->log_start_offset();
+      const int64_t end = p->log().log_end_offset();
+      while (offset < end) {
+        auto read = p->log().read(offset, 1 << 20, end);
+        if (!read.is_ok() || read.value().slices.empty()) break;
+        auto bytes = storage::read_slices(read.value());
+        if (!bytes.is_ok()) break;
+        protocol::BatchSplitter splitter(std::span<const uint8_t>(bytes.value()));
+        protocol::RecordsEntry entry;
+        int64_t next = offset;
+        while (splitter.next(&entry) == protocol::SplitStatus::kEntry) {
+          if (entry.magic != 2) continue;
+          auto view = protocol::RecordBatchView::parse(entry.bytes);
+          if (!view.ok()) break;
+          next = std::max(next, view.value().next_offset());
+          if (view.value().is_control()) continue;
+          auto records = protocol::decode_records(view.value(), 256u << 20);
+          if (!records.ok()) continue;
+          protocol::RecordReader reader = records.value().reader();
+          protocol::RecordView rec;
+          while (reader.next(&rec)) {
+            if (!rec.key) continue;
+            auto d = decode_txn_record(*rec.key, rec.value);
+            if (!d) continue;
+            if (d->record) found[d->transactional_id] = std::move(*d->record);
+            else found.erase(d->transactional_id);
+          }
+        }
+        if (next <= offset) break;
+        offset = next;
+      }
+    }
+  }
+  std::vector<MetaPtr> to_complete;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, rec] : found) {
+      auto m = std::make_shared<TxnMeta>();
+      m->id = id;
+      m->rec = std::move(rec);
+      if (is_prepare(m->rec.state)) to_complete.push_back(m);
+      txns_[id] = m;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(load_mu_);
+    loaded_.store(true, std::memory_order_release);
+  }
+  load_cv_.notify_all();
+  if (topic)
+    CK_LOG_INFO("txn", "transaction coordinator: %zu transactional ids loaded from %s in %lld ms (%zu to complete)",
+                found.size(), kTxnTopic, static_cast<long long>(Broker::now_ms() - started), to_complete.size());
+  for (const MetaPtr& m : to_complete) schedule_markers(m);
+}
+
+void TxnCoordinator::arm_timer() {
+  std::lock_guard<std::mutex> lock(timer_mu_);
+  if (stopped_) return;
+  timer_->expires_after(std::chrono::milliseconds(kTickMs));
+  auto alive = alive_;
+  timer_->async_wait([this, alive](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;
+    tick();
+    arm_timer();
+  });
+}
+
+void TxnCoordinator::tick() {
+  const int64_t now = Broker::now_ms();
+  // Marker rounds left incomplete (a partition refused for now) run again.
+  std::vector<MetaPtr> retry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : txns_)
+      if (is_prepare(m->rec.state) && !m->markers_running && !m->pending) retry.push_back(m);
+  }
+  for (const MetaPtr& m : retry) schedule_markers(m);
+  const int64_t interval = broker_.config().get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms");
+  if (next_sweep_ms_ == 0) next_sweep_ms_ = now + interval;
+  if (now >= next_sweep_ms_) {
+    next_sweep_ms_ = now + interval;
+    abort_timed_out(now);
+  }
+}
+
+}  // namespace ciuickafka::broker::txn

@@ -1,0 +1,269 @@
+// tests/unit/handlers/produce/transactions_test.cc: transactions on one
+// node through the handlers: the producer state's transaction rules (open,
+// markers, LSO, aborted list, snapshot), the __transaction_state records,
+// and the coordinator's InitProducerId / AddPartitionsToTxn / EndTxn with a
+// transactional produce, read_committed fetch and ListOffsets between.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "broker/produce/producer_state.h"
+#include "broker/txn/coordinator.h"
+#include "broker/txn/txn_records.h"
+#include "protocol/generated/add_partitions_to_txn.h"
+#include "protocol/generated/describe_transactions.h"
+#include "protocol/generated/end_txn.h"
+#include "protocol/generated/fetch.h"
+#include "protocol/generated/init_producer_id.h"
+#include "protocol/generated/list_offsets.h"
+#include "tests/unit/handlers/produce/produce_helpers.h"
+
+using namespace ciuickafka;
+using namespace ciuickafka::broker;
+using namespace ciuickafka::broker::test;
+using produce::IncomingBatch;
+using produce::ProducerStateTable;
+using protocol::ErrorCode;
+using protocol::to_wire;
+
+namespace {
+
+IncomingBatch txn_batch(int64_t pid, int16_t epoch, int32_t seq, int32_t delta, bool transactional = true) {
+  IncomingBatch b;
+  b.producer_id = pid;
+  b.epoch = epoch;
+  b.base_seq = seq;
+  b.last_offset_delta = delta;
+  b.transactional = transactional;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("producer state: transactions open, end by markers and hold the LSO", "[txn]") {
+  ProducerStateTable t;
+  t.record(txn_batch(7, 0, 0, 1), 10, 11, 1);
+  CHECK(t.has_open_txn(7));
+  CHECK(t.first_unstable_offset(100) == 10);
+  // A non-transactional batch of a producer with an open transaction is refused.
+  std::string msg;
+  CHECK_FALSE(t.check_txn(txn_batch(7, 0, 2, 0, false), &msg));
+  CHECK(!msg.empty());
+  t.record(txn_batch(8, 0, 0, 0), 12, 12, 1);
+  CHECK(t.first_unstable_offset(100) == 10);
+  // Markers: an older epoch or coordinator epoch is fenced.
+  CHECK(t.check_marker(7, 0, 0, nullptr) == produce::MarkerVerdict::kAppend);
+  t.complete_txn(7, 0, 3, /*commit=*/false, 13);
+  CHECK(t.check_marker(7, 0, 2, nullptr) == produce::MarkerVerdict::kCoordinatorFenced);
+  CHECK_FALSE(t.has_open_txn(7));
+  // The abort stays unstable until the HW passes its marker; pid 8 still open.
+  CHECK(t.first_unstable_offset(13) == 10);
+  CHECK(t.first_unstable_offset(14) == 12);
+  REQUIRE(t.aborted().size() == 1);
+  CHECK(t.aborted()[0] == produce::AbortedTxn{7, 10, 13, 12});
+  CHECK(t.aborted_between(0, 100).size() == 1);
+  CHECK(t.aborted_between(14, 100).empty());   // ended before the fetch offset
+  CHECK(t.aborted_between(0, 10).empty());     // starts at the upper bound
+  // A marker with a higher epoch bumps the producer (its old batches forgotten).
+  t.complete_txn(8, 2, 3, /*commit=*/true, 14);
+  CHECK(t.find(8)->epoch == 2);
+  CHECK(t.find(8)->batches.empty());
+  CHECK(t.check_marker(8, 1, 3, nullptr) == produce::MarkerVerdict::kInvalidEpoch);
+  CHECK(t.first_unstable_offset(15) == INT64_MAX);
+  // The snapshot keeps open transactions and the aborted list.
+  t.record(txn_batch(9, 0, 0, 0), 15, 15, 1);
+  auto parsed = ProducerStateTable::parse(t.serialize(16));
+  REQUIRE(parsed);
+  CHECK(parsed->table.has_open_txn(9));
+  CHECK(parsed->table.first_unstable_offset(100) == 15);
+  CHECK(parsed->table.aborted() == t.aborted());
+  parsed->table.trim_aborted(14);
+  CHECK(parsed->table.aborted().empty());
+  // A producer with an open transaction is never expired.
+  CHECK(t.expire(1'000'000, 10) == 2);
+  CHECK(t.find(9) != nullptr);
+}
+
+TEST_CASE("__transaction_state records round-trip; ids map as Kafka's partitionFor", "[txn]") {
+  txn::TxnRecord r;
+  r.producer_id = 42;
+  r.producer_epoch = 3;
+  r.timeout_ms = 60000;
+  r.state = txn::TxnState::kOngoing;
+  r.partitions = {{"a", 0}, {"a", 2}, {"b", 1}};
+  r.last_update_ms = 5;
+  r.start_ms = 4;
+  auto key = txn::txn_key("tx");
+  auto value = txn::txn_value(r);
+  REQUIRE(value);
+  auto d = txn::decode_txn_record(key, std::span<const uint8_t>(*value));
+  REQUIRE(d);
+  CHECK(d->transactional_id == "tx");
+  REQUIRE(d->record);
+  CHECK(d->record->partitions == r.partitions);
+  CHECK(d->record->state == txn::TxnState::kOngoing);
+  CHECK(d->record->producer_epoch == 3);
+  CHECK_FALSE(txn::decode_txn_record(key, std::nullopt)->record);  // tombstone
+  CHECK(txn::state_name(txn::TxnState::kPrepareCommit) == "PrepareCommit");
+  // Java: Math.abs("my-group".hashCode()) % 50 == 12 ("my-group".hashCode() == -1906497762).
+  CHECK(txn::txn_partition_for("my-group", 50) == 12);
+  CHECK(txn::txn_partition_for("polygenelubricants", 50) == 0);  // hashCode == Integer.MIN_VALUE
+}
+
+namespace {
+
+protocol::InitProducerIdResponse init_txn(BrokerFixture& f, const std::string& id, int32_t timeout = 60000) {
+  protocol::InitProducerIdRequest req;
+  req.transactional_id = id;
+  req.transaction_timeout_ms = timeout;
+  req.producer_id = -1;
+  req.producer_epoch = -1;
+  return f.call<protocol::InitProducerIdResponse>(req, 4);
+}
+
+int16_t add_partition(BrokerFixture& f, const std::string& id, int64_t pid, int16_t epoch, const std::string& topic,
+                      int32_t partition) {
+  protocol::AddPartitionsToTxnRequest req;
+  req.v3_and_below_transactional_id = id;
+  req.v3_and_below_producer_id = pid;
+  req.v3_and_below_producer_epoch = epoch;
+  protocol::AddPartitionsToTxnRequest::AddPartitionsToTxnTopic t;
+  t.name = topic;
+  t.partitions = {partition};
+  req.v3_and_below_topics.push_back(t);
+  auto resp = f.call<protocol::AddPartitionsToTxnResponse>(req, 3);
+  return resp.results_by_topic_v3_and_below.at(0).results_by_partition.at(0).partition_error_code;
+}
+
+int16_t end_txn(BrokerFixture& f, const std::string& id, int64_t pid, int16_t epoch, bool commit) {
+  protocol::EndTxnRequest req;
+  req.transactional_id = id;
+  req.producer_id = pid;
+  req.producer_epoch = epoch;
+  req.committed = commit;
+  return f.call<protocol::EndTxnResponse>(req, 3).error_code;
+}
+
+int64_t latest(BrokerFixture& f, const std::string& topic, int8_t isolation) {
+  protocol::ListOffsetsRequest req;
+  req.replica_id = -1;
+  req.isolation_level = isolation;
+  protocol::ListOffsetsRequest::ListOffsetsTopic t;
+  t.name = topic;
+  protocol::ListOffsetsRequest::ListOffsetsPartition p;
+  p.partition_index = 0;
+  p.timestamp = -1;
+  t.partitions.push_back(p);
+  req.topics.push_back(t);
+  auto resp = f.call<protocol::ListOffsetsResponse>(req, 5);
+  return resp.topics.at(0).partitions.at(0).offset;
+}
+
+protocol::ProduceResponse::PartitionProduceResponse produce_txn(BrokerFixture& f, const std::string& id,
+                                                                const std::vector<uint8_t>& batch) {
+  auto req = produce_request("t", 0, batch);
+  req.transactional_id = id;
+  return only_partition(f.call<protocol::ProduceResponse>(req, 9));
+}
+
+// Waits (bounded) for cond, polling: the markers are written on the
+// background thread after EndTxn is answered.
+template <class F>
+bool eventually(F cond) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
+
+}  // namespace
+
+TEST_CASE("a transaction: init, add, produce, LSO held, commit, markers", "[txn]") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  CHECK(init_txn(f, "tx", 0).error_code == to_wire(ErrorCode::INVALID_TRANSACTION_TIMEOUT));
+  CHECK(init_txn(f, "tx", 900001).error_code == to_wire(ErrorCode::INVALID_TRANSACTION_TIMEOUT));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  CHECK(init.producer_epoch == 0);
+  const int64_t pid = init.producer_id;
+  // A plain write first, so the transaction starts at offset 3.
+  REQUIRE(produce_one(f, "t", make_batch({})).error_code == 0);
+  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
+  // Not added to the transaction yet: refused, nothing written.
+  CHECK(produce_txn(f, "tx", batch).error_code == to_wire(ErrorCode::INVALID_TXN_STATE));
+  CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 3);
+  CHECK(add_partition(f, "tx", pid + 1, 0, "t", 0) == to_wire(ErrorCode::INVALID_PRODUCER_ID_MAPPING));
+  CHECK(add_partition(f, "tx", pid, 0, "nope", 0) == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+  // Open: read_committed ends at the transaction's first offset.
+  CHECK(latest(f, "t", 0) == 6);
+  CHECK(latest(f, "t", 1) == 3);
+  CHECK(end_txn(f, "tx", pid, 1, true) == to_wire(ErrorCode::PRODUCER_FENCED));  // v2+: PRODUCER_FENCED
+  REQUIRE(end_txn(f, "tx", pid, 0, true) == 0);
+  // The COMMIT marker lands at offset 6, then LSO == HW == 7.
+  CHECK(eventually([&] { return latest(f, "t", 1) == 7; }));
+  CHECK(latest(f, "t", 0) == 7);
+  CHECK(eventually([&] {
+    protocol::DescribeTransactionsRequest req;
+    req.transactional_ids = {"tx"};
+    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
+    return r.transaction_states.at(0).transaction_state == "CompleteCommit";
+  }));
+  CHECK(end_txn(f, "tx", pid, 0, true) == 0);  // a retried commit after success
+  CHECK(end_txn(f, "tx", pid, 0, false) == to_wire(ErrorCode::INVALID_TXN_STATE));
+  // A second InitProducerId bumps the epoch; the old epoch is fenced.
+  auto again = init_txn(f, "tx");
+  REQUIRE(again.error_code == 0);
+  CHECK(again.producer_id == pid);
+  CHECK(again.producer_epoch == 1);
+  CHECK(add_partition(f, "tx", pid, 0, "t", 0) == to_wire(ErrorCode::PRODUCER_FENCED));
+}
+
+TEST_CASE("an aborted transaction is listed for read_committed fetches and survives a restart", "[txn]") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
+  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+  REQUIRE(end_txn(f, "tx", pid, 0, false) == 0);
+  CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // 3 records + the ABORT marker
+  auto fetch = [&] {
+    protocol::FetchRequest req;
+    req.replica_id = -1;
+    req.max_wait_ms = 0;
+    req.min_bytes = 1;
+    req.max_bytes = 1 << 20;
+    req.isolation_level = 1;
+    protocol::FetchRequest::FetchTopic t;
+    t.topic = "t";
+    protocol::FetchRequest::FetchPartition p;
+    p.partition = 0;
+    p.fetch_offset = 0;
+    p.partition_max_bytes = 1 << 20;
+    t.partitions.push_back(p);
+    req.topics.push_back(t);
+    return f.call<protocol::FetchResponse>(req, 11).responses.at(0).partitions.at(0);
+  };
+  auto d = fetch();
+  CHECK(d.last_stable_offset == 4);
+  REQUIRE(d.aborted_transactions);
+  REQUIRE(d.aborted_transactions->size() == 1);
+  CHECK(d.aborted_transactions->at(0).producer_id == pid);
+  CHECK(d.aborted_transactions->at(0).first_offset == 0);
+  // After a restart (snapshot, or the log scan) the abort is still known.
+  f.restart();
+  auto d2 = fetch();
+  REQUIRE(d2.aborted_transactions);
+  CHECK(d2.aborted_transactions->size() == 1);
+  CHECK(d2.last_stable_offset == 4);
+}
