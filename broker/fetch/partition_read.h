@@ -85,6 +85,7 @@ struct ReadOptions {
   bool response_limit = true;    // v3+: max_bytes applies
   int64_t max_bytes = std::numeric_limits<int32_t>::max();
   replica::LeaderReplicas* leaders = nullptr;  // set for replica fetches
+  produce::ProduceService* producers = nullptr;  // the LSO's source (looked up when null)
 };
 
 struct ReadTotals {
@@ -146,7 +147,7 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
       }
     }
     if (p && err == protocol::ErrorCode::NONE) {
-      auto& producers = broker.service<produce::ProduceService>();
+      auto& producers = opts.producers != nullptr ? *opts.producers : broker.service<produce::ProduceService>();
       std::optional<int64_t> lso;
       if (!opts.from_replica) lso = producers.last_stable_offset(*p, /*load=*/opts.read_committed);
       const int64_t hw = opts.from_replica    ? std::numeric_limits<int64_t>::max()

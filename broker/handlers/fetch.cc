@@ -37,6 +37,7 @@
 #include "broker/broker.h"
 #include "broker/fetch/down_convert.h"
 #include "broker/fetch/partition_read.h"
+#include "broker/produce/produce_service.h"
 #include "broker/fetch/session_cache.h"
 #include "broker/fetch/waiting_room.h"
 #include "broker/handlers/codec.h"
@@ -255,6 +256,7 @@ void handle_fetch(RequestContext&& ctx) {
   pf->opts.max_bytes = req.max_bytes;
   Broker& broker = *ctx.broker;
   if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
+  else pf->opts.producers = &broker.service<produce::ProduceService>();
 
   std::vector<FetchPartitionState> requested;
   for (const auto& t : req.topics)

@@ -11,8 +11,8 @@
 // like a partition without a leader (or a leader without that listener),
 // the answer is COORDINATOR_NOT_AVAILABLE. TRANSACTION keys: a single node
 // coordinates every transactional id (the first call creates
-// __transaction_state; COORDINATOR_LOAD_IN_PROGRESS while it loads at
-// start-up); in cluster mode there is no transaction coordinator yet and the
+// __transaction_state; while it loads the requests that follow get
+// COORDINATOR_LOAD_IN_PROGRESS, not this one, as Kafka's); in cluster mode there is no transaction coordinator yet and the
 // answer is COORDINATOR_NOT_AVAILABLE (clients retry). An empty
 // transactional id is INVALID_REQUEST, as Kafka. An unknown key type is INVALID_REQUEST. v4+ batch the keys
 // (coordinator_keys) and answer one Coordinator per key.
@@ -64,7 +64,7 @@ Answer locate(RequestContext& ctx, int8_t key_type, const std::string& key) {
       a.error = ErrorCode::INVALID_REQUEST;
       return a;
     }
-    a.error = txn::coordinator(*ctx.broker).coordinator_error();
+    a.error = txn::coordinator(*ctx.broker).find_error();
     if (a.error != ErrorCode::NONE) return a;
     auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
     a.node_id = ctx.broker->node_id();

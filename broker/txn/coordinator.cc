@@ -103,6 +103,11 @@ ErrorCode TxnCoordinator::coordinator_error() {
   return ensure_topic() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE;
 }
 
+ErrorCode TxnCoordinator::find_error() {
+  if (cluster_ || stopped_.load()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  return ensure_topic() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE;
+}
+
 std::shared_ptr<Partition> TxnCoordinator::partition_of(const std::string& id) {
   auto topic = broker_.topics().find(kTxnTopic);
   if (!topic) return nullptr;

@@ -101,6 +101,11 @@ class TxnCoordinator {
   // COORDINATOR_NOT_AVAILABLE when it cannot (cluster mode, topic creation
   // failed).
   protocol::ErrorCode coordinator_error();
+  // FindCoordinator's answer: NONE when this broker coordinates (the topic
+  // exists, created now if needed), whether or not it is still loading (as
+  // Kafka's: the requests that follow get COORDINATOR_LOAD_IN_PROGRESS);
+  // COORDINATOR_NOT_AVAILABLE otherwise (cluster mode).
+  protocol::ErrorCode find_error();
   bool wait_loaded(int64_t timeout_ms);
   // NONE once loaded, COORDINATOR_LOAD_IN_PROGRESS before (creates nothing).
   protocol::ErrorCode load_state() const {

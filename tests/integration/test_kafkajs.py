@@ -9,6 +9,8 @@ does it); a missing install is a failure, not a skip.
 
 kafkajs' public Consumer needs a consumer group (issue #5); that flow is
 the separate test integration_kafkajs_group_consumer (argument `group`).
+With `txn`, tests/clients/kafkajs_txn.js runs kafkajs' transactional
+producer instead (issue #13): integration_kafkajs_transactions.
 """
 
 import os
@@ -26,8 +28,12 @@ def main(ctx):
     check(os.path.isdir(os.path.join(harness.CLIENTS, "node_modules", "kafkajs")),
           "kafkajs not installed: run (cd tests/clients && npm ci)")
     b = ctx.broker()
-    p = ctx.run([node, os.path.join(harness.CLIENTS, "kafkajs_it.js"), str(b.port)] + ctx.args[:1],
-                timeout=100, cwd=harness.CLIENTS)
+    if ctx.args[:1] == ["txn"]:
+        p = ctx.run([node, os.path.join(harness.CLIENTS, "kafkajs_txn.js"), str(b.port)], timeout=100,
+                    cwd=harness.CLIENTS)
+    else:
+        p = ctx.run([node, os.path.join(harness.CLIENTS, "kafkajs_it.js"), str(b.port)] + ctx.args[:1],
+                    timeout=100, cwd=harness.CLIENTS)
     print(p.stdout.decode(), end="")
 
 

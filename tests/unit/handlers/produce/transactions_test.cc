@@ -267,3 +267,63 @@ TEST_CASE("an aborted transaction is listed for read_committed fetches and survi
   CHECK(d2.aborted_transactions->size() == 1);
   CHECK(d2.last_stable_offset == 4);
 }
+
+TEST_CASE("a transaction found in PrepareCommit at start-up gets its markers and completes", "[txn]") {
+  // The state a kill -9 between the durable PrepareCommit and the markers
+  // leaves: the data of an open transaction in t-0, and PrepareCommit in
+  // __transaction_state. The restarted coordinator must finish the commit.
+  BrokerFixture f;
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
+  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+  CHECK(latest(f, "t", 1) == 0);
+  // PrepareCommit, appended as the coordinator would, but no marker.
+  txn::TxnRecord prepare;
+  prepare.producer_id = pid;
+  prepare.producer_epoch = 0;
+  prepare.timeout_ms = 60000;
+  prepare.state = txn::TxnState::kPrepareCommit;
+  prepare.partitions = {{"t", 0}};
+  prepare.start_ms = prepare.last_update_ms = Broker::now_ms();
+  auto topic = f.broker().topics().find(txn::kTxnTopic);
+  REQUIRE(topic);
+  auto p = topic->partition(txn::txn_partition_for("tx", static_cast<int32_t>(topic->partitions.size())));
+  REQUIRE(p);
+  auto record = txn::build_txn_batch("tx", prepare, Broker::now_ms());
+  REQUIRE(record);
+  REQUIRE(p->append(std::span<uint8_t>(*record), Broker::now_ms()).is_ok());
+  f.restart();
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // 3 records + the COMMIT marker
+  CHECK(eventually([&] {
+    protocol::DescribeTransactionsRequest req;
+    req.transactional_ids = {"tx"};
+    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
+    return r.transaction_states.at(0).transaction_state == "CompleteCommit";
+  }));
+}
+
+TEST_CASE("an Ongoing transaction found at start-up is aborted by its timeout", "[txn]") {
+  BrokerFixture f({"transaction.abort.timed.out.transaction.cleanup.interval.ms=100"});
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx", 500);
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
+  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+  f.restart();
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // the ABORT marker
+  CHECK(end_txn(f, "tx", pid, 0, true) == to_wire(ErrorCode::PRODUCER_FENCED));  // the epoch was bumped
+  protocol::DescribeTransactionsRequest req;
+  req.transactional_ids = {"tx"};
+  auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
+  CHECK(r.transaction_states.at(0).producer_epoch == 1);
+}
