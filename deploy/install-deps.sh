@@ -50,13 +50,18 @@ fi
 if [ "${1:-}" != "--build-only" ]; then
   venv=build/chaos-venv
   pin=$(sed -n 's/^confluent-kafka==\([^ ]*\).*/\1/p' tests/chaos/requirements.txt)
-  have=$("$venv/bin/python3" -c 'import confluent_kafka; print(confluent_kafka.version()[0])' 2>/dev/null || true)
+  have=$("$venv/bin/python3" -c 'import importlib.metadata as m; print(m.version("confluent-kafka"))' 2>/dev/null || true)
   if [ "$have" != "$pin" ]; then
     echo "install-deps: confluent-kafka $pin into $venv"
     rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/python3" -m pip install -q --disable-pip-version-check --require-hashes \
-      --only-binary=:all: --no-deps -r tests/chaos/requirements.txt
+    # Not fatal: without the venv the chaos runs use Debian's client and
+    # chaos_cluster_short is not registered (tests/chaos/CMakeLists.txt).
+    if ! { /usr/bin/python3 -m venv "$venv" &&
+           "$venv/bin/python3" -m pip install -q --disable-pip-version-check --require-hashes \
+             --only-binary=:all: --no-deps -r tests/chaos/requirements.txt; }; then
+      rm -rf "$venv"
+      echo "install-deps: WARNING: could not install tests/chaos/requirements.txt; the chaos runs use Debian's confluent-kafka" >&2
+    fi
   fi
 fi
 echo "install-deps: all dependencies present"
