@@ -5,8 +5,9 @@
 # the root docker-compose.yml with podman-compose, and checks from the host:
 #   1. the broker and ZooKeeper containers report healthy (their HEALTHCHECKs);
 #      the broker runs as a non-root user;
-#   2. the one-shot topic creator (confluent-kafka's AdminClient) exits 0 and
-#      deepseek-train-topic has 8 partitions, one directory each in the volume;
+#   2. the one-shot topic creator (`ciuickafka admin topics create`, run from
+#      the broker image as $CK_ADMIN_IMAGE) exits 0 and deepseek-train-topic
+#      has 8 partitions, one directory each in the volume;
 #   3. `kcat -L` on the external listener lists broker 1 at localhost:PORT;
 #   4. 10,000 keyed messages produced with kcat (acks=all) read back, all of
 #      them, byte for byte, spread over the 8 partitions;
@@ -23,9 +24,11 @@
 # stack down (trap). Images are kept as a cache unless --rmi is given.
 #
 # --cluster tests deploy/docker-compose.cluster.yml instead (issue #12):
-#   1. ZooKeeper and three brokers healthy; the creator makes the topic with
-#      8 partitions, replication factor 3, min.insync.replicas 2; kcat -L
-#      lists three brokers and every partition with 3 replicas, 3 in sync;
+#   1. ZooKeeper and three brokers healthy; the creator (`ciuickafka admin`)
+#      makes the topic with 8 partitions, replication factor 3,
+#      min.insync.replicas 2 (read back with `ciuickafka admin configs
+#      describe`); kcat -L lists three brokers and every partition with
+#      3 replicas, 3 in sync;
 #   2. an idempotent acks=all producer and a consumer group (confluent-kafka
 #      on the host, deploy/compose-cluster-clients.py) run while broker 2's
 #      container is killed (SIGKILL), drops out of the metadata (leaderships
@@ -112,6 +115,8 @@ export CIUICKAFKA_IMAGE=localhost/ciuickafka:latest
 export ZOOKEEPER_IMAGE=localhost/ciuickafka-zookeeper:local
 export PROMETHEUS_IMAGE=localhost/ciuickafka-prometheus:local
 export KAFKA_TOOLS_IMAGE=localhost/ciuickafka-tools:latest
+# The topic creator runs `ciuickafka admin` from the broker image.
+export CK_ADMIN_IMAGE=$CIUICKAFKA_IMAGE
 NET=${PROJECT}_default
 BROKER=${PROJECT}_ciuickafka_1
 ZK=${PROJECT}_zookeeper_1
@@ -221,6 +226,12 @@ if [ "$CLUSTER" = 1 ]; then
   brokers=$(grep -cE "^ +broker [123] at localhost:" "$WORK/metadata" || true)
   [ "$brokers" = 3 ] || { cat "$WORK/metadata"; fail "kcat -L lists $brokers brokers, not 3"; }
   log "kcat -L: 3 brokers, $TOPIC with 8 partitions, 3 replicas each, all in sync"
+  timeout 60 podman run --rm --network "$NET" --entrypoint /usr/local/bin/ciuickafka "$CK_ADMIN_IMAGE" \
+      admin --bootstrap-server=ciuickafka-1:29092 configs describe --topic="$TOPIC" >"$WORK/topic-configs" 2>&1 \
+    || { cat "$WORK/topic-configs"; fail "ciuickafka admin configs describe --topic=$TOPIC"; }
+  grep -qE "^min\.insync\.replicas +2 +DYNAMIC_TOPIC_CONFIG" "$WORK/topic-configs" \
+    || { cat "$WORK/topic-configs"; fail "$TOPIC: min.insync.replicas is not 2 (a topic config)"; }
+  log "ciuickafka admin configs describe: $TOPIC has min.insync.replicas 2"
 
   phase "producer and consumer group running, broker 2 killed and restarted"
   /usr/bin/python3 "$ROOT/deploy/compose-cluster-clients.py" --bootstrap "$BOOT3" --topic "$TOPIC" \

@@ -18,9 +18,10 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
 # broker benchmark's librdkafka and iperf3, Burrow (lag monitor), ZooKeeper
 # (the cluster tests and Burrow run it standalone on 127.0.0.1) and kazoo, an
 # independent ZooKeeper client the cluster tests read Kafka's znodes with.
+# python3-venv: the venv of the chaos runs' pinned confluent-kafka (below).
 TEST_PKGS=(clang libclang-rt-14-dev kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
   python3-zstandard golang-go golang-github-shopify-sarama-dev
-  librdkafka-dev iperf3 burrow zookeeper python3-kazoo)
+  librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" != "--build-only" ]; then want+=("${TEST_PKGS[@]}"); fi
@@ -41,6 +42,26 @@ fi
 if [ "${1:-}" != "--build-only" ] && [ -f tests/clients/package-lock.json ]; then
   if [ ! -d tests/clients/node_modules/kafkajs ]; then
     (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+# The chaos runs' client (tests/chaos/requirements.txt): a newer confluent-kafka
+# than Debian's, pinned by hash, in its own venv. Kept while the installed
+# version matches the pin; rebuilt otherwise.
+if [ "${1:-}" != "--build-only" ]; then
+  venv=build/chaos-venv
+  pin=$(sed -n 's/^confluent-kafka==\([^ ]*\).*/\1/p' tests/chaos/requirements.txt)
+  have=$("$venv/bin/python3" -c 'import importlib.metadata as m; print(m.version("confluent-kafka"))' 2>/dev/null || true)
+  if [ "$have" != "$pin" ]; then
+    echo "install-deps: confluent-kafka $pin into $venv"
+    rm -rf "$venv"
+    # Not fatal: without the venv the chaos runs use Debian's client and
+    # chaos_cluster_short is not registered (tests/chaos/CMakeLists.txt).
+    if ! { /usr/bin/python3 -m venv "$venv" &&
+           "$venv/bin/python3" -m pip install -q --disable-pip-version-check --require-hashes \
+             --only-binary=:all: --no-deps -r tests/chaos/requirements.txt; }; then
+      rm -rf "$venv"
+      echo "install-deps: WARNING: could not install tests/chaos/requirements.txt; the chaos runs use Debian's confluent-kafka" >&2
+    fi
   fi
 fi
 echo "install-deps: all dependencies present"

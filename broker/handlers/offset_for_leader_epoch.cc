@@ -2,12 +2,16 @@
 // versions 0-4.
 //
 // A client (or a follower) asks where a leader epoch ended, to detect log
-// truncation after a leader change. One node has one epoch per partition
-// (Partition::leader_epoch(), the epoch every batch is written under), so
-// the epoch cache is one entry, present once the log has data:
-//   requested == our epoch  -> (our epoch, LEO)
-//   anything else, or an empty log -> (-1, -1), no error (Kafka's answer
-//   for an epoch below the earliest or above the latest it knows).
+// truncation after a leader change (librdkafka 2.x and the Java consumer do
+// after every leader change, with the epoch of the last record they read):
+//   requested == our current epoch, log not empty -> (our epoch, LEO)
+//   anything else -> Kafka's LeaderEpochFileCache.endOffsetFor over the
+//     log's epoch cache (storage/leader_epoch_cache.h): the largest epoch
+//     <= the requested one and the start of the next epoch; (-1, -1) for an
+//     epoch above every known one or an empty cache.
+// A cluster's partitions change epochs, so an older epoch must be answered
+// from the cache: (-1, -1) for it reads as "truncated" to the client, which
+// then resets to auto.offset.reset (the chaos run saw consumers rewind to 0).
 // current_leader_epoch (v2+) is fenced first (FENCED_LEADER_EPOCH /
 // UNKNOWN_LEADER_EPOCH). replica_id (v3+) changes nothing on one node.
 #include <utility>
@@ -19,6 +23,7 @@
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/offset_for_leader_epoch.h"
+#include "storage/leader_epoch_cache.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -40,7 +45,11 @@ OffsetForLeaderEpochResponse::EpochEndOffset end_offset_for(
   if (leo > 0 && in.leader_epoch == p.leader_epoch()) {
     out.leader_epoch = p.leader_epoch();
     out.end_offset = leo;
+    return out;
   }
+  const storage::EpochEndOffset eo = p.log().end_offset_for_epoch(in.leader_epoch);
+  out.leader_epoch = eo.epoch;
+  out.end_offset = eo.end_offset;
   return out;
 }
 

@@ -10,7 +10,7 @@
 #   ciuickafka-health (compiled here with g++ from deploy/healthcheck/);
 # - localhost/ciuickafka-zookeeper:local, localhost/ciuickafka-prometheus:local
 #   (stand-ins for the official images, from Debian packages) and
-#   ciuickafka-tools:latest (kcat, confluent-kafka, ck-create-topic).
+#   ciuickafka-tools:latest (kcat, for a client inside the compose network).
 # Images that already exist are kept unless --rebuild is given or their build
 # context changed (each image carries a hash of its context as the label
 # ck.context-hash); the broker image is always rebuilt: its binary changes. Uses podman; docker works too

@@ -153,7 +153,7 @@ TEST_CASE("DeleteRecords moves the log start; fetches below it are out of range"
   CHECK(delete_records(f, "nope", 0, 1).error_code == protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
 }
 
-TEST_CASE("OffsetForLeaderEpoch: our epoch ends at the LEO, others are unknown", "[handlers][offset_for_leader_epoch]") {
+TEST_CASE("OffsetForLeaderEpoch: our epoch ends at the LEO, a later one is unknown", "[handlers][offset_for_leader_epoch]") {
   FetchFixture f;
   auto topic = create_topic(f, "t");
   auto& p = *topic->partitions[0];
@@ -184,5 +184,49 @@ TEST_CASE("OffsetForLeaderEpoch: our epoch ends at the LEO, others are unknown",
   if (p.leader_epoch() > 0) {
     r = ask(p.leader_epoch(), p.leader_epoch() - 1, 4);
     CHECK(r.error_code == protocol::to_wire(ErrorCode::FENCED_LEADER_EPOCH));
+  }
+}
+
+TEST_CASE("OffsetForLeaderEpoch: an older epoch ends where the next one starts (Kafka's epoch cache)",
+          "[handlers][offset_for_leader_epoch]") {
+  FetchFixture f;
+  auto topic = create_topic(f, "t");
+  auto& p = *topic->partitions[0];
+  const int32_t e0 = p.leader_epoch();
+  append(p, make_batch(3, 10));  // offsets 0-2 under e0
+  auto at_epoch = [&](int32_t epoch) {
+    PartitionRoleState s = *p.role_state();
+    s.leader_epoch = epoch;
+    p.set_role(s);
+  };
+  at_epoch(e0 + 2);
+  append(p, make_batch(2, 10));  // offsets 3-4 under e0 + 2
+  at_epoch(e0 + 5);              // a new leader epoch, nothing written in it yet
+  auto ask = [&](int32_t epoch) {
+    protocol::OffsetForLeaderEpochRequest req;
+    protocol::OffsetForLeaderEpochRequest::OffsetForLeaderTopic t;
+    t.topic = "t";
+    protocol::OffsetForLeaderEpochRequest::OffsetForLeaderPartition part;
+    part.partition = 0;
+    part.leader_epoch = epoch;
+    part.current_leader_epoch = e0 + 5;
+    t.partitions.push_back(part);
+    req.topics.push_back(t);
+    return f.call<protocol::OffsetForLeaderEpochResponse>(req, 4).topics.at(0).partitions.at(0);
+  };
+  struct Want {
+    int32_t asked, epoch;
+    int64_t end;
+  };
+  for (const Want& w : {Want{e0 + 5, e0 + 5, 5},   // the current epoch: the LEO
+                        Want{e0 + 2, e0 + 2, 5},   // the latest written: the LEO too
+                        Want{e0 + 1, e0, 3},       // between: the floor epoch, the next one's start
+                        Want{e0, e0, 3},
+                        Want{e0 + 6, -1, -1}}) {   // above every known epoch
+    INFO("asked for epoch " << w.asked);
+    auto r = ask(w.asked);
+    CHECK(r.error_code == 0);
+    CHECK(r.leader_epoch == w.epoch);
+    CHECK(r.end_offset == w.end);
   }
 }
