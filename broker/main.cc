@@ -191,10 +191,10 @@ int main(int argc, char** argv) {
       return fail("zookeeper.connect: " + error);
     }
   }
-  // Transactions left undecided or mid-completion by the last run finish
-  // now (their markers), not when a client next asks the coordinator.
-  if (broker->cluster() == nullptr && broker->topics().find(ciuickafka::broker::txn::kTxnTopic))
-    (void)ciuickafka::broker::txn::coordinator(*broker);
+  // The transaction coordinator starts now (single node): transactions left
+  // undecided or mid-completion by the last run finish (their markers)
+  // without waiting for a client, and its metrics are there from the start.
+  if (broker->cluster() == nullptr) (void)ciuickafka::broker::txn::coordinator(*broker);
   std::string ports;
   for (uint16_t p : bound) {
     if (!ports.empty()) ports += ',';

@@ -160,6 +160,21 @@ std::optional<int64_t> ProduceService::last_stable_offset(Partition& p, bool loa
   return lso;
 }
 
+int64_t ProduceService::known_last_stable_offset(const Partition& p) {
+  const int64_t hw = p.high_watermark();
+  std::shared_ptr<PartitionState> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(p.log_ptr().get());
+    if (it == states_.end() || it->second->log.lock() != p.log_ptr()) return hw;
+    st = it->second;
+  }
+  if (st->txn_free.load(std::memory_order_acquire)) return hw;
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!st->loaded) return hw;
+  return std::min(hw, st->table.first_unstable_offset(hw));
+}
+
 std::vector<AbortedTxn> ProduceService::aborted_transactions(Partition& p, int64_t from, int64_t upper) {
   auto st = partition_state(p);
   if (st->txn_free.load(std::memory_order_acquire)) return {};

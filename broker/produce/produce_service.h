@@ -146,6 +146,9 @@ class ProduceService : public ReplicaRoleListener {
   // load false (read_uncommitted only reports it): a state not loaded yet
   // is not loaded for this, and the HW is answered.
   std::optional<int64_t> last_stable_offset(Partition& p, bool load = true);
+  // For metrics: the LSO when p's state exists and is loaded, else the HW
+  // (creates nothing, loads nothing).
+  int64_t known_last_stable_offset(const Partition& p);
   // Aborted transactions overlapping [from, upper) (read_committed fetch).
   std::vector<AbortedTxn> aborted_transactions(Partition& p, int64_t from, int64_t upper);
   // Appends a COMMIT/ABORT marker for producer_id to p (a blocking write:

@@ -48,6 +48,7 @@ TxnCoordinator::TxnCoordinator(Broker& broker)
   // (Broker::service holds its lock while constructing: no other service
   // may be touched here; coordinator() creates them first.)
   if (cluster_) return;
+  register_metrics();
   auto alive = alive_;
   asio::post(broker_.background(), [this, alive] {
     if (!*alive) return;
@@ -68,6 +69,7 @@ TxnCoordinator& coordinator(Broker& broker) {
 void TxnCoordinator::stop() {
   if (stopped_.exchange(true)) return;
   *alive_ = false;
+  if (metrics_id_ != 0) broker_.metrics_registry().remove_collector(metrics_id_);
   {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_->cancel();
@@ -424,6 +426,7 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
         broker_.service<groups::GroupCoordinator>().complete_txn_offsets(pid, commit, tp.second);
       written.push_back(Written{tp, r.log, r.end_offset});
       done_now.insert(tp);
+      markers_written_.fetch_add(1, std::memory_order_relaxed);
     } else if (r.error == ErrorCode::INVALID_PRODUCER_EPOCH || r.error == ErrorCode::TRANSACTION_COORDINATOR_FENCED) {
       CK_LOG_WARN("txn", "transaction %s: marker for %s-%d refused: %s (%s); not retried", m->id.c_str(),
                   tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
@@ -454,7 +457,8 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
       }
     }
     if (!complete) return;  // the tick retries what is left
-    write(m, next, [this, m](ErrorCode e) {
+    write(m, next, [this, m, commit](ErrorCode e) {
+      if (e == ErrorCode::NONE) (commit ? committed_ : aborted_).fetch_add(1, std::memory_order_relaxed);
       if (e != ErrorCode::NONE)
         CK_LOG_WARN("txn", "transaction %s: writing its completion failed: %s; retried", m->id.c_str(),
                     std::string(protocol::error_name(e)).c_str());
@@ -550,6 +554,7 @@ size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
                     std::string(protocol::error_name(e)).c_str());
     });
     ++started;
+    timed_out_.fetch_add(1, std::memory_order_relaxed);
   }
   return started;
 }
@@ -608,6 +613,7 @@ void TxnCoordinator::load() {
       txns_[id] = m;
     }
   }
+  load_ms_.store(Broker::now_ms() - started, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(load_mu_);
     loaded_.store(true, std::memory_order_release);

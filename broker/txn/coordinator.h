@@ -44,6 +44,11 @@
 // The coordinator epoch in markers is the __transaction_state partition's
 // leader epoch.
 //
+// Metrics (a collector, single node; main.cc creates the service at start
+// so the families are always there): transactional ids by state, markers
+// written, transactions committed / aborted / aborted by timeout, the last
+// load's duration, and per partition the LSO lag (HW - LSO).
+//
 // Thread-safety: every method may be called from any thread. One mutex
 // (mu_) guards the id map and every TxnMeta; it is never held across an
 // append or a callback, and never taken under a partition's producer-state
@@ -183,6 +188,15 @@ class TxnCoordinator {
 
   std::mutex mu_;
   std::map<std::string, MetaPtr> txns_;
+
+  // Metrics (txn_metrics.cc): counters, and the collector's registration.
+  void register_metrics();
+  std::atomic<uint64_t> markers_written_{0};
+  std::atomic<uint64_t> committed_{0};
+  std::atomic<uint64_t> aborted_{0};
+  std::atomic<uint64_t> timed_out_{0};
+  std::atomic<int64_t> load_ms_{0};
+  uint64_t metrics_id_ = 0;
 
   int64_t next_sweep_ms_ = 0;  // timer thread only
   std::mutex timer_mu_;

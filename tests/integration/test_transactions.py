@@ -19,6 +19,8 @@ The broker runs with transaction.abort.timed.out.transaction.cleanup.interval.ms
 6. kill -9 with a transaction open: after the restart the committed data is
    all there, the earlier aborted data is still filtered, and the open
    transaction is aborted by its timeout.
+Metrics on the way: the LSO lag of a partition with an open transaction,
+and the coordinator's completed / timed-out counters.
 """
 
 import os
@@ -87,6 +89,21 @@ def read(b, topic, partitions, isolation, expect_at_least=None, settle=1.0):
     return got
 
 
+def metric(b, name, **labels):
+    """The sample of family `name` whose labels include `labels` (None: absent)."""
+    import re
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.metrics_port, timeout=5).read().decode()
+    for line in text.splitlines():
+        m = re.match(r'^%s(?:\{(.*)\})? (\S+)$' % re.escape(name), line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == str(v) for k, v in labels.items()):
+            return float(m.group(2))
+    return None
+
+
 def flat(got):
     return sorted(v for vs in got.values() for v in vs)
 
@@ -128,6 +145,8 @@ def open_blocks(b):
     check(plain.flush(TIMEOUT) == 0, "plain record not sent")
     rc = read(b, "tx-b", 1, "read_committed", expect_at_least=1)
     check(rc[0] == ["before"], "with the transaction open read_committed saw %r, want only 'before'" % rc[0])
+    lag = metric(b, "kafka_cluster_partition_laststableoffsetlag", topic="tx-b", partition=0)
+    check(lag == 2, "LSO lag with the transaction open: %r, want 2 (the open record and the one after)" % lag)
     p.commit_transaction(TIMEOUT)
     rc = read(b, "tx-b", 1, "read_committed", expect_at_least=3)
     check(rc[0] == ["before", "in-txn", "after"], "after the commit read_committed saw %r" % rc[0])
@@ -218,8 +237,19 @@ def timeout_abort(b):
     took = time.monotonic() - t0
     check(rc[0] == ["later"], "after the timeout read_committed saw %r, want only 'later'" % rc[0])
     check(took < 2 + 10, "the timed-out transaction was aborted after %.1fs" % took)
+    check((metric(b, "kafka_coordinator_transactions_timed_out_total") or 0) >= 1, "no timed-out transaction counted")
     print("[test] a transaction open past its 2 s timeout was aborted (read_committed moved on after %.1fs)" % took,
           flush=True)
+
+
+def counters(b):
+    commits = metric(b, "kafka_coordinator_transactions_completed_total", result="commit")
+    aborts = metric(b, "kafka_coordinator_transactions_completed_total", result="abort")
+    markers = metric(b, "kafka_coordinator_transaction_markers_written_total")
+    check(commits is not None and commits >= 5, "completed commits counted: %r" % commits)
+    check(aborts is not None and aborts >= 4, "completed aborts counted: %r" % aborts)
+    check(markers is not None and markers >= commits + aborts, "markers written: %r" % markers)
+    print("[test] metrics: %d commits, %d aborts, %d markers" % (commits, aborts, markers), flush=True)
 
 
 def kill_mid_transaction(b):
@@ -264,6 +294,7 @@ def test(ctx):
     consume_transform_produce(b)
     fencing(b)
     timeout_abort(b)
+    counters(b)
     kill_mid_transaction(b)
 
 
