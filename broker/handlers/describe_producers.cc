@@ -2,9 +2,10 @@
 //
 // Lists the idempotent producers a partition knows (loading its producer
 // state from the snapshot and the log if no produce has yet): id, epoch,
-// last sequence and the max timestamp of its last batch. Without
-// transactions, coordinator_epoch and current_txn_start_offset are -1, as
-// Kafka reports them for non-transactional producers. An unknown topic or
+// last sequence and the max timestamp of its last batch, the coordinator
+// epoch of its last marker here (-1: none) and the first offset of its open
+// transaction here (-1: none; KIP-664's find-hanging reads it). An unknown
+// topic or
 // partition: UNKNOWN_TOPIC_OR_PARTITION.
 #include <algorithm>
 
@@ -49,14 +50,14 @@ void handle_describe_producers(RequestContext&& ctx) {
         continue;
       }
       for (const auto& [pid, e] : st->table.producers()) {
-        if (e.batches.empty()) continue;
         DescribeProducersResponse::ProducerState ps;
         ps.producer_id = pid;
         ps.producer_epoch = e.epoch;
-        ps.last_sequence = e.batches.back().last_seq;
-        ps.last_timestamp = e.batches.back().timestamp;
-        ps.coordinator_epoch = -1;
-        ps.current_txn_start_offset = -1;
+        // No batch remembered: a marker bumped the epoch (Kafka reports -1).
+        ps.last_sequence = e.batches.empty() ? -1 : e.batches.back().last_seq;
+        ps.last_timestamp = e.batches.empty() ? -1 : e.batches.back().timestamp;
+        ps.coordinator_epoch = e.coordinator_epoch;
+        ps.current_txn_start_offset = e.txn_first_offset;
         pr.active_producers.push_back(ps);
       }
       std::sort(pr.active_producers.begin(), pr.active_producers.end(),

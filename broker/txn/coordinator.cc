@@ -20,6 +20,7 @@ using protocol::ErrorCode;
 namespace {
 
 constexpr int64_t kTickMs = 1000;
+constexpr int64_t kExpiryCheckMs = 60'000;  // Kafka: transaction.remove.expired.transaction.cleanup.interval.ms (1 h)
 
 // Kafka's TransactionStateManager mapping of a failed append.
 ErrorCode append_error(ErrorCode e) {
@@ -155,7 +156,7 @@ void TxnCoordinator::when_durable(const Appended& a, std::function<void(ErrorCod
 
 void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(ErrorCode)> then) {
   // m->pending is set by the caller, under mu_.
-  next.last_update_ms = Broker::now_ms();
+  if (next.state != TxnState::kDead) next.last_update_ms = Broker::now_ms();
   Appended a = append(m->id, next);
   when_durable(a, [this, m, next = std::move(next), then = std::move(then)](ErrorCode e) {
     {
@@ -559,6 +560,29 @@ size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
   return started;
 }
 
+size_t TxnCoordinator::expire_ids(int64_t now_ms) {
+  if (coordinator_error() != ErrorCode::NONE) return 0;
+  const int64_t max_idle = broker_.config().get_int("transactional.id.expiration.ms");
+  std::vector<std::pair<MetaPtr, TxnRecord>> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, m] : txns_) {
+      const TxnState s = m->rec.state;
+      const bool idle = s == TxnState::kEmpty || s == TxnState::kCompleteCommit || s == TxnState::kCompleteAbort;
+      if (!idle || m->pending || m->rec.last_update_ms < 0 || m->rec.last_update_ms + max_idle >= now_ms) continue;
+      TxnRecord next = m->rec;
+      next.state = TxnState::kDead;  // written as a tombstone
+      m->pending = true;
+      expired.emplace_back(m, std::move(next));
+    }
+  }
+  for (auto& [m, next] : expired) {
+    CK_LOG_INFO("txn", "transactional id %s unused for %d ms: expired", m->id.c_str(), static_cast<int>(max_idle));
+    write(m, std::move(next), [](ErrorCode) {});
+  }
+  return expired.size();
+}
+
 // ---------------------------------------------------------------------------
 // Loading and the timer.
 
@@ -647,6 +671,10 @@ void TxnCoordinator::tick() {
       if (is_prepare(m->rec.state) && !m->markers_running && !m->pending) retry.push_back(m);
   }
   for (const MetaPtr& m : retry) schedule_markers(m);
+  if (now >= next_expiry_ms_) {
+    next_expiry_ms_ = now + kExpiryCheckMs;
+    expire_ids(now);
+  }
   const int64_t interval = broker_.config().get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms");
   if (next_sweep_ms_ == 0) next_sweep_ms_ = now + interval;
   if (now >= next_sweep_ms_) {

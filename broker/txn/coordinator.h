@@ -41,6 +41,8 @@
 //   Timeout sweep (every transaction.abort.timed.out.transaction.cleanup.
 //     interval.ms): Ongoing transactions older than their timeout are
 //     aborted with epoch + 1 (the producer is fenced).
+//   Expiry (once a minute): ids idle in Empty/Complete* for longer than
+//     transactional.id.expiration.ms get a tombstone and are forgotten.
 // The coordinator epoch in markers is the __transaction_state partition's
 // leader epoch.
 //
@@ -150,6 +152,10 @@ class TxnCoordinator {
   // Aborts Ongoing transactions older than their timeout as of now_ms
   // (the sweep; tests call it directly). Returns how many were started.
   size_t abort_timed_out(int64_t now_ms);
+  // Tombstones transactional ids idle (Empty / Complete*) for longer than
+  // transactional.id.expiration.ms as of now_ms (the tick, once a minute;
+  // tests call it). Returns how many.
+  size_t expire_ids(int64_t now_ms);
   // Open (Ongoing or Prepare*) transactions, for metrics and tests.
   size_t open_transactions();
 
@@ -198,7 +204,8 @@ class TxnCoordinator {
   std::atomic<int64_t> load_ms_{0};
   uint64_t metrics_id_ = 0;
 
-  int64_t next_sweep_ms_ = 0;  // timer thread only
+  int64_t next_sweep_ms_ = 0;   // timer thread only
+  int64_t next_expiry_ms_ = 0;  // timer thread only
   std::mutex timer_mu_;
   std::unique_ptr<asio::steady_timer> timer_;
   std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);

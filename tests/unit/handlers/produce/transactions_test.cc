@@ -327,3 +327,32 @@ TEST_CASE("an Ongoing transaction found at start-up is aborted by its timeout", 
   auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
   CHECK(r.transaction_states.at(0).producer_epoch == 1);
 }
+
+TEST_CASE("an idle transactional id expires: tombstoned, then unknown", "[txn]") {
+  BrokerFixture f({"transactional.id.expiration.ms=1000"});
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "idle");
+  REQUIRE(init.error_code == 0);
+  auto& c = txn::coordinator(f.broker());
+  CHECK(c.expire_ids(Broker::now_ms()) == 0);  // not idle long enough
+  CHECK(c.expire_ids(Broker::now_ms() + 5000) == 1);
+  CHECK(eventually([&] {
+    protocol::DescribeTransactionsRequest req;
+    req.transactional_ids = {"idle"};
+    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
+    return r.transaction_states.at(0).error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND);
+  }));
+  // The tombstone survives a restart: the id stays forgotten.
+  f.restart();
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  protocol::DescribeTransactionsRequest req;
+  req.transactional_ids = {"idle"};
+  auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
+  CHECK(r.transaction_states.at(0).error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND));
+  // A new init for the id starts over at epoch 0 with a new producer id.
+  auto again = init_txn(f, "idle");
+  REQUIRE(again.error_code == 0);
+  CHECK(again.producer_epoch == 0);
+  CHECK(again.producer_id != init.producer_id);
+}
