@@ -105,7 +105,7 @@ class TopicLoader:
     def __init__(self, bootstrap_servers, topics, *, batch_size, rank=None, world_size=None, num_workers=0,
                  mode="epoch", seed=0, shuffle=False, weights=None, shuffle_window=4096, prefetch_factor=2,
                  batches_per_transfer=4, pin_memory=False, metrics_port=None, timeout_s=15.0,
-                 live_flush_s=0.2, **consumer_config):
+                 live_flush_s=0.2, metrics_window_s=10.0, **consumer_config):
         if isinstance(topics, str):
             topics = [topics]
         self.topics = list(topics)
@@ -142,7 +142,7 @@ class TopicLoader:
         self.timeout_s = float(timeout_s)
         self.live_flush_s = float(live_flush_s)
         self.consumer_config = {k.replace("_", "."): v for k, v in consumer_config.items()}
-        self.meter = metrics.Meter(self.rank)
+        self.meter = metrics.Meter(self.rank, metrics_window_s)
         metrics.register(metrics_port)
         self._epoch = 0
         self._explicit = False
@@ -423,12 +423,12 @@ class _Iter:
             specs = loader._specs(units)
             ds = _Dataset(specs)
             if loader.num_workers > 0:
-                self.dl = torch.utils.data.DataLoader(
-                    ds, batch_size=None, num_workers=loader.num_workers, collate_fn=_identity,
-                    prefetch_factor=loader.prefetch_factor, persistent_workers=False,
-                    multiprocessing_context="fork")
                 with warnings.catch_warnings():  # "suggested max number of worker": the user chose
                     warnings.simplefilter("ignore", UserWarning)
+                    self.dl = torch.utils.data.DataLoader(
+                        ds, batch_size=None, num_workers=loader.num_workers, collate_fn=_identity,
+                        prefetch_factor=loader.prefetch_factor, persistent_workers=False,
+                        multiprocessing_context="fork")
                     self.it = iter(self.dl)
             else:
                 self.it = iter(ds)

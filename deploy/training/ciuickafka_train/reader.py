@@ -135,8 +135,14 @@ class Stream:
             self.by_tp[a.tp] = a
             self.dirty[a.key] = a
             if not a.fetched_all:
-                self.c.incremental_assign([TopicPartition(u.topic, u.partition, u.lo)])
+                self._assign(u)
         return bool(acts)
+
+    def _assign(self, u):
+        tp = TopicPartition(u.topic, u.partition, u.lo)
+        self.c.incremental_assign([tp])
+        # librdkafka keeps a partition's pause flag across unassign/assign: clear it
+        self.c.resume([TopicPartition(u.topic, u.partition)])
 
     def _finish(self, a):
         a.next = a.unit.hi
@@ -302,14 +308,18 @@ class Stream:
                     pass
         rows = []
         ti = None
+        idle = False
         last_rec = time.monotonic()
         while True:
             if self.live:
                 r = self.take_live()
                 if r is WAIT:
-                    if rows and time.monotonic() - last_rec >= self.s["live_flush_s"]:
-                        yield rows, self._delta()
-                        rows = []
+                    if time.monotonic() - last_rec >= self.s["live_flush_s"] and not idle:
+                        if rows:
+                            yield rows, self._delta()
+                            rows = []
+                        yield None  # idle: ship what is pending
+                        idle = True
                     if not any(self.active):
                         return
                     if self.pump(0.05 if rows else 0.2):
@@ -317,6 +327,7 @@ class Stream:
                     continue
                 rows.append(r)
                 last_rec = time.monotonic()
+                idle = False
             else:
                 if ti is None:
                     ti = self.pick()
@@ -346,7 +357,7 @@ class Stream:
         a = _Active(u, ti)
         self.active[ti].append(a)
         self.by_tp[a.tp] = a
-        self.c.incremental_assign([TopicPartition(u.topic, u.partition, u.lo)])
+        self._assign(u)
         return True
 
     def _delta(self):
@@ -372,8 +383,13 @@ class Stream:
         try:
             pending = []
             started = time.monotonic()
-            for rows, delta in self.batches():
-                pending.append((rows, delta))
+            for item in self.batches():
+                if item is None:
+                    if pending:
+                        yield self._pack(pending)
+                        pending = []
+                    continue
+                pending.append(item)
                 if len(pending) >= self.s["batches_per_transfer"] or (
                         self.live and time.monotonic() - started >= self.s["live_flush_s"]):
                     yield self._pack(pending)
