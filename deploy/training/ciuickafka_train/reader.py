@@ -308,18 +308,21 @@ class Stream:
                     pass
         rows = []
         ti = None
-        idle = False
+        idle, idle_at = False, 0.0
         last_rec = time.monotonic()
         while True:
             if self.live:
                 r = self.take_live()
                 if r is WAIT:
-                    if time.monotonic() - last_rec >= self.s["live_flush_s"] and not idle:
+                    now = time.monotonic()
+                    if now - last_rec >= self.s["live_flush_s"] and (not idle or now - idle_at >= 0.5):
                         if rows:
                             yield rows, self._delta()
                             rows = []
-                        yield None  # idle: ship what is pending
-                        idle = True
+                        # idle: ship what is pending; while idle, an empty chunk every 0.5 s hands
+                        # control back to the DataLoader worker loop so it sees a shutdown
+                        yield None
+                        idle, idle_at = True, now
                     if not any(self.active):
                         return
                     if self.pump(0.05 if rows else 0.2):
@@ -385,9 +388,9 @@ class Stream:
             started = time.monotonic()
             for item in self.batches():
                 if item is None:
-                    if pending:
-                        yield self._pack(pending)
-                        pending = []
+                    yield self._pack(pending)
+                    pending = []
+                    started = time.monotonic()
                     continue
                 pending.append(item)
                 if len(pending) >= self.s["batches_per_transfer"] or (
@@ -401,7 +404,8 @@ class Stream:
             self.c.close()
 
     def _pack(self, pending):
-        datas, lens, tis, parts, offs, metas = [], [], [], [], [], []
+        datas, lens, tis, parts, offs, metas = [np.zeros(0, np.uint8)], [np.zeros(0, np.int32)], \
+            [np.zeros(0, np.int16)], [np.zeros(0, np.int32)], [np.zeros(0, np.int64)], []
         for rows, delta in pending:
             values = [r[3] for r in rows]
             width, lengths, data = records.decode_batch(values)
