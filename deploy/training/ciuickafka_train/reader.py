@@ -9,9 +9,10 @@ per batch, the progress of the units it drew from. The main process widens
 to int64 and counts a batch as delivered only when it hands it to the
 trainer (loader.py), so prefetched chunks are never in the cursor.
 
-Order is deterministic in epoch mode: per topic the reader drains one unit
-at a time in a fixed (or seed+epoch shuffled) order, prefetching the next
-unit's partition once the current one is fetched; with several topics a
+Order is deterministic in epoch mode: per topic the reader fetches up to 8
+units (partitions) at once and emits from them in turns of `block` records
+(a shuffle window when shuffling) in a fixed (or seed+epoch shuffled) unit
+order; with several topics a
 seeded weighted draw picks the topic of each sample. Shuffle permutes
 windows of `shuffle_window` records inside a unit (seed, epoch, topic,
 partition, window bounds), so a window delivered in part is replayed from
@@ -19,8 +20,8 @@ its bounds and the first k of the same permutation are skipped. Live mode
 reads its partitions together, in arrival order, and ships a partial batch
 when no record arrived for `live_flush_s`.
 
-Bounded: a unit buffers at most ~2 shuffle windows (or 4 batches) before
-its partition is paused; with no progress and a broker error for
+Bounded: a reader buffers about 64 MiB of records (split over its active
+units, at least 2 turns each) before a partition is paused; with no progress and a broker error for
 `timeout_s`, the stream raises BrokerUnreachable; a unit whose offsets were
 deleted under it raises OffsetsDeleted.
 
@@ -68,7 +69,7 @@ def consumer_config(bootstrap, reader_tag, mode, extra):
 
 class _Active:
     __slots__ = ("unit", "key", "tp", "buf", "fetch_next", "fetched_all", "paused", "window", "wpos",
-                 "wlo", "whi", "next", "skip")
+                 "wlo", "whi", "next", "skip", "nbytes")
 
     def __init__(self, unit, ti):
         self.unit = unit
@@ -83,6 +84,7 @@ class _Active:
         self.wlo = self.whi = 0
         self.next = unit.lo
         self.skip = unit.skip
+        self.nbytes = 0
 
     def progress(self):
         if self.window is not None:
@@ -100,7 +102,15 @@ class Stream:
         self.live = spec["mode"] == "live"
         self.B = spec["batch_size"]
         self.S = spec["shuffle_window"] if spec["shuffle"] else 0
-        self.limit = max(2 * self.S, 4 * self.B, 256)
+        # Records a unit may buffer before its partition is paused. Pausing makes librdkafka drop
+        # what it prefetched for the partition (it fetches again on resume), so it is a backstop
+        # for a prefetching unit, not flow control: consume() is only called when the emitting
+        # unit is empty, which bounds the buffers in the common case.
+        self.block = self.S or max(self.B, 256)   # records per turn when interleaving units
+        self.max_active = 8                        # units (partitions) fetched at once per topic
+        self.budget = 64 << 20                     # buffered record bytes per reader, all units'
+        self.turn = [0] * len(spec["topics"])
+        self.left = [self.block] * len(spec["topics"])
         self.queues = [deque(u for u in spec["units"] if u.topic == t) for t in self.topics]
         self.active = [[] for _ in self.topics]   # per topic: [emitting, prefetching...]
         self.by_tp = {}
@@ -125,7 +135,7 @@ class Stream:
         """Starts fetching the next unit(s) of topic ti; False when none is left."""
         acts = self.active[ti]
         q = self.queues[ti]
-        while q and (not acts or (len(acts) < 2 and acts[-1].fetched_all)):
+        while q and len(acts) < self.max_active:
             u = q[0]
             if (u.topic, u.partition) in self.by_tp:
                 break  # same partition still being read: wait for it
@@ -191,18 +201,24 @@ class Stream:
             if o >= a.unit.hi:
                 self._fetched(a)
                 continue
-            a.buf.append((o, m.value()))
+            v = m.value()
+            a.buf.append((o, v))
+            a.nbytes += len(v)
             a.fetch_next = o + 1
             got += 1
             if o + 1 >= a.unit.hi:
                 self._fetched(a)
+        n_active = sum(len(acts) for acts in self.active) or 1
         for acts in self.active:
             for a in acts:
                 if not a.fetched_all:
-                    if not a.paused and len(a.buf) > self.limit:
+                    # a backstop, not flow control: librdkafka drops what it prefetched for a paused
+                    # partition; round-robin emission keeps the units' buffers level
+                    limit = max(self.budget // n_active, 2 * self.block * (a.nbytes // max(1, len(a.buf)) + 1))
+                    if not a.paused and a.nbytes > limit:
                         self.c.pause([TopicPartition(a.unit.topic, a.unit.partition)])
                         a.paused = True
-                    elif a.paused and len(a.buf) <= self.limit // 2:
+                    elif a.paused and a.nbytes <= limit // 2:
                         self.c.resume([TopicPartition(a.unit.topic, a.unit.partition)])
                         a.paused = False
         if got:
@@ -219,6 +235,7 @@ class Stream:
         if self.S == 0:
             if a.buf:
                 o, v = a.buf.popleft()
+                a.nbytes -= len(v)
                 a.next = o + 1
                 return o, v
             return END if a.fetched_all else WAIT
@@ -236,6 +253,7 @@ class Stream:
             else:
                 return WAIT
             recs = [a.buf.popleft() for _ in range(n)]
+            a.nbytes -= sum(len(v) for _, v in recs)
             lo, hi = (a.unit.lo, a.unit.hi) if a.unit.window else (recs[0][0], recs[-1][0] + 1)
             perm = window_permutation(self.s["seed"], self.s["epoch"], a.unit.topic, a.unit.partition, lo, hi, n)
             a.window = [recs[i] for i in perm]
@@ -254,22 +272,31 @@ class Stream:
         return rec
 
     def take(self, ti):
-        """(partition, offset, value) from topic ti, WAIT, or END (topic exhausted)."""
+        """(partition, offset, value) from topic ti, WAIT, or END (topic exhausted).
+        The topic's active units take turns of `block` records (a shuffle window when
+        shuffling), in unit order: deterministic, and every partition drains evenly."""
         while True:
             acts = self.active[ti]
-            if not acts and not self._activate(ti):
+            if len(acts) < self.max_active:
+                self._activate(ti)
+            if not acts:
                 return END
-            a = acts[0]
+            i = self.turn[ti] % len(acts)
+            a = acts[i]
             r = self._pop(a)
             if r is END:
-                acts.pop(0)
+                acts.pop(i)
                 self._finish(a)
+                self.turn[ti] = i
+                self.left[ti] = self.block
                 continue
-            self.dirty[a.key] = a
-            if len(acts) < 2:
-                self._activate(ti)
             if r is WAIT:
                 return WAIT
+            self.dirty[a.key] = a
+            self.left[ti] -= 1
+            if self.left[ti] == 0 or (self.S and a.window is None):
+                self.turn[ti] = i + 1
+                self.left[ti] = self.block
             return a.unit.partition, r[0], r[1]
 
     def take_live(self):
@@ -284,6 +311,7 @@ class Stream:
         acts = [a for a in self.active[ti] if a.buf]
         a = acts[self.rng.randrange(len(acts))] if len(acts) > 1 else acts[0]
         o, v = a.buf.popleft()
+        a.nbytes -= len(v)
         a.next = o + 1
         self.dirty[a.key] = a
         return ti, a.unit.partition, o, v
