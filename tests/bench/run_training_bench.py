@@ -32,6 +32,7 @@ token, the same unit for every row), and the broker's CPU seconds
 """
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -127,10 +128,11 @@ class KafkaDataset(torch.utils.data.Dataset):
 
 def naive(b, workers, seconds):
     dl = torch.utils.data.DataLoader(KafkaDataset(b.bootstrap, JSON_TOPIC), batch_size=32, num_workers=workers)
+    it = iter(dl)
     got = 0
     t0 = None
     try:
-        for batch in dl:
+        for batch in it:
             if t0 is None:  # from the first batch: group join and rebalance not counted
                 t0 = time.monotonic()
                 continue
@@ -140,7 +142,10 @@ def naive(b, workers, seconds):
                 break
     except RuntimeError as e:
         print("  (naive run ended early: %s)" % str(e).splitlines()[-1][:120], flush=True)
-    return got, time.monotonic() - (t0 or time.monotonic())
+    dt = time.monotonic() - (t0 or time.monotonic())
+    del it, dl  # its workers go now, not in the fan-out's forked children
+    gc.collect()
+    return got, dt
 
 
 def one_reader(args):

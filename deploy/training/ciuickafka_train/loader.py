@@ -104,7 +104,7 @@ def _identity(x):
 class TopicLoader:
     def __init__(self, bootstrap_servers, topics, *, batch_size, rank=None, world_size=None, num_workers=0,
                  mode="epoch", seed=0, shuffle=False, weights=None, shuffle_window=4096, prefetch_factor=2,
-                 batches_per_transfer=4, pin_memory=False, metrics_port=None, timeout_s=15.0,
+                 batches_per_transfer=None, pin_memory=False, metrics_port=None, timeout_s=15.0,
                  live_flush_s=0.2, metrics_window_s=10.0, **consumer_config):
         if isinstance(topics, str):
             topics = [topics]
@@ -137,7 +137,7 @@ class TopicLoader:
         self.shuffle_window = int(shuffle_window)
         self.weights = weights
         self.prefetch_factor = int(prefetch_factor)
-        self.batches_per_transfer = int(batches_per_transfer)
+        self.batches_per_transfer = int(batches_per_transfer) if batches_per_transfer else 0
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.timeout_s = float(timeout_s)
         self.live_flush_s = float(live_flush_s)

@@ -412,19 +412,21 @@ class Stream:
     def chunks(self):
         self._open()
         try:
-            pending = []
+            pending, pending_bytes = [], 0
             started = time.monotonic()
             for item in self.batches():
                 if item is None:
                     yield self._pack(pending)
-                    pending = []
+                    pending, pending_bytes = [], 0
                     started = time.monotonic()
                     continue
                 pending.append(item)
-                if len(pending) >= self.s["batches_per_transfer"] or (
+                pending_bytes += sum(len(r[3]) for r in item[0])
+                bpt = self.s["batches_per_transfer"]
+                if (len(pending) >= bpt if bpt else pending_bytes >= (2 << 20) or len(pending) >= 64) or (
                         self.live and time.monotonic() - started >= self.s["live_flush_s"]):
                     yield self._pack(pending)
-                    pending = []
+                    pending, pending_bytes = [], 0
                     started = time.monotonic()
             if pending:
                 yield self._pack(pending)
