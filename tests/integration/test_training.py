@@ -24,6 +24,10 @@ by content and by provenance):
 - starvation: the data_loading % scraped from the loader's prometheus_client
   port is below 10 % while data is plentiful and above 90 % once the
   producer has stopped and the trainer waits.
+- distributed: two processes in a gloo process group; the loader takes
+  rank and world size from torch.distributed and rank 0's snapshot, while
+  a producer keeps writing: each sample once, and each partition's offsets
+  one contiguous run from 0 (one snapshot for both ranks).
 - errors: unknown topic (TopicNotFound, and the topic is not created),
   unreachable broker (BrokerUnreachable), a checkpoint of another topic
   (CheckpointMismatch), a checkpoint whose offsets were deleted
@@ -124,9 +128,9 @@ def exactly_once(ctx):
     check_once(mixed, b, "t2", ids2, "mix t2")
 
 
-def trainer(ctx, b, rank, world, workers, log, ckpt=None, resume=None):
-    cmd = [harness.PYTHON, TRAINER, "--bootstrap", b.bootstrap, "--topic", "tr", "--rank", str(rank),
-           "--world", str(world), "--workers", str(workers), "--log", log, "--shuffle"]
+def trainer(ctx, b, rank, world, workers, log, ckpt=None, resume=None, topic="tr", extra=()):
+    cmd = [harness.PYTHON, TRAINER, "--bootstrap", b.bootstrap, "--topic", topic, "--rank", str(rank),
+           "--world", str(world), "--workers", str(workers), "--log", log, "--shuffle"] + list(extra)
     if ckpt:
         cmd += ["--checkpoint-at", "5", "--ckpt", ckpt]
     if resume:
@@ -219,6 +223,47 @@ def resume(ctx):
              for r in range(3)]
     finish(procs, "resume 3x1")
     verify("merged", 3, "resume with 3 ranks x 1 worker from the merged state")
+
+
+def distributed(ctx):
+    """Two gloo ranks: the loader takes rank/world from torch.distributed and rank 0's snapshot,
+    though records keep arriving while the ranks start (each rank's own ListOffsets would differ)."""
+    b = ctx.broker()
+    b.create_topic("td", 2)
+    write(b, "td", range(1000))
+    stop = threading.Event()
+    extra_ids = iter(range(10000, 10000000))
+
+    def keep_writing():
+        with SampleWriter(b.bootstrap, "td", seq_len=8) as w:
+            while not stop.is_set():
+                for _ in range(20):
+                    i = next(extra_ids)
+                    w.write([i] + [0] * 7)
+                w.flush()
+    th = threading.Thread(target=keep_writing, daemon=True)
+    th.start()
+    w = ctx.work
+    url = "tcp://127.0.0.1:%d" % harness.free_port()
+    try:
+        procs = [trainer(ctx, b, r, 2, 2, os.path.join(w, "dist.%d.log" % r), topic="td", extra=["--dist", url])
+                 for r in range(2)]
+        finish(procs, "distributed", timeout=90)
+    finally:
+        stop.set()
+        th.join(30)
+    got = [i for r in range(2) for x in lines(os.path.join(w, "dist.%d.log" % r)) if "ids" in x for i in x["ids"]]
+    check(len(got) == len(set(got)), "distributed: %d ids twice" % (len(got) - len(set(got))))
+    check(set(range(1000)) <= set(got), "distributed: %d of the first 1000 missing" % len(set(range(1000)) - set(got)))
+    # No gap: the epoch is every offset below ONE snapshot (rank 0's, broadcast), so each
+    # partition's delivered offsets are one contiguous run from 0.
+    at = [tuple(pa) for r in range(2) for x in lines(os.path.join(w, "dist.%d.log" % r)) if "at" in x for pa in x["at"]]
+    for p in (0, 1):
+        offs = sorted(o for pp, o in at if pp == p)
+        check(offs == list(range(len(offs))), "distributed: partition %d's offsets are not 0..%d (gaps: the ranks "
+              "disagreed on the snapshot?)" % (p, len(offs) - 1))
+    print("[test] distributed: 2 gloo ranks, %d samples (1000 + %d produced meanwhile), each once" %
+          (len(got), len(got) - 1000), flush=True)
 
 
 def live(ctx):
@@ -358,7 +403,7 @@ def errors(ctx):
 
 
 SCENARIOS = {"exactly_once": exactly_once, "resume": resume, "live": live, "starvation": starvation,
-             "errors": errors}
+             "errors": errors, "distributed": distributed}
 
 
 def main(ctx):

@@ -1,10 +1,10 @@
 """tests/integration/training_trainer.py: a training process for test_training.py's resume scenario.
 
     training_trainer.py --bootstrap B --topic T --rank R --world W --workers N --log FILE
-                        [--checkpoint-at K --ckpt FILE] [--resume FILE] [--shuffle]
+                        [--checkpoint-at K --ckpt FILE] [--resume FILE] [--shuffle] [--dist tcp://H:P]
 
 Iterates one epoch of a TopicLoader (batch 16) and appends, per delivered
-batch, one JSON line {"step", "ids"} to --log (flushed: what the trainer
+batch, one JSON line {"step", "ids", "at": [[partition, offset]...]} to --log (flushed: what the trainer
 got, in order; the sample id is each sample's first token). With
 --checkpoint-at K it saves the loader's state_dict() with torch.save to
 --ckpt (written then renamed) after K batches, logs {"checkpoint": K},
@@ -36,9 +36,18 @@ def main():
     ap.add_argument("--ckpt")
     ap.add_argument("--resume")
     ap.add_argument("--shuffle", action="store_true")
+    ap.add_argument("--dist", help="tcp://HOST:PORT: join a gloo process group; the loader takes rank and "
+                                   "world size (and rank 0's epoch snapshot) from torch.distributed")
     a = ap.parse_args()
-    loader = TopicLoader(a.bootstrap, a.topic, batch_size=16, rank=a.rank, world_size=a.world,
+    rank, world = a.rank, a.world
+    if a.dist:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method=a.dist, rank=a.rank, world_size=a.world)
+        rank = world = None
+    loader = TopicLoader(a.bootstrap, a.topic, batch_size=16, rank=rank, world_size=world,
                          num_workers=a.workers, shuffle=a.shuffle, shuffle_window=64, seed=7)
+    if a.dist:
+        assert (loader.rank, loader.world_size) == (a.rank, a.world), (loader.rank, loader.world_size)
     if a.resume:
         loader.load_state_dict(torch.load(a.resume))
     log = open(a.log, "a")
@@ -55,7 +64,7 @@ def main():
             if after == 2:
                 sys.stdin.read()  # the test kills us here, mid-epoch
             continue
-        put({"step": step, "ids": ids})
+        put({"step": step, "ids": ids, "at": [[p, o] for _, p, o in batch["provenance"]]})
         if step == a.checkpoint_at:
             torch.save(loader.state_dict(), a.ckpt + ".tmp")
             os.replace(a.ckpt + ".tmp", a.ckpt)
