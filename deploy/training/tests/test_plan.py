@@ -1,0 +1,127 @@
+"""deploy/training/tests/test_plan.py: ciuickafka_train's pure parts, without a broker.
+
+    /usr/bin/python3 deploy/training/tests/test_plan.py
+
+- records: encode/decode round trips (uint16 and uint32 ids), decode_batch's
+  one-frombuffer path and its mixed-length/width path, JSON values, bad values.
+- plan.split: for random partition counts, sizes and reader counts (fewer and
+  more readers than partitions), every offset of the epoch is in exactly one
+  reader's units; whole partitions when there are enough.
+- plan.remaining + split after a partial delivery with shuffle windows: the
+  rest is covered exactly once, windows come back as window units with their k.
+- TopicLoader.merge_state_dicts: union of delivered intervals; refusals
+  (different epochs, a missing rank, another topic) name the problem.
+Exits 0 when all pass, prints the first failure otherwise.
+"""
+
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import numpy as np  # noqa: E402
+from ciuickafka_train import CheckpointMismatch, TopicLoader, records  # noqa: E402
+from ciuickafka_train.plan import group_rows, remaining, split, to_rows  # noqa: E402
+
+
+def test_records():
+    v = records.encode([1, 2, 65535])
+    assert v[:4] == b"CT\x01\x02" and len(v) == 8 + 6
+    w, a = records.decode_one(v)
+    assert w == 2 and a.tolist() == [1, 2, 65535]
+    v4 = records.encode(np.array([70000, 0], np.int64))
+    assert records.decode_one(v4)[0] == 4 and records.decode_one(v4)[1].tolist() == [70000, 0]
+    same = [records.encode([i] * 5) for i in range(10)]
+    w, lens, data = records.decode_batch(same)
+    assert w == 2 and lens.tolist() == [5] * 10 and data.view(np.uint16).reshape(10, 5)[:, 0].tolist() == list(range(10))
+    mixed = [records.encode([1, 2]), records.encode([70000]), b'{"input_ids": [3, 4, 5]}', b"[6]"]
+    w, lens, data = records.decode_batch(mixed)
+    assert w == 4 and lens.tolist() == [2, 1, 3, 1] and data.view(np.uint32).tolist() == [1, 2, 70000, 3, 4, 5, 6]
+    for bad in (b"CT\x01\x03\x01\x00\x00\x00ab", b"\x00\x01garbage"):
+        try:
+            records.decode_batch([bad])
+            raise AssertionError("accepted %r" % bad)
+        except records.RecordError:
+            pass
+    try:
+        records.encode([1, 2], seq_len=3)
+        raise AssertionError("seq_len not enforced")
+    except ValueError:
+        pass
+
+
+def covered(plan):
+    seen = {}
+    for units in plan:
+        for u in units:
+            for o in range(u.lo, u.hi):
+                k = (u.topic, u.partition, o)
+                seen[k] = seen.get(k, 0) + 1
+    return seen
+
+
+def test_split():
+    rng = random.Random(5)
+    for _ in range(200):
+        P = rng.randint(1, 9)
+        R = rng.randint(1, 40)
+        free = {("t", p): [[0, rng.randint(0, 60)]] for p in range(P)}
+        plan = split(free, [], R, ["t"])
+        assert len(plan) == R
+        seen = covered(plan)
+        want = {("t", p, o) for (t, p), ivs in free.items() for a, b in ivs for o in range(a, b)}
+        assert set(seen) == want and all(v == 1 for v in seen.values()), (P, R)
+        if P >= R:
+            for units in plan:  # whole partitions
+                for u in units:
+                    assert [u.lo, u.hi] == free[("t", u.partition)][0]
+        elif sum(b for (_, _), [[_, b]] in free.items()) >= R:
+            sizes = [sum(u.hi - u.lo for u in units) for units in plan]
+            assert max(sizes) - min(sizes) <= 1, sizes
+
+
+def test_resume_split():
+    snap = {("t", 0): [[0, 100]], ("t", 1): [[10, 50]]}
+    delivered = [["t", 0, 0, 20], ["t", 0, 40, 45], ["t", 1, 10, 30]]
+    windows = [["t", 0, 20, 30, 4]]
+    free, wins = remaining(snap, delivered, windows)
+    assert free == {("t", 0): [[30, 40], [45, 100]], ("t", 1): [[30, 50]]}, free
+    assert len(wins) == 1 and wins[0].skip == 4 and wins[0].window
+    for R in (1, 2, 3, 7):
+        plan = split(free, wins, R, ["t"])
+        seen = covered(plan)
+        want = {("t", 0, o) for o in list(range(20, 40)) + list(range(45, 100))} | {("t", 1, o) for o in range(30, 50)}
+        assert set(seen) == want and all(v == 1 for v in seen.values())
+    assert to_rows(group_rows([["t", 0, 5, 9], ["t", 0, 0, 5], ["t", 1, 1, 2]])) == [["t", 0, 0, 9], ["t", 1, 1, 2]]
+
+
+def state(rank, world, delivered, epoch=0, topics=("t",)):
+    return {"format": "ciuickafka_train/1", "mode": "epoch", "topics": list(topics), "epoch": epoch,
+            "complete": False, "seed": 0, "shuffle": False, "shuffle_window": 4096,
+            "snapshot": [["t", 0, 0, 100]], "delivered": delivered, "windows": [], "assigned": None,
+            "rank": rank, "world_size": world, "num_workers": 2, "merged": False}
+
+
+def test_merge():
+    m = TopicLoader.merge_state_dicts([state(1, 2, [["t", 0, 50, 60]]), state(0, 2, [["t", 0, 0, 10]])])
+    assert m["merged"] and m["delivered"] == [["t", 0, 0, 10], ["t", 0, 50, 60]]
+    for states, word in (([state(0, 2, []), state(1, 2, [], epoch=1)], "epochs"),
+                         ([state(0, 2, [])], "one state per rank"),
+                         ([state(0, 2, []), state(1, 2, [], topics=("u",))], "topics")):
+        try:
+            TopicLoader.merge_state_dicts(states)
+            raise AssertionError("merged %r" % word)
+        except CheckpointMismatch as e:
+            assert word in str(e), str(e)
+
+
+def main():
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_"):
+            fn()
+            print("ok  %s" % name)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
