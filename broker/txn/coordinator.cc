@@ -154,11 +154,11 @@ void TxnCoordinator::when_durable(const Appended& a, std::function<void(ErrorCod
   });
 }
 
-void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(ErrorCode)> then) {
+void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(ErrorCode)> then, bool durable) {
   // m->pending is set by the caller, under mu_.
   if (next.state != TxnState::kDead) next.last_update_ms = Broker::now_ms();
   Appended a = append(m->id, next);
-  when_durable(a, [this, m, next = std::move(next), then = std::move(then)](ErrorCode e) {
+  auto install = [this, m, next = std::move(next), then = std::move(then)](ErrorCode e) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       m->pending = false;
@@ -172,7 +172,9 @@ void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(
       }
     }
     then(e);
-  });
+  };
+  if (durable) return when_durable(a, std::move(install));
+  install(a.error);
 }
 
 // ---------------------------------------------------------------------------
@@ -458,12 +460,21 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
       }
     }
     if (!complete) return;  // the tick retries what is left
-    write(m, next, [this, m, commit](ErrorCode e) {
-      if (e == ErrorCode::NONE) (commit ? committed_ : aborted_).fetch_add(1, std::memory_order_relaxed);
-      if (e != ErrorCode::NONE)
-        CK_LOG_WARN("txn", "transaction %s: writing its completion failed: %s; retried", m->id.c_str(),
-                    std::string(protocol::error_name(e)).c_str());
-    });
+    // Complete* is installed without waiting for its fsync: every later
+    // transition of the id is appended after it to the same partition and
+    // waits for its own fsync, which covers this record; and if a crash loses
+    // it, the load finds Prepare* and writes the markers again, harmless
+    // since no later transaction of the producer can have started (its
+    // Ongoing record would have been lost with it).
+    write(
+        m, next,
+        [this, m, commit](ErrorCode e) {
+          if (e == ErrorCode::NONE) (commit ? committed_ : aborted_).fetch_add(1, std::memory_order_relaxed);
+          if (e != ErrorCode::NONE)
+            CK_LOG_WARN("txn", "transaction %s: writing its completion failed: %s; retried", m->id.c_str(),
+                        std::string(protocol::error_name(e)).c_str());
+        },
+        /*durable=*/false);
   };
   auto count_down = [remaining, finish] {
     if (remaining->fetch_sub(1) == 1) finish();

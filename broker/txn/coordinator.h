@@ -36,7 +36,9 @@
 //     markers (ProduceService::append_marker, on the background thread;
 //     for __consumer_offsets partitions the group coordinator applies or
 //     drops the pending transactional offsets), then, once every marker is
-//     durable, CompleteCommit/CompleteAbort. A marker that fails with a
+//     durable, CompleteCommit/CompleteAbort (installed without waiting for
+//     its own fsync: the next transition's fsync covers it, and losing it
+//     only means the markers are written again at the next start). A marker that fails with a
 //     retriable error is retried by the tick (every second).
 //   Timeout sweep (every transaction.abort.timed.out.transaction.cleanup.
 //     interval.ms): Ongoing transactions older than their timeout are
@@ -170,9 +172,10 @@ class TxnCoordinator {
   bool ensure_topic();
   std::shared_ptr<Partition> partition_of(const std::string& id);
   int32_t coordinator_epoch(const std::string& id);
-  // Appends next for m (not under mu_), then, once durable, installs it
-  // (under mu_), clears pending and calls then(error).
-  void write(const MetaPtr& m, TxnRecord next, std::function<void(protocol::ErrorCode)> then);
+  // Appends next for m (not under mu_), then, once durable (at once when
+  // durable is false), installs it (under mu_), clears pending and calls
+  // then(error).
+  void write(const MetaPtr& m, TxnRecord next, std::function<void(protocol::ErrorCode)> then, bool durable = true);
   Appended append(const std::string& id, const TxnRecord& rec);
   void when_durable(const Appended& a, std::function<void(protocol::ErrorCode)> done);
   // Under mu_: the abort with epoch + 1 of m's ongoing transaction (fencing).
