@@ -11,6 +11,7 @@
 
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
+#include "broker/cluster/coordinator_errors.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/groups/lag_metrics.h"
 #include "broker/groups/membership.h"
@@ -29,25 +30,6 @@ int64_t steady_ms() {
       .count();
 }
 
-namespace {
-
-// Kafka's GroupMetadataManager mapping of a failed offsets append.
-ErrorCode coordinator_append_error(ErrorCode e) {
-  switch (e) {
-    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
-    case ErrorCode::NOT_ENOUGH_REPLICAS:
-    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-    case ErrorCode::REQUEST_TIMED_OUT:
-      return ErrorCode::COORDINATOR_NOT_AVAILABLE;
-    case ErrorCode::NOT_LEADER_OR_FOLLOWER:
-    case ErrorCode::KAFKA_STORAGE_ERROR:
-      return ErrorCode::NOT_COORDINATOR;
-    default:
-      return e;
-  }
-}
-
-}  // namespace
 
 GroupCoordinator::GroupCoordinator(Broker& broker)
     : broker_(broker),
@@ -410,20 +392,6 @@ void GroupCoordinator::unload(int32_t index) {
   }
 }
 
-// A COMMIT (true) or ABORT (false) control batch; nullopt for others.
-static std::optional<bool> control_marker_commit(const protocol::RecordBatchView& b) {
-  auto records = protocol::decode_records(b, 1u << 20);
-  if (!records.ok()) return std::nullopt;
-  protocol::RecordReader reader = records.value().reader();
-  protocol::RecordView rec;
-  if (!reader.next(&rec) || !rec.key) return std::nullopt;
-  auto key = protocol::parse_control_key(*rec.key);
-  if (!key.ok()) return std::nullopt;
-  if (key.value().type == static_cast<int16_t>(protocol::ControlRecordType::kCommit)) return true;
-  if (key.value().type == static_cast<int16_t>(protocol::ControlRecordType::kAbort)) return false;
-  return std::nullopt;
-}
-
 void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
                                       std::map<std::string, bool>& has_metadata) {
   auto group = [&into](const std::string& id) -> Group& {
@@ -448,11 +416,11 @@ void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::s
       const int64_t pid = view.value().producer_id();
       if (view.value().is_control()) {
         // A transaction's end: its commits become visible, or are dropped.
-        if (auto m = control_marker_commit(view.value()); m && pid >= 0) {
+        if (auto m = protocol::read_txn_marker(view.value()); m && pid >= 0) {
           for (auto& [id, g] : into) {
             auto it = g->txn_offsets.find(pid);
             if (it == g->txn_offsets.end()) continue;
-            if (*m)
+            if (m->commit)
               for (auto& [k, v] : it->second) g->offsets[k] = std::move(v);
             g->txn_offsets.erase(it);
           }

@@ -5,6 +5,7 @@
 #include "protocol/generated/offset_commit_record.h"
 #include "protocol/records/batch_builder.h"
 #include "protocol/wire/reader.h"
+#include "protocol/wire/versioned.h"
 #include "protocol/wire/writer.h"
 
 namespace ciuickafka::broker::groups {
@@ -16,13 +17,6 @@ constexpr int16_t kOffsetValueVersion = 3;
 constexpr int16_t kOffsetValueWithExpireVersion = 1;
 constexpr int16_t kGroupValueVersion = 3;
 
-template <class T>
-protocol::Bytes versioned(const T& v, int16_t version) {
-  protocol::Writer w(2 + v.compute_size(version));
-  w.write_int16(version);
-  v.encode(w, version);
-  return w.release();
-}
 
 }  // namespace
 
@@ -33,7 +27,7 @@ OffsetsRecord offset_commit_record(const std::string& group, const std::string& 
   k.topic = topic;
   k.partition = partition;
   OffsetsRecord r;
-  r.key = versioned(k, kOffsetKeyVersion);
+  r.key = protocol::versioned_bytes(k, kOffsetKeyVersion);
   if (value) {
     protocol::OffsetCommitValue v;
     v.offset = value->offset;
@@ -41,7 +35,7 @@ OffsetsRecord offset_commit_record(const std::string& group, const std::string& 
     v.metadata = value->metadata;
     v.commit_timestamp = value->commit_timestamp;
     v.expire_timestamp = value->expire_timestamp;
-    r.value = versioned(v, value->expire_timestamp >= 0 ? kOffsetValueWithExpireVersion : kOffsetValueVersion);
+    r.value = protocol::versioned_bytes(v, value->expire_timestamp >= 0 ? kOffsetValueWithExpireVersion : kOffsetValueVersion);
   }
   return r;
 }
@@ -51,8 +45,8 @@ OffsetsRecord group_metadata_record(const std::string& group,
   protocol::GroupMetadataKey k;
   k.group = group;
   OffsetsRecord r;
-  r.key = versioned(k, kGroupKeyVersion);
-  if (value) r.value = versioned(*value, kGroupValueVersion);
+  r.key = protocol::versioned_bytes(k, kGroupKeyVersion);
+  if (value) r.value = protocol::versioned_bytes(*value, kGroupValueVersion);
   return r;
 }
 

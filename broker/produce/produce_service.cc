@@ -27,28 +27,6 @@ IncomingBatch incoming_of(const protocol::RecordBatchView& b) {
   return in;
 }
 
-// A control batch's marker: (commit, coordinator epoch); nullopt when it is
-// not a COMMIT/ABORT marker (or does not decode).
-std::optional<std::pair<bool, int32_t>> marker_of(const protocol::RecordBatchView& b) {
-  auto records = protocol::decode_records(b, 1u << 20);
-  if (!records.ok()) return std::nullopt;
-  protocol::RecordReader reader = records.value().reader();
-  protocol::RecordView rec;
-  if (!reader.next(&rec) || !rec.key) return std::nullopt;
-  auto key = protocol::parse_control_key(*rec.key);
-  if (!key.ok()) return std::nullopt;
-  const int16_t type = key.value().type;
-  if (type != static_cast<int16_t>(protocol::ControlRecordType::kAbort) &&
-      type != static_cast<int16_t>(protocol::ControlRecordType::kCommit))
-    return std::nullopt;
-  int32_t coordinator_epoch = 0;
-  if (rec.value) {
-    auto m = protocol::parse_end_txn_marker(*rec.value);
-    if (m.ok()) coordinator_epoch = m.value().coordinator_epoch;
-  }
-  return std::make_pair(type == static_cast<int16_t>(protocol::ControlRecordType::kCommit), coordinator_epoch);
-}
-
 // Replays the idempotent batches of log from offset to its end.
 void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
   offset = std::max(offset, log.log_start_offset());
@@ -73,8 +51,8 @@ void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
       if (b.producer_id() >= 0 && !b.is_control()) {
         table.replay(incoming_of(b), b.base_offset(), b.last_offset());
       } else if (b.producer_id() >= 0 && b.is_control()) {
-        if (auto m = marker_of(b))
-          table.complete_txn(b.producer_id(), b.producer_epoch(), m->second, m->first, b.base_offset());
+        if (auto m = protocol::read_txn_marker(b))
+          table.complete_txn(b.producer_id(), b.producer_epoch(), m->coordinator_epoch, m->commit, b.base_offset());
       }
       offset = b.next_offset();
     }
@@ -205,14 +183,16 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
     case MarkerVerdict::kAppend:
       break;
   }
-  auto batch = build_marker_batch(producer_id, epoch, coordinator_epoch, commit, Broker::now_ms());
-  if (!batch) {
+  auto batch = protocol::build_end_txn_marker_batch(
+      commit ? protocol::ControlRecordType::kCommit : protocol::ControlRecordType::kAbort, producer_id, epoch,
+      coordinator_epoch, Broker::now_ms());
+  if (!batch.ok()) {
     out.error = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
     return out;
   }
   // Marked not txn-free before the marker is readable.
   st->txn_free.store(false, std::memory_order_release);
-  auto r = p.append(std::span<uint8_t>(*batch), Broker::now_ms());
+  auto r = p.append(std::span<uint8_t>(batch.value()), Broker::now_ms());
   if (!r.is_ok()) {
     out.error = protocol::ErrorCode::KAFKA_STORAGE_ERROR;
     out.message = r.status().to_string();
@@ -260,27 +240,6 @@ MarkerResult ProduceService::append_transactional(Partition& p, int64_t producer
   return out;
 }
 
-std::optional<std::vector<uint8_t>> build_marker_batch(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
-                                                      bool commit, int64_t now_ms) {
-  protocol::BatchOptions opt;
-  opt.transactional = true;
-  opt.control = true;
-  opt.producer_id = producer_id;
-  opt.producer_epoch = epoch;
-  protocol::BatchBuilder b(opt);
-  protocol::Writer key(4);
-  key.write_int16(0);
-  key.write_int16(static_cast<int16_t>(commit ? protocol::ControlRecordType::kCommit : protocol::ControlRecordType::kAbort));
-  protocol::Writer value(6);
-  value.write_int16(0);
-  value.write_int32(coordinator_epoch);
-  const auto k = key.release();
-  const auto v = value.release();
-  if (!b.add(now_ms, std::span<const uint8_t>(k), std::span<const uint8_t>(v))) return std::nullopt;
-  auto built = b.build();
-  if (!built.ok()) return std::nullopt;
-  return std::move(built.value());
-}
 
 void ProduceService::reset_for_role_change(const Partition& p) {
   if (!p.log_ptr()) return;

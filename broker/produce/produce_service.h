@@ -111,10 +111,6 @@ struct MarkerResult {
   int64_t end_offset = 0;             // one past the marker
 };
 
-// A COMMIT or ABORT control batch (Kafka's EndTransactionMarker) at offset 0.
-std::optional<std::vector<uint8_t>> build_marker_batch(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
-                                                      bool commit, int64_t now_ms);
-
 class ProduceService : public ReplicaRoleListener {
  public:
   explicit ProduceService(Broker& broker);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "broker/broker.h"
+#include "broker/cluster/coordinator_errors.h"
 #include "broker/groups/coordinator.h"
 #include "broker/produce/produce_service.h"
 #include "metrics/log/log.h"
@@ -22,20 +23,14 @@ namespace {
 constexpr int64_t kTickMs = 1000;
 constexpr int64_t kExpiryCheckMs = 60'000;  // Kafka: transaction.remove.expired.transaction.cleanup.interval.ms (1 h)
 
-// Kafka's TransactionStateManager mapping of a failed append.
+// Kafka's TransactionStateManager mapping of a failed append: the shared
+// coordinator mapping, and what is left (a record too large) is
+// UNKNOWN_SERVER_ERROR.
 ErrorCode append_error(ErrorCode e) {
-  switch (e) {
-    case ErrorCode::UNKNOWN_TOPIC_OR_PARTITION:
-    case ErrorCode::NOT_ENOUGH_REPLICAS:
-    case ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-    case ErrorCode::REQUEST_TIMED_OUT:
-      return ErrorCode::COORDINATOR_NOT_AVAILABLE;
-    case ErrorCode::NOT_LEADER_OR_FOLLOWER:
-    case ErrorCode::KAFKA_STORAGE_ERROR:
-      return ErrorCode::NOT_COORDINATOR;
-    default:
-      return ErrorCode::UNKNOWN_SERVER_ERROR;
-  }
+  const ErrorCode mapped = coordinator_append_error(e);
+  return mapped == ErrorCode::COORDINATOR_NOT_AVAILABLE || mapped == ErrorCode::NOT_COORDINATOR
+             ? mapped
+             : ErrorCode::UNKNOWN_SERVER_ERROR;
 }
 
 bool is_prepare(TxnState s) { return s == TxnState::kPrepareCommit || s == TxnState::kPrepareAbort; }

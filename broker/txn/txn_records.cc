@@ -9,6 +9,7 @@
 #include "protocol/generated/transaction_log_record.h"
 #include "protocol/records/batch_builder.h"
 #include "protocol/wire/reader.h"
+#include "protocol/wire/versioned.h"
 #include "protocol/wire/writer.h"
 
 namespace ciuickafka::broker::txn {
@@ -16,14 +17,6 @@ namespace {
 
 constexpr int16_t kKeyVersion = 0;
 constexpr int16_t kValueVersion = 0;
-
-template <class T>
-protocol::Bytes versioned(const T& v, int16_t version) {
-  protocol::Writer w(2 + v.compute_size(version));
-  w.write_int16(version);
-  v.encode(w, version);
-  return w.release();
-}
 
 constexpr std::string_view kNames[] = {"Empty",          "Ongoing",       "PrepareCommit", "PrepareAbort",
                                        "CompleteCommit", "CompleteAbort", "Dead",          "PrepareEpochFence"};
@@ -44,7 +37,7 @@ std::optional<TxnState> state_from_name(std::string_view name) {
 protocol::Bytes txn_key(const std::string& transactional_id) {
   protocol::TransactionLogKey k;
   k.transactional_id = transactional_id;
-  return versioned(k, kKeyVersion);
+  return protocol::versioned_bytes(k, kKeyVersion);
 }
 
 std::optional<protocol::Bytes> txn_value(const std::optional<TxnRecord>& record) {
@@ -70,7 +63,7 @@ std::optional<protocol::Bytes> txn_value(const std::optional<TxnRecord>& record)
   }
   v.transaction_last_update_timestamp_ms = record->last_update_ms;
   v.transaction_start_timestamp_ms = record->start_ms;
-  return versioned(v, kValueVersion);
+  return protocol::versioned_bytes(v, kValueVersion);
 }
 
 std::optional<DecodedTxnRecord> decode_txn_record(std::span<const uint8_t> key,

@@ -322,4 +322,13 @@ struct EndTxnMarker {
 };
 Result<EndTxnMarker, RecordError> parse_end_txn_marker(std::span<const uint8_t> value);
 
+// A control batch's COMMIT/ABORT marker, read from its (first) record.
+struct TxnMarker {
+  bool commit = false;
+  int32_t coordinator_epoch = 0;
+};
+// nullopt when the batch is not a control batch holding a COMMIT or ABORT
+// record (other control types, or a record that does not decode).
+std::optional<TxnMarker> read_txn_marker(const RecordBatchView& batch);
+
 }  // namespace ciuickafka::protocol

@@ -141,4 +141,25 @@ Result<EndTxnMarker, RecordError> parse_end_txn_marker(std::span<const uint8_t> 
   return m;
 }
 
+std::optional<TxnMarker> read_txn_marker(const RecordBatchView& batch) {
+  if (!batch.is_control()) return std::nullopt;
+  auto records = decode_records(batch, 1u << 20);
+  if (!records.ok()) return std::nullopt;
+  RecordReader reader = records.value().reader();
+  RecordView rec;
+  if (!reader.next(&rec) || !rec.key) return std::nullopt;
+  auto key = parse_control_key(*rec.key);
+  if (!key.ok()) return std::nullopt;
+  const int16_t type = key.value().type;
+  if (type != static_cast<int16_t>(ControlRecordType::kAbort) && type != static_cast<int16_t>(ControlRecordType::kCommit))
+    return std::nullopt;
+  TxnMarker m;
+  m.commit = type == static_cast<int16_t>(ControlRecordType::kCommit);
+  if (rec.value) {
+    auto v = parse_end_txn_marker(*rec.value);
+    if (v.ok()) m.coordinator_epoch = v.value().coordinator_epoch;
+  }
+  return m;
+}
+
 }  // namespace ciuickafka::protocol

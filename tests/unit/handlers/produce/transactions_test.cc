@@ -167,6 +167,13 @@ protocol::ProduceResponse::PartitionProduceResponse produce_txn(BrokerFixture& f
   return only_partition(f.call<protocol::ProduceResponse>(req, 9));
 }
 
+// DescribeTransactions of one id.
+protocol::DescribeTransactionsResponse::TransactionState describe(BrokerFixture& f, const std::string& id) {
+  protocol::DescribeTransactionsRequest req;
+  req.transactional_ids = {id};
+  return f.call<protocol::DescribeTransactionsResponse>(req, 0).transaction_states.at(0);
+}
+
 // Waits (bounded) for cond, polling: the markers are written on the
 // background thread after EndTxn is answered.
 template <class F>
@@ -209,12 +216,7 @@ TEST_CASE("a transaction: init, add, produce, LSO held, commit, markers", "[txn]
   // The COMMIT marker lands at offset 6, then LSO == HW == 7.
   CHECK(eventually([&] { return latest(f, "t", 1) == 7; }));
   CHECK(latest(f, "t", 0) == 7);
-  CHECK(eventually([&] {
-    protocol::DescribeTransactionsRequest req;
-    req.transactional_ids = {"tx"};
-    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
-    return r.transaction_states.at(0).transaction_state == "CompleteCommit";
-  }));
+  CHECK(eventually([&] { return describe(f, "tx").transaction_state == "CompleteCommit"; }));
   CHECK(end_txn(f, "tx", pid, 0, true) == 0);  // a retried commit after success
   CHECK(end_txn(f, "tx", pid, 0, false) == to_wire(ErrorCode::INVALID_TXN_STATE));
   // A second InitProducerId bumps the epoch; the old epoch is fenced.
@@ -300,12 +302,7 @@ TEST_CASE("a transaction found in PrepareCommit at start-up gets its markers and
   f.restart();
   REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
   CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // 3 records + the COMMIT marker
-  CHECK(eventually([&] {
-    protocol::DescribeTransactionsRequest req;
-    req.transactional_ids = {"tx"};
-    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
-    return r.transaction_states.at(0).transaction_state == "CompleteCommit";
-  }));
+  CHECK(eventually([&] { return describe(f, "tx").transaction_state == "CompleteCommit"; }));
 }
 
 TEST_CASE("an Ongoing transaction found at start-up is aborted by its timeout", "[txn]") {
@@ -322,10 +319,7 @@ TEST_CASE("an Ongoing transaction found at start-up is aborted by its timeout", 
   REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
   CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // the ABORT marker
   CHECK(end_txn(f, "tx", pid, 0, true) == to_wire(ErrorCode::PRODUCER_FENCED));  // the epoch was bumped
-  protocol::DescribeTransactionsRequest req;
-  req.transactional_ids = {"tx"};
-  auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
-  CHECK(r.transaction_states.at(0).producer_epoch == 1);
+  CHECK(describe(f, "tx").producer_epoch == 1);
 }
 
 TEST_CASE("an idle transactional id expires: tombstoned, then unknown", "[txn]") {
@@ -337,19 +331,11 @@ TEST_CASE("an idle transactional id expires: tombstoned, then unknown", "[txn]")
   auto& c = txn::coordinator(f.broker());
   CHECK(c.expire_ids(Broker::now_ms()) == 0);  // not idle long enough
   CHECK(c.expire_ids(Broker::now_ms() + 5000) == 1);
-  CHECK(eventually([&] {
-    protocol::DescribeTransactionsRequest req;
-    req.transactional_ids = {"idle"};
-    auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
-    return r.transaction_states.at(0).error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND);
-  }));
+  CHECK(eventually([&] { return describe(f, "idle").error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND); }));
   // The tombstone survives a restart: the id stays forgotten.
   f.restart();
   REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
-  protocol::DescribeTransactionsRequest req;
-  req.transactional_ids = {"idle"};
-  auto r = f.call<protocol::DescribeTransactionsResponse>(req, 0);
-  CHECK(r.transaction_states.at(0).error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND));
+  CHECK(describe(f, "idle").error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND));
   // A new init for the id starts over at epoch 0 with a new producer id.
   auto again = init_txn(f, "idle");
   REQUIRE(again.error_code == 0);
