@@ -129,6 +129,14 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
   add(syncs, {}, static_cast<double>(gc.syncs));
   out.push_back(std::move(syncs));
 
+  // The log cleaner (storage/log_manager.h): passes over every compacted log.
+  const storage::CleanerManagerStats cs = broker.logs().cleaner_stats();
+  auto passes = family("ciuic_log_cleaner_passes_total",
+                       "Cleaner passes completed, each over every log whose cleanup.policy includes compact.",
+                       prometheus::MetricType::Counter);
+  add(passes, {}, static_cast<double>(cs.passes));
+  out.push_back(std::move(passes));
+
   // io_uring, over every ring of the process (network threads' rings, the flusher's).
   const storage::io::Ring::ProcessStats rs = storage::io::Ring::process_stats();
   auto submitted = family("ciuic_io_uring_submissions_total",

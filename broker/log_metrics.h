@@ -20,6 +20,7 @@
 //   kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total
 //   ciuic_log_group_commit_batch_size (summary: _count rounds, _sum requests)
 //   ciuic_log_group_commit_syncs_total
+//   ciuic_log_cleaner_passes_total
 //   ciuic_io_uring_submissions_total / _completions_total / _in_flight / _rings
 //
 // A scrape walks the topic table (one snapshot per topic) and reads atomics
