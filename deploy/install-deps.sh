@@ -20,7 +20,8 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
 # independent ZooKeeper client the cluster tests read Kafka's znodes with;
 # torch, numpy and prometheus_client for the training reader (deploy/training/).
 # python3-venv: the venv of the chaos runs' pinned confluent-kafka (below).
-TEST_PKGS=(clang libclang-rt-14-dev kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
+# lld: the test builds link with it (CMakeLists.txt uses it when present).
+TEST_PKGS=(clang libclang-rt-14-dev lld kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
   python3-zstandard golang-go golang-github-shopify-sarama-dev
   python3-torch python3-numpy python3-prometheus-client
   librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv)
