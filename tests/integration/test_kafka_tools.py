@@ -53,6 +53,7 @@ DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
 LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
 API_VERSIONS = "kafka.admin.BrokerApiVersionsCommand"
 DUMP = "kafka.tools.DumpLogSegments"
+TXNS = "org.apache.kafka.tools.TransactionsCommand"
 
 T = "cli-t"      # 2 partitions, then 3; kept for kafka-dump-log
 T2 = "cli-gone"  # created and deleted
@@ -146,6 +147,11 @@ def online(ctx, b, cp):
     k.add("offsets_earliest", OFFSETS, *B, "--topic", T, "--time", "-2")
     k.add("log_dirs", LOG_DIRS, *B, "--describe", "--topic-list", T)
     k.add("api_versions", API_VERSIONS, *B)
+    k.add("txn_list", TXNS, *B, "list")
+    k.add("txn_describe", TXNS, *B, "describe", "--transactional-id", "dump-open-tx")
+    k.add("txn_producers", TXNS, *B, "describe-producers", "--topic", "dump-open", "--partition", "0")
+    k.add("txn_producers_done", TXNS, *B, "describe-producers", "--topic", "dump-txn", "--partition", "0")
+    k.add("txn_hanging", TXNS, *B, "find-hanging", "--broker-id", "0")
     k.add("groups_delete", GROUPS, *B, "--delete", "--group", G)
     k.add("groups_list2", GROUPS, *B, "--list")
     k.add("topics_list2", TOPICS, *B, "--list")
@@ -245,22 +251,53 @@ def online(ctx, b, cp):
     want = dict(advertised)
     check({k_: v[:2] for k_, v in shown.items()} == want, "api-versions shows exactly our ApiVersions ranges")
     check(all(v[2] == v[1] for v in shown.values()), "Kafka's tools can use our newest version of every API")
+    txn_checks(k)
     check("Deletion of requested consumer groups ('%s') was successful." % G in k.out("groups_delete"),
           "kafka-consumer-groups --delete:\n" + k.out("groups_delete"))
     check(G not in k.out("groups_list2").split(), "group gone after --delete")
     return ends
 
 
+def columns(text):
+    """kafka-transactions' tab-separated table as a list of dicts."""
+    rows = [[c.strip() for c in l.rstrip("\t").split("\t")] for l in text.splitlines() if l.strip()]
+    return [dict(zip(rows[0], r)) for r in rows[1:]] if rows else []
+
+
+def txn_checks(k):
+    """kafka-transactions against what make_data left: dump-tx's three
+    finished transactions and dump-open-tx's open one (1 record in dump-open-0)."""
+    ls = {r["TransactionalId"]: r for r in columns(k.out("txn_list"))}
+    check(set(ls) >= {"dump-tx", "dump-open-tx"} and ls["dump-open-tx"]["TransactionState"] == "Ongoing" and
+          ls["dump-tx"]["TransactionState"] == "CompleteCommit" and ls["dump-tx"]["Coordinator"] == "0",
+          "kafka-transactions list:\n" + k.out("txn_list"))
+    d = columns(k.out("txn_describe"))
+    check(len(d) == 1 and d[0]["TransactionState"] == "Ongoing" and d[0]["TopicPartitions"] == "dump-open-0" and
+          d[0]["ProducerId"] == ls["dump-open-tx"]["ProducerId"] and d[0]["TransactionTimeoutMs"] == "60000" and
+          int(d[0]["CurrentTransactionStartTimeMs"]) > 0, "kafka-transactions describe:\n" + k.out("txn_describe"))
+    p = columns(k.out("txn_producers"))
+    check(len(p) == 1 and p[0]["ProducerId"] == ls["dump-open-tx"]["ProducerId"] and
+          p[0]["CurrentTransactionStartOffset"] == "0" and p[0]["LastSequence"] == "0",
+          "describe-producers of the open transaction:\n" + k.out("txn_producers"))
+    pd = columns(k.out("txn_producers_done"))
+    check(len(pd) == 1 and pd[0]["ProducerId"] == ls["dump-tx"]["ProducerId"] and
+          pd[0]["CurrentTransactionStartOffset"] == "None" and pd[0]["LastSequence"] == "29",
+          "describe-producers after the last commit:\n" + k.out("txn_producers_done"))
+    check(columns(k.out("txn_hanging")) == [] and k.out("txn_hanging").startswith("Topic\tPartition\tProducerId"),
+          "find-hanging finds none:\n" + k.out("txn_hanging"))
+
+
 def make_data(b):
     """Topics whose segments kafka-dump-log reads: lz4 batches, a transactional
     topic with commit and abort markers, and group offsets in __consumer_offsets;
-    made with confluent-kafka (Debian's librdkafka)."""
+    made with confluent-kafka (Debian's librdkafka). Returns a producer whose
+    transaction (one record in dump-open) is still open, for kafka-transactions."""
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     fs = a.create_topics([NewTopic("dump-lz4", 1, 1, config={"segment.bytes": "16384", "segment.index.bytes": "4096",
                                                              "index.interval.bytes": "256"}),
-                          NewTopic("dump-txn", 1, 1)])
+                          NewTopic("dump-txn", 1, 1), NewTopic("dump-open", 1, 1)])
     for f in fs.values():
         f.result(30)
     p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "compression.type": "lz4", "linger.ms": 2,
@@ -288,6 +325,12 @@ def make_data(b):
     check(msg is not None and msg.error() is None, "consumed one record to commit")
     c.commit(offsets=[confluent_kafka.TopicPartition("dump-lz4", 0, 1234)], asynchronous=False)
     c.close()
+    o = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "dump-open-tx"})
+    o.init_transactions(30)
+    o.begin_transaction()
+    o.produce("dump-open", value=b"open")
+    check(o.flush(30) == 0, "open transaction's record sent")
+    return o
 
 
 def offline(ctx, b, cp):
@@ -310,6 +353,10 @@ def offline(ctx, b, cp):
     check(offsets_parts, "some __consumer_offsets partition holds data")
     k.add("dump_offsets", DUMP, "--deep-iteration", "--offsets-decoder", "--files",
           ",".join(f for p in offsets_parts for f in files(p, ".log")))
+    txn_parts = [p for p in os.listdir(data) if p.startswith("__transaction_state-") and
+                 any(os.path.getsize(f) > 0 for f in files(p, ".log"))]
+    k.add("dump_txn_log", DUMP, "--deep-iteration", "--transaction-log-decoder", "--files",
+          ",".join(f for p in txn_parts for f in files(p, ".log")))
     k.add("verify_index", DUMP, "--verify-index-only", "--files", ",".join(idx))
     k.add("index_sanity", DUMP, "--index-sanity-check", "--files", ",".join(idx))
     k.add("dump_index", DUMP, "--files", ",".join(files("dump-lz4-0", ".index", ".timeindex")[:2]))
@@ -353,6 +400,16 @@ def offline(ctx, b, cp):
                     r'payload: \{"version":"\d+","data":\{"offset":1234,', off),
           "--offsets-decoder decodes dump-g's commit of 1234:\n" + off[-3000:])
 
+    tl = k.out("dump_txn_log")
+    check("isvalid: false" not in tl, "dump-log: invalid __transaction_state batch")
+    states = re.findall(r"key: transaction_metadata::transactionalId=dump-tx payload: producerId:\d+,producerEpoch:\d+,"
+                        r"state=(\w+),partitions=\[([^\]]*)\]", tl)
+    want = [("Empty", "")] + [("Ongoing", "dump-txn-0"), ("PrepareCommit", "dump-txn-0"), ("CompleteCommit", ""),
+                              ("Ongoing", "dump-txn-0"), ("PrepareAbort", "dump-txn-0"), ("CompleteAbort", ""),
+                              ("Ongoing", "dump-txn-0"), ("PrepareCommit", "dump-txn-0"), ("CompleteCommit", "")]
+    check(states == want, "--transaction-log-decoder: dump-tx's states %s, want %s" % (states, want))
+    check(re.search(r"transactionalId=dump-open-tx payload: .*state=CompleteAbort", tl), "dump-open-tx aborted")
+
     vi = k.out("verify_index")
     check("Mismatches in" not in vi and "mismatch" not in vi.lower() and "out of order" not in vi.lower(),
           "kafka-dump-log --verify-index-only found mismatches in our index files:\n" + vi[-3000:])
@@ -384,8 +441,10 @@ def main(ctx):
     clients = java_dir("clients", version)
     cp = os.path.join(clients, "ck-java-it.jar") + os.pathsep + os.path.join(tools, "*")
     b = ctx.broker()
+    open_txn = make_data(b)
     online(ctx, b, cp)
-    make_data(b)
+    open_txn.abort_transaction(30)
+    del open_txn  # librdkafka's handle goes before the broker does
     b.stop()
     offline(ctx, b, cp)
 
