@@ -14,8 +14,13 @@ offsetsForTimes, seek, pause/resume; classic consumer groups with range
 and cooperative-sticky (which partitions are revoked on a join),
 commitSync / commitAsync, describeConsumerGroups, listConsumerGroupOffsets;
 static membership (same generation and partitions after a rejoin);
-alterConsumerGroupOffsets, listConsumerGroups, deleteConsumerGroups; a
-transactional copy with sendOffsetsToTransaction, one transaction aborted.
+alterConsumerGroupOffsets, deleteConsumerGroupOffsets, listConsumerGroups,
+deleteConsumerGroups; a transactional copy with sendOffsetsToTransaction,
+one transaction aborted; describeTransactions, listTransactions and
+describeProducers of an open transaction, fencing by a second producer
+with the same transactional.id; record headers (value, empty, null) and a
+record over max.message.bytes refused; broker describeConfigs,
+OffsetSpec.maxTimestamp, a preferred electLeaders that is not needed.
 Each check asserts the values it got; this script asserts that every check
 ran and passed. A missing build is a failure, not a skip.
 """
@@ -31,7 +36,8 @@ from harness import check  # noqa: E402
 CHECKS = ["describe_cluster", "topic_lifecycle", "produce_lz4", "produce_zstd",
           "list_offsets_delete_records", "describe_log_dirs", "consumer_seek_times_pause",
           "group_range", "group_cooperative_sticky", "group_static_membership",
-          "group_admin_offsets", "transactional_copy"]
+          "group_admin_offsets", "transactional_copy", "transaction_admin_fencing", "headers_and_limits",
+          "broker_configs_elect_max_timestamp"]
 
 
 def java_dir(kind, version):

@@ -83,6 +83,9 @@ final class Clients {
     checks.put("group_static_membership", this::staticMembership);
     checks.put("group_admin_offsets", this::groupAdminOffsets);
     checks.put("transactional_copy", this::transactionalCopy);
+    checks.put("transaction_admin_fencing", this::transactionAdminFencing);
+    checks.put("headers_and_limits", this::headersAndLimits);
+    checks.put("broker_configs_elect_max_timestamp", this::brokerConfigsElectMaxTimestamp);
   }
 
   boolean runAll() {
@@ -550,12 +553,18 @@ final class Clients {
       Check.that(!rs.isEmpty(), "records after alter");
       Check.eq(9L, rs.get(0).offset(), "first offset read after alter");
     }
+    // OffsetDelete: one partition's commit goes, the others stay.
+    TopicPartition p3 = new TopicPartition(topic, 3);
+    admin.deleteConsumerGroupOffsets(group, Set.of(p3)).all().get();
+    Map<TopicPartition, OffsetAndMetadata> left = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+    Check.eq(3, left.size(), "offsets left after deleteConsumerGroupOffsets");
+    Check.that(!left.containsKey(p3), "partition 3's offset deleted: " + left);
     admin.deleteConsumerGroups(List.of(group)).all().get();
     Check.that(admin.listConsumerGroups().all().get().stream().noneMatch(l -> l.groupId().equals(group)),
         group + " gone after deleteConsumerGroups");
     Check.eq(Collections.emptyMap(), admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get(),
         "offsets after delete");
-    return "listed, Empty, offsets altered to 7..10 (+metadata) and used, deleted";
+    return "listed, Empty, offsets altered to 7..10 (+metadata) and used, one partition's deleted, group deleted";
   }
 
   private String transactionalCopy() throws Exception {
@@ -619,5 +628,112 @@ final class Clients {
     Check.eq(100 + aborted, ru.size(), "read_uncommitted sees the aborted records too");
     return "100 records copied exactly once in " + (batches - 1) + " committed transactions, " + aborted
         + " aborted copies hidden from read_committed, group offsets 50/50";
+  }
+
+  private String transactionAdminFencing() throws Exception {
+    String topic = t("fence"), id = tag + "-fenced";
+    createTopic(topic, 1, Map.of());
+    TopicPartition tp = new TopicPartition(topic, 0);
+    Map<String, Object> cfg = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+    try (KafkaProducer<String, String> first = producer(cfg)) {
+      first.initTransactions();
+      first.beginTransaction();
+      first.send(new ProducerRecord<>(topic, 0, "a", "first-1")).get();
+      var d = admin.describeTransactions(List.of(id)).all().get().get(id);
+      Check.eq("ONGOING", d.state().name(), "describeTransactions state while open");
+      Check.eq(Set.of(tp), d.topicPartitions(), "describeTransactions partitions");
+      long pid = d.producerId();
+      Check.that(admin.listTransactions().all().get().stream()
+          .anyMatch(l -> l.transactionalId().equals(id) && l.producerId() == pid), "listTransactions has " + id);
+      var ps = admin.describeProducers(List.of(tp)).all().get().get(tp).activeProducers();
+      Check.eq(1, ps.size(), "describeProducers: producers of " + tp);
+      Check.eq(pid, ps.get(0).producerId(), "describeProducers producer id");
+      Check.eq(java.util.OptionalLong.of(0), ps.get(0).currentTransactionStartOffset(), "open transaction's first offset");
+      // A second producer with the same id fences the first and aborts its transaction.
+      try (KafkaProducer<String, String> second = producer(cfg)) {
+        second.initTransactions();
+        try {
+          first.send(new ProducerRecord<>(topic, 0, "a", "first-2")).get();
+          first.commitTransaction();
+          throw new Check.Failure("the fenced producer committed");
+        } catch (ExecutionException | org.apache.kafka.common.KafkaException e) {
+          Throwable c = e instanceof ExecutionException ? e.getCause() : e;
+          Check.that(c instanceof org.apache.kafka.common.errors.ProducerFencedException
+              || c instanceof org.apache.kafka.common.errors.InvalidProducerEpochException
+              || c.getCause() instanceof org.apache.kafka.common.errors.ProducerFencedException,
+              "the first producer is fenced: " + c);
+        }
+        second.beginTransaction();
+        second.send(new ProducerRecord<>(topic, 0, "b", "second"));
+        second.commitTransaction();
+        // EndTxn answers once PrepareCommit is written; the markers follow (as in Kafka).
+        Check.eventually(WAIT, id + " in CompleteCommit", () -> {
+          try {
+            return admin.describeTransactions(List.of(id)).all().get().get(id).state().name().equals("COMPLETE_COMMIT");
+          } catch (Exception e) {
+            return false;
+          }
+        });
+        var after = admin.describeTransactions(List.of(id)).all().get().get(id);
+        Check.eq(pid, after.producerId(), "same producer id, new epoch");
+        Check.that(after.producerEpoch() > d.producerEpoch(), "epoch bumped: " + d.producerEpoch() + " -> " + after.producerEpoch());
+      }
+    }
+    List<ConsumerRecord<String, String>> rc = readAll(topic, 1, 1, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+    Check.eq(1, rc.size(), "read_committed records after fencing");
+    Check.eq("second", rc.get(0).value(), "only the second producer's record is committed");
+    return "describe/listTransactions and describeProducers of an open transaction; fenced by a new producer, its record aborted";
+  }
+
+  private String headersAndLimits() throws Exception {
+    String topic = t("headers");
+    createTopic(topic, 1, Map.of("max.message.bytes", "10000"));
+    try (KafkaProducer<String, String> p = producer(Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "zstd"))) {
+      ProducerRecord<String, String> r = new ProducerRecord<>(topic, 0, "h", "with headers");
+      r.headers().add("trace", "abc".getBytes(StandardCharsets.UTF_8)).add("empty", new byte[0]).add("null", null);
+      RecordMetadata m = p.send(r).get();
+      Check.eq(0L, m.offset(), "offset of the record with headers");
+      // Over the topic's max.message.bytes (incompressible, so zstd cannot shrink it).
+      byte[] noise = new byte[20000];
+      new java.util.Random(7).nextBytes(noise);
+      try {
+        p.send(new ProducerRecord<>(topic, 0, "big", java.util.Base64.getEncoder().encodeToString(noise))).get();
+        throw new Check.Failure("a record over max.message.bytes was accepted");
+      } catch (ExecutionException e) {
+        Check.that(e.getCause() instanceof org.apache.kafka.common.errors.RecordTooLargeException,
+            "over max.message.bytes: RecordTooLargeException, got " + e.getCause());
+      }
+      Check.eq(1L, p.send(new ProducerRecord<>(topic, 0, "after", "small")).get().offset(), "offset after the refusal");
+    }
+    List<ConsumerRecord<String, String>> got = readAll(topic, 1, 2, Map.of());
+    Check.eq(2, got.size(), "records read");
+    var hs = got.get(0).headers().toArray();
+    Check.eq(3, hs.length, "header count");
+    Check.eq("trace", hs[0].key(), "header 0 key");
+    Check.eq("abc", new String(hs[0].value(), StandardCharsets.UTF_8), "header 0 value");
+    Check.eq(0, hs[1].value().length, "empty header value");
+    Check.that(hs[2].value() == null, "null header value stays null");
+    Check.eq("small", got.get(1).value(), "record after the refusal");
+    return "3 headers (value, empty, null) round-trip through zstd; 27 KB record refused with RecordTooLargeException";
+  }
+
+  private String brokerConfigsElectMaxTimestamp() throws Exception {
+    int node = admin.describeCluster().nodes().get().iterator().next().id();
+    ConfigResource br = new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(node));
+    Config bc = admin.describeConfigs(List.of(br)).all().get().get(br);
+    Check.that(bc.get("log.dirs") != null && !bc.get("log.dirs").value().isEmpty(), "broker log.dirs: " + bc.get("log.dirs"));
+    ConfigEntry np = bc.get("num.partitions");
+    Check.that(np != null && np.value().equals("1"), "broker num.partitions (default 1): " + np);
+    String topic = t("seek");  // made by consumer_seek_times_pause: timestamps base + i s
+    TopicPartition p0 = new TopicPartition(topic, 0);
+    var max = admin.listOffsets(Map.of(p0, OffsetSpec.maxTimestamp())).all().get().get(p0);
+    Check.eq(99L, max.offset(), "OffsetSpec.maxTimestamp offset");
+    var first = admin.listOffsets(Map.of(p0, OffsetSpec.forTimestamp(0))).all().get().get(p0);
+    Check.eq(0L, first.offset(), "forTimestamp(0) offset");
+    Check.eq(max.timestamp() - 99_000, first.timestamp(), "first and max timestamps 99 s apart");
+    var el = admin.electLeaders(org.apache.kafka.common.ElectionType.PREFERRED, Set.of(p0)).partitions().get();
+    Check.that(el.get(p0).isPresent() && el.get(p0).get() instanceof org.apache.kafka.common.errors.ElectionNotNeededException,
+        "preferred election on a single node is not needed: " + el);
+    return "broker configs described, maxTimestamp -> offset 99, preferred election not needed";
   }
 }
