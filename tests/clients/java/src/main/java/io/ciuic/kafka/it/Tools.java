@@ -1,16 +1,18 @@
 // tests/clients/java/.../Tools.java: runs Apache Kafka's command-line tools
 // in this one JVM through their main classes (issue #15 part 2), so a batch
 // of twenty commands pays one JVM start. Needs the tools classpath
-// (build/java/tools-<v>/*: kafka_2.13, kafka-tools) next to this jar.
+// (build/java/tools-<v>/*: kafka_2.13, kafka-tools) next to this jar; works
+// with 3.x and 4.x tools (each class moved is looked up under both names).
 //
 // SCRIPT has one command a line, tab-separated: NAME, MAINCLASS, ARGS...
 // (blank lines and lines starting with # are skipped). For each command,
 // OUTDIR/NAME.in (if present) is its standard input; its standard output
 // and error (System.out/err and Scala's Console, which this class points at
-// switchable streams before any tool class loads) go to OUTDIR/NAME.out and
+// switchable streams before any tool class loads; System.in likewise) go to OUTDIR/NAME.out and
 // NAME.err, and its exit status to NAME.rc: the code given to Kafka's
 // Exit.exit (intercepted through Exit.setExitProcedure, so a tool cannot end
-// the JVM), 0 when main returns, 99 when main throws.
+// the JVM), 0 when main returns, 99 when main throws. The shutdown hooks a
+// tool registers with Exit.addShutdownHook run when its command ends.
 // MAINCLASS "ck.checkpoints" is ours: ARGS are files that Kafka's own
 // checkpoint readers parse (OffsetCheckpointFile for *-checkpoint,
 // LeaderEpochCheckpointFile, PartitionMetadataFile, MetaProperties), one line
@@ -34,6 +36,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
 final class Tools {
@@ -53,6 +56,11 @@ final class Tools {
    *  throw and exits again keeps its first answer); null: none yet. */
   private static volatile Integer firstExit;
 
+  /** Shutdown hooks a command registered through Exit.addShutdownHook; run
+   *  (bounded) when the command ends, as the JVM would run them at its exit:
+   *  4.x's console producer closes, so flushes, its producer only there. */
+  private static final List<Runnable> hooks = new ArrayList<>();
+
   /** An OutputStream whose target is swapped per command. */
   static final class Switch extends OutputStream {
     volatile OutputStream target;
@@ -66,11 +74,25 @@ final class Tools {
     @Override public void flush() throws IOException { target.flush(); }
   }
 
+  /** An InputStream whose source is swapped per command: a tool may keep
+   *  System.in from its first use (4.x's console producer does). */
+  static final class SwitchIn extends InputStream {
+    volatile InputStream source = new ByteArrayInputStream(new byte[0]);
+
+    @Override public int read() throws IOException { return source.read(); }
+
+    @Override public int read(byte[] b, int off, int len) throws IOException { return source.read(b, off, len); }
+
+    @Override public int available() throws IOException { return source.available(); }
+  }
+
   static boolean run(String script, String outDir) throws Exception {
     PrintStream realOut = System.out;
     Switch out = new Switch(realOut), err = new Switch(System.err);
     System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
     System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    SwitchIn in0 = new SwitchIn();
+    System.setIn(in0);
     interceptExit();
     boolean allRan = true;
     for (String line : Files.readAllLines(Path.of(script), StandardCharsets.UTF_8)) {
@@ -83,7 +105,7 @@ final class Tools {
       ByteArrayOutputStream o = new ByteArrayOutputStream(), e = new ByteArrayOutputStream();
       out.target = o;
       err.target = e;
-      System.setIn(stdin);
+      in0.source = stdin;
       long t0 = System.nanoTime();
       firstExit = null;
       int rc;
@@ -116,6 +138,7 @@ final class Tools {
         stdin.close();
       }
       if (firstExit != null) rc = firstExit;
+      runHooks();
       Files.write(Path.of(outDir, name + ".out"), o.toByteArray());
       Files.write(Path.of(outDir, name + ".err"), e.toByteArray());
       Files.writeString(Path.of(outDir, name + ".rc"), rc + "\n");
@@ -125,10 +148,15 @@ final class Tools {
     return allRan;
   }
 
-  /** Exit.setExitProcedure / setHaltProcedure: throw; setShutdownHookAdder: ignore the hook. */
+  /** Exit.setExitProcedure / setHaltProcedure: throw; setShutdownHookAdder: keep the hook for runHooks. */
   private static void interceptExit() throws Exception {
-    Class<?> exit = Class.forName("org.apache.kafka.common.utils.Exit");
-    Class<?> proc = Class.forName("org.apache.kafka.common.utils.Exit$Procedure");
+    Class<?> exit;
+    try {
+      exit = Class.forName("org.apache.kafka.common.utils.Exit");  // 3.x
+    } catch (ClassNotFoundException e) {
+      exit = Class.forName("org.apache.kafka.common.utils.internals.Exit");  // 4.x
+    }
+    Class<?> proc = Class.forName(exit.getName() + "$Procedure");
     Object thrower = Proxy.newProxyInstance(Tools.class.getClassLoader(), new Class<?>[] {proc}, (p, m, a) -> {
       if (m.getDeclaringClass() == Object.class) return m.invoke(thrower(), a);
       if (firstExit == null) firstExit = (Integer) a[0];
@@ -136,15 +164,33 @@ final class Tools {
     });
     exit.getMethod("setExitProcedure", proc).invoke(null, thrower);
     exit.getMethod("setHaltProcedure", proc).invoke(null, thrower);
-    Class<?> hook = Class.forName("org.apache.kafka.common.utils.Exit$ShutdownHookAdder");
-    Object ignore = Proxy.newProxyInstance(Tools.class.getClassLoader(), new Class<?>[] {hook}, (p, m, a) -> {
+    Class<?> hook = Class.forName(exit.getName() + "$ShutdownHookAdder");
+    Object keep = Proxy.newProxyInstance(Tools.class.getClassLoader(), new Class<?>[] {hook}, (p, m, a) -> {
       if (m.getDeclaringClass() == Object.class) return m.invoke(thrower(), a);
+      synchronized (hooks) {
+        hooks.add((Runnable) a[1]);
+      }
       return null;
     });
-    exit.getMethod("setShutdownHookAdder", hook).invoke(null, ignore);
+    exit.getMethod("setShutdownHookAdder", hook).invoke(null, keep);
   }
 
   private static Object thrower() { return Tools.class; }
+
+  private static void runHooks() throws InterruptedException {
+    List<Runnable> now;
+    synchronized (hooks) {
+      now = new ArrayList<>(hooks);
+      hooks.clear();
+    }
+    for (Runnable r : now) {
+      Thread t = new Thread(r, "tool-shutdown-hook");
+      t.setDaemon(true);
+      t.start();
+      t.join(30_000);
+      if (t.isAlive()) System.out.println("shutdown hook still running after 30 s");
+    }
+  }
 
   /** Reads each file with Kafka's own reader for its kind; prints what it read. */
   private static int checkpoints(String[] files) throws Exception {
@@ -171,10 +217,24 @@ final class Tools {
           Object builder = b.getConstructor(Properties.class).newInstance(props);
           read = b.getMethod("build").invoke(builder);
         } else if (base.endsWith("-checkpoint")) {
-          Object f = Class.forName("kafka.server.checkpoints.OffsetCheckpointFile")
-              .getConstructor(File.class, failureChannel).newInstance(file, null);
-          Object ck = f.getClass().getMethod("checkpoint").invoke(f);
-          read = ck.getClass().getMethod("read").invoke(ck);
+          Class<?> c;
+          try {
+            c = Class.forName("org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile");  // 4.x
+          } catch (ClassNotFoundException e) {
+            c = Class.forName("kafka.server.checkpoints.OffsetCheckpointFile");  // 3.x (Scala)
+          }
+          Object f = c.getConstructor(File.class, failureChannel).newInstance(file, null);
+          if (c.getName().startsWith("kafka.")) {
+            Object ck = c.getMethod("checkpoint").invoke(f);
+            read = ck.getClass().getMethod("read").invoke(ck);
+          } else {
+            // A map: print its entries sorted as the 3.x reader's (partition,offset) list.
+            Map<?, ?> m = (Map<?, ?>) c.getMethod("read").invoke(f);
+            List<String> es = new ArrayList<>();
+            m.forEach((k, v) -> es.add("(" + k + "," + v + ")"));
+            java.util.Collections.sort(es);
+            read = es;
+          }
         } else {
           throw new IllegalArgumentException("no Kafka reader for " + base);
         }
