@@ -8,7 +8,7 @@ version in tests/clients/java/versions) in one JVM against one broker. The
 program's checks (Clients.java): describeCluster; a topic's create /
 describe / describeConfigs / incrementalAlterConfigs (set, delete, a bad
 value refused) / createPartitions / delete; the idempotent acks=all
-producer with lz4 and with zstd, every acknowledged offset and every record
+producer with lz4, zstd, gzip and snappy, every acknowledged offset and every record
 read back; listOffsets and deleteRecords; describeLogDirs; a consumer's
 offsetsForTimes, seek, pause/resume; classic consumer groups with range
 and cooperative-sticky (which partitions are revoked on a join),
@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check  # noqa: E402
 
-CHECKS = ["describe_cluster", "topic_lifecycle", "produce_lz4", "produce_zstd",
+CHECKS = ["describe_cluster", "topic_lifecycle", "produce_lz4", "produce_zstd", "produce_gzip", "produce_snappy",
           "list_offsets_delete_records", "describe_log_dirs", "consumer_seek_times_pause",
           "group_range", "group_cooperative_sticky", "group_static_membership",
           "group_admin_offsets", "transactional_copy", "transaction_admin_fencing", "headers_and_limits",

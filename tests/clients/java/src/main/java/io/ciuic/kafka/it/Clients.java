@@ -75,6 +75,8 @@ final class Clients {
     checks.put("topic_lifecycle", this::topicLifecycle);
     checks.put("produce_lz4", () -> produceAndRead("lz4"));
     checks.put("produce_zstd", () -> produceAndRead("zstd"));
+    checks.put("produce_gzip", () -> produceAndRead("gzip"));
+    checks.put("produce_snappy", () -> produceAndRead("snappy"));
     checks.put("list_offsets_delete_records", this::listOffsetsDeleteRecords);
     checks.put("describe_log_dirs", this::describeLogDirs);
     checks.put("consumer_seek_times_pause", this::seekTimesPause);
@@ -100,13 +102,14 @@ final class Clients {
     Properties p = new Properties();
     p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
-    int failed = 0;
+    int failed = 0, ran = 0;
     try (Admin a = Admin.create(p)) {
       admin = a;
       String only = System.getProperty("ck.only", "");
       for (Map.Entry<String, Body> c : checks.entrySet()) {
         if (!only.isEmpty() && !List.of(only.split(",")).contains(c.getKey())) continue;
         long t0 = System.nanoTime();
+        ran++;
         try {
           String detail = c.getValue().run();
           System.out.printf("ok %s (%d ms): %s%n", c.getKey(), (System.nanoTime() - t0) / 1_000_000, detail);
@@ -119,7 +122,7 @@ final class Clients {
         System.out.flush();
       }
     }
-    System.out.printf("%d passed, %d failed%n", checks.size() - failed, failed);
+    System.out.printf("%d passed, %d failed%n", ran - failed, failed);
     return failed == 0;
   }
 
