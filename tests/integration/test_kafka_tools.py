@@ -21,7 +21,8 @@ the broker runs and one over its data directory after a clean stop:
   kafka-transactions    list, describe, describe-producers, find-hanging
   kafka-dump-log        (kafka.tools.DumpLogSegments) --deep-iteration over
                         our segments (plain, lz4, transactional with
-                        control batches, __consumer_offsets with
+                        control batches, a segment set the cleaner
+                        compacted, __consumer_offsets with
                         --offsets-decoder, __transaction_state with
                         --transaction-log-decoder), our .index/.timeindex files
                         against the log (--verify-index-only) and with
@@ -40,6 +41,7 @@ import json
 import os
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -74,6 +76,7 @@ T = "cli-t"      # 2 partitions, then 3; kept for kafka-dump-log
 T2 = "cli-gone"  # created and deleted
 G = "cli-g"
 N = 30           # console-produced lines at first, then 5 more
+COMPACT_KEYS, COMPACT_ROUNDS = 40, 20
 
 
 class Batch:
@@ -323,7 +326,10 @@ def make_data(b):
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     fs = a.create_topics([NewTopic("dump-lz4", 1, 1, config={"segment.bytes": "16384", "segment.index.bytes": "4096",
                                                              "index.interval.bytes": "256"}),
-                          NewTopic("dump-txn", 1, 1), NewTopic("dump-open", 1, 1)])
+                          NewTopic("dump-txn", 1, 1), NewTopic("dump-open", 1, 1),
+                          NewTopic("dump-compact", 1, 1, config={
+                              "cleanup.policy": "compact", "segment.bytes": "4096", "index.interval.bytes": "256",
+                              "min.cleanable.dirty.ratio": "0.01"})])
     for f in fs.values():
         f.result(30)
     p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "compression.type": "lz4", "linger.ms": 2,
@@ -351,6 +357,44 @@ def make_data(b):
     check(msg is not None and msg.error() is None, "consumed one record to commit")
     c.commit(offsets=[confluent_kafka.TopicPartition("dump-lz4", 0, 1234)], asynchronous=False)
     c.close()
+    # A compacted topic: 40 keys x 20 values, then filler so that the keyed
+    # records leave the active segment; the cleaner (every 100 ms here)
+    # rewrites the segments and their indexes, which kafka-dump-log then reads.
+    # batch.size below segment.bytes: a larger batch is refused, as Kafka does.
+    q = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0, "batch.size": 2000})
+    failed = []
+
+    def delivered(err, msg):
+        if err is not None:
+            failed.append(err)
+    for r in range(COMPACT_ROUNDS):
+        for key in range(COMPACT_KEYS):
+            q.produce("dump-compact", key=b"key-%d" % key, value=b"round-%d-of-key-%d" % (r, key), on_delivery=delivered)
+        q.flush(30)
+    for i in range(200):
+        q.produce("dump-compact", key=b"fill-%d" % i, value=b"filler-%d" % i, on_delivery=delivered)
+    check(q.flush(30) == 0 and not failed, "compacted topic's records delivered (errors: %s)" % failed[:3])
+    last = COMPACT_KEYS * COMPACT_ROUNDS + 200 - 1
+
+    def keyed_left():
+        """How many key-* records a reader sees now (40 once the cleaner is done)."""
+        c = confluent_kafka.Consumer({"bootstrap.servers": b.bootstrap, "group.id": "dump-compact-reader",
+                                      "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+        try:
+            c.assign([confluent_kafka.TopicPartition("dump-compact", 0, confluent_kafka.OFFSET_BEGINNING)])
+            n, end = 0, time.monotonic() + 10
+            while time.monotonic() < end:
+                m = c.poll(0.2)
+                if m is None or m.error() is not None:
+                    continue
+                n += m.key().startswith(b"key-")
+                if m.offset() == last:
+                    return n
+            return None
+        finally:
+            c.close()
+    harness.wait_until(lambda: keyed_left() == COMPACT_KEYS, 30, "the cleaner to leave each key of dump-compact once",
+                       interval=0.2)
     o = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "dump-open-tx"})
     o.init_transactions(30)
     o.begin_transaction()
@@ -388,9 +432,12 @@ def offline(ctx, b, cp):
 
     lz4_logs = files("dump-lz4-0", ".log")
     check(len(lz4_logs) >= 3, "dump-lz4 rolled several segments: %s" % lz4_logs)
-    idx = files("dump-lz4-0", ".index", ".timeindex") + files("dump-txn-0", ".index", ".timeindex")
+    idx = (files("dump-lz4-0", ".index", ".timeindex") + files("dump-txn-0", ".index", ".timeindex") +
+           files("dump-compact-0", ".index", ".timeindex"))
     k.add("dump_lz4", DUMP, "--deep-iteration", "--print-data-log", "--files", ",".join(lz4_logs))
     k.add("dump_txn", DUMP, "--deep-iteration", "--print-data-log", "--files", ",".join(files("dump-txn-0", ".log")))
+    k.add("dump_compact", DUMP, "--deep-iteration", "--print-data-log", "--files",
+          ",".join(files("dump-compact-0", ".log")))
     k.add("dump_cli", DUMP, "--deep-iteration", "--files", ",".join(files("%s-0" % T, ".log")))
     offsets_parts = [p for p in os.listdir(data) if p.startswith("__consumer_offsets-") and
                      any(os.path.getsize(f) > 0 for f in files(p, ".log"))]
@@ -433,6 +480,20 @@ def offline(ctx, b, cp):
     check(len(re.findall(r"isTransactional: true isControl: false", txn)) >= 3 and
           txn.count("payload: committed") == 20 and txn.count("payload: aborted") == 10,
           "transactional data batches with 20 committed and 10 aborted records:\n" + txn[-2000:])
+
+    # The cleaner's output: each key once with its last value, at the offset
+    # the producer got, offsets increasing across the rewritten segments.
+    comp = k.out("dump_compact")
+    check("isvalid: false" not in comp, "dump-log: invalid batch in a cleaned segment\n" + comp[-2000:])
+    crecs = [(int(o), key, pl) for o, key, pl in re.findall(r"\| offset: (\d+) .*?key: (\S+) payload: (\S+)", comp)]
+    offs = [o for o, _, _ in crecs]
+    check(offs == sorted(set(offs)), "cleaned segments' offsets strictly increase")
+    keyed = {key: (o, pl) for o, key, pl in crecs if key.startswith("key-")}
+    check(len([1 for _, key, _ in crecs if key.startswith("key-")]) == COMPACT_KEYS and
+          all(keyed["key-%d" % i] == ((COMPACT_ROUNDS - 1) * COMPACT_KEYS + i, "round-%d-of-key-%d" % (COMPACT_ROUNDS - 1, i))
+              for i in range(COMPACT_KEYS)),
+          "each key once, its last value at its original offset: %s" % sorted(keyed.items())[:5])
+    check(len(files("dump-compact-0", ".log")) >= 2, "cleaned log has several segments")
 
     cli = k.out("dump_cli")
     check(re.search(r"baseOffset: \d+ lastOffset: \d+ count: \d+", cli) and "isvalid: false" not in cli,
@@ -484,7 +545,7 @@ def main(ctx):
     tools = java_dir("tools", version)
     clients = java_dir("clients", version)
     cp = os.path.join(clients, "ck-java-it.jar") + os.pathsep + os.path.join(tools, "*")
-    b = ctx.broker()
+    b = ctx.broker({"log.cleaner.backoff.ms": "100"})
     open_txn = make_data(b)
     online(ctx, b, cp)
     open_txn.abort_transaction(30)
