@@ -21,10 +21,12 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
 # torch, numpy and prometheus_client for the training reader (deploy/training/).
 # python3-venv: the venv of the chaos runs' pinned confluent-kafka (below).
 # lld: the test builds link with it (CMakeLists.txt uses it when present).
+# openjdk-17-jdk-headless and maven: the Java client programs and Kafka's own
+# tools (tests/clients/java, below).
 TEST_PKGS=(clang libclang-rt-14-dev lld kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
   python3-zstandard golang-go golang-github-shopify-sarama-dev
   python3-torch python3-numpy python3-prometheus-client
-  librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv)
+  librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv openjdk-17-jdk-headless maven)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" != "--build-only" ]; then want+=("${TEST_PKGS[@]}"); fi
@@ -66,5 +68,30 @@ if [ "${1:-}" != "--build-only" ]; then
       echo "install-deps: WARNING: could not install tests/chaos/requirements.txt; the chaos runs use Debian's confluent-kafka" >&2
     fi
   fi
+fi
+# The Java client programs and Apache Kafka's own tools (tests/clients/java),
+# at the versions in tests/clients/java/versions: Maven resolves the pinned
+# artifacts from Maven Central into build/m2, failing on a bad checksum (-C),
+# and copies each classpath to build/java/KIND-VERSION/, which the tests run
+# offline with `java -cp`. Rebuilt when anything under tests/clients/java is
+# newer than the build's stamp. Not fatal: without a build the Java tests
+# fail (they never skip), and every other test still runs.
+if [ "${1:-}" != "--build-only" ]; then
+  jv=tests/clients/java
+  while read -r kind ver; do
+    case "$kind" in clients) pom=$jv/pom.xml ;; tools) pom=$jv/tools/pom.xml ;; *) continue ;; esac
+    out=build/java/$kind-$ver
+    if [ -f "$out/.built" ] && [ -z "$(find "$jv" -type f -newer "$out/.built" -print -quit)" ]; then
+      continue
+    fi
+    echo "install-deps: Maven build of $out"
+    rm -rf "$out"
+    if mvn -B -q -C -Dmaven.repo.local="$PWD/build/m2" -Dkafka.version="$ver" -Dkafka.tools.version="$ver" \
+         -f "$pom" package; then
+      touch "$out/.built"
+    else
+      echo "install-deps: WARNING: Maven build of $out failed; the Java client and Kafka tools tests will fail" >&2
+    fi
+  done < "$jv/versions"
 fi
 echo "install-deps: all dependencies present"
