@@ -523,6 +523,10 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(host_port_validator()));
   k.push_back(key("ciuic.acks.all.fsync", T::kBoolean, "true", S::kCiuic,
                   "acks=all produce waits for a group-commit fsync of its batch before answering."));
+  k.push_back(key("ciuic.produce.validate.compressed", T::kBoolean, "true", S::kCiuic,
+                  "Compressed batches kept as sent (compression.type=producer) are decompressed and every record "
+                  "checked (structure, offset deltas, timestamps), as Kafka's LogValidator does; false checks only "
+                  "their headers (cheaper, but a malformed inner batch is acknowledged and reaches consumers)."));
   k.push_back(key("ciuic.group.disconnect.grace.ms", T::kInt, "3000", S::kCiuic,
                   "A dynamic group member whose connection closed is evicted after at most this long unless it "
                   "speaks again from a new connection (milliseconds; -1: only session.timeout.ms evicts, as Kafka).")

@@ -424,6 +424,7 @@ void handle_produce(RequestContext&& ctx) {
   const int16_t version = ctx.api_version();
   const int64_t now = Broker::now_ms();
   const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  const bool validate_compressed = broker.config().get_bool("ciuic.produce.validate.compressed");
   size_t partitions = 0;
   for (const auto& td : req.topic_data) partitions += td.partition_data.size();
   pp->writes.reserve(partitions);
@@ -436,7 +437,10 @@ void handle_produce(RequestContext&& ctx) {
     const size_t topic_index = resp.responses.size() - 1;
     auto topic = acks_valid ? broker.topics().find(td.name) : nullptr;
     std::optional<produce::TopicSettings> settings;
-    if (topic) settings = produce::topic_settings(broker.topics(), *topic);
+    if (topic) {
+      settings = produce::topic_settings(broker.topics(), *topic);
+      settings->validate_compressed = validate_compressed;
+    }
     tr.partition_responses.reserve(td.partition_data.size());
     for (const auto& pd : td.partition_data) {
       PartitionResponse& pr = tr.partition_responses.emplace_back();

@@ -110,7 +110,7 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
 
   const bool compressed = *codec != Codec::kNone;
   const bool recompress = s.target_codec.has_value() && *s.target_codec != *codec;
-  const bool look_inside = !compressed || recompress || s.compacted;
+  const bool look_inside = !compressed || recompress || s.compacted || s.validate_compressed;
   const size_t start = out.buffer.size();
   int64_t max_ts = batch.max_timestamp();
 
@@ -191,7 +191,8 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
     }
     max_ts = computed_max;
   } else {
-    // `producer` compression, compressed batch: header checks only.
+    // `producer` compression, compressed batch, and
+    // ciuic.produce.validate.compressed=false: header checks only.
     if (!s.log_append_time) {
       for (int64_t ts : {batch.base_timestamp(), batch.max_timestamp()}) {
         if (auto problem = timestamp_problem(ts, s, now_ms)) {

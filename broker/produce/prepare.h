@@ -21,14 +21,16 @@
 //     message.timestamp.before/after.max.ms, keys on compacted topics) ->
 //     INVALID_RECORD or INVALID_TIMESTAMP with per-record record_errors;
 //   - compression.type: `producer` keeps batches as sent. A compressed batch
-//     is then NOT decompressed (throughput: the broker never touches the
-//     payload; the CRC covers it): only its header is checked, timestamps
-//     by baseTimestamp/maxTimestamp. Kafka decompresses to check every
-//     record; we do so only when the topic is compacted (keys required) or
-//     when recompressing. Uncompressed batches are always checked record by
-//     record (no decompression needed), and a wrong maxTimestamp is fixed
-//     (sarama sends -1), as Kafka does. A specific codec rebuilds each
-//     batch whose codec differs with that codec and its level;
+//     is decompressed (into a buffer bounded by 32 x max.message.bytes,
+//     64 MiB to 1 GiB) and every record checked, as Kafka's LogValidator
+//     does, so a malformed inner batch is refused rather than acknowledged
+//     to poison every consumer; the stored bytes are still the producer's.
+//     ciuic.produce.validate.compressed=false skips that (header checks only,
+//     timestamps by baseTimestamp/maxTimestamp) unless the topic is
+//     compacted (keys required). Uncompressed batches are always checked
+//     record by record, and a wrong maxTimestamp is fixed (sarama sends -1),
+//     as Kafka does. A specific codec rebuilds each batch whose codec
+//     differs with that codec and its level;
 //   - LogAppendTime topics: maxTimestamp and the timestamp-type bit become
 //     the broker's time, CRC recomputed.
 //

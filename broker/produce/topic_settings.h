@@ -30,6 +30,10 @@ struct TopicSettings {
   std::optional<protocol::Codec> target_codec;  // nullopt: `producer` (keep as sent)
   std::optional<int> level;                     // of target_codec; nullopt: library default
   bool compacted = false;
+  // ciuic.produce.validate.compressed (a broker key, set by the produce
+  // handler): decompress and check every record of a compressed batch that
+  // is kept as sent, as Kafka's LogValidator does.
+  bool validate_compressed = true;
 };
 
 TopicSettings topic_settings(const TopicTable& table, const Topic& topic);

@@ -120,6 +120,48 @@ TEST_CASE("a record with a wrong offset delta is INVALID_RECORD with record_erro
   CHECK(pr.record_errors[0].batch_index == 1);
 }
 
+namespace {
+// An lz4 batch of two records whose second has offset delta 2, with a header
+// (lastOffsetDelta 1, CRC) that is consistent: only reading the records
+// inside the compressed payload finds what is wrong.
+std::vector<uint8_t> lz4_batch_with_bad_inner_delta() {
+  protocol::BatchOptions opt;
+  opt.codec = protocol::Codec::kLz4;
+  protocol::BatchBuilder bb(opt);
+  bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v0"), {}, 0);
+  bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v1"), {}, 2);
+  auto built = bb.build();
+  REQUIRE(built.ok());
+  auto b = built.value();
+  b[protocol::batch_v2::kLastOffsetDeltaOffset + 3] = 1;
+  protocol::rewrite_crc(b);
+  return b;
+}
+}  // namespace
+
+TEST_CASE("a compressed batch kept as sent has its records checked, unless ciuic.produce.validate.compressed=false") {
+  {
+    BrokerFixture f;
+    create_topic(f, "t");  // compression.type=producer: the batch is stored as sent
+    auto pr = produce_one(f, "t", lz4_batch_with_bad_inner_delta(), 9);
+    CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
+    REQUIRE(pr.record_errors.size() == 1);
+    CHECK(pr.record_errors[0].batch_index == 1);
+    // A well-formed compressed batch is still stored byte for byte.
+    auto good = make_batch({.records = 3, .codec = protocol::Codec::kLz4});
+    CHECK(produce_one(f, "t", good).error_code == 0);
+    auto kept = stored_bytes(f, "t");
+    REQUIRE(kept.size() == good.size());
+    CHECK(std::equal(kept.begin() + 17, kept.end(), good.begin() + 17));
+  }
+  {
+    // The explicit opt-in to the cheap path: header checks only.
+    BrokerFixture f({"ciuic.produce.validate.compressed=false"});
+    create_topic(f, "t");
+    CHECK(produce_one(f, "t", lz4_batch_with_bad_inner_delta(), 9).error_code == 0);
+  }
+}
+
 TEST_CASE("max.message.bytes gives MESSAGE_TOO_LARGE, segment.bytes RECORD_LIST_TOO_LARGE") {
   BrokerFixture f;
   create_topic(f, "small", 1, {{"max.message.bytes", "200"}});
