@@ -39,5 +39,25 @@ TEST_CASE("RequestBudget with limit -1 never waits") {
   CHECK(b.waiting() == 0);
 }
 
+TEST_CASE("RequestBudget bounds counted requests; uncounted ones and bytes pass") {
+  RequestBudget b(-1, 2);
+  int woken = 0;
+  auto waiter = [&] { ++woken; };
+  CHECK(b.try_acquire(10, true, waiter));
+  CHECK(b.try_acquire(10, true, waiter));
+  CHECK_FALSE(b.try_acquire(10, true, waiter));  // a third pipelined request waits
+  CHECK(b.try_acquire(10, false, waiter));       // a connection's only request never does
+  CHECK(b.requests_in_use() == 2);
+  CHECK(b.waiting() == 1);
+  CHECK(b.waits() == 1);
+  b.release(10, false);  // an uncounted answer frees no request slot
+  CHECK(woken == 0);
+  b.release(10, true);
+  CHECK(woken == 1);
+  CHECK(b.requests_in_use() == 1);
+  CHECK(b.try_acquire(10, true, waiter));
+  CHECK(b.in_use() == 20);
+}
+
 }  // namespace
 }  // namespace ciuickafka::broker
