@@ -220,7 +220,8 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("queued.max.request.bytes", T::kLong, "268435456", S::kSocket,
                   "Bytes of requests read but not yet answered, across all connections, before reading pauses; "
                   "-1 means no limit beyond queued.max.requests. A frame larger than the whole budget is read "
-                  "when nothing else is held. Kafka's default is -1 (no limit: up to queued.max.requests x "
+                  "when nothing else is held; a frame over a quarter of it may fill only seven eighths, so "
+                  "small requests keep flowing. Kafka's default is -1 (no limit: up to queued.max.requests x "
                   "socket.request.max.bytes, 50 GB); CiuicKafka defaults to 256 MiB so memory is bounded "
                   "out of the box.")
                   .valid(V::custom("-1 or an integer >= 1", [](const Value& v) {

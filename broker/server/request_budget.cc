@@ -2,11 +2,17 @@
 // budget.
 #include "broker/server/request_budget.h"
 
+#include <algorithm>
+
 namespace ciuickafka::broker {
 
 bool RequestBudget::try_acquire(uint64_t n, bool counted, std::function<void()> waiter) {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool bytes_ok = limit_ < 0 || in_use_ == 0 || in_use_ + n <= static_cast<uint64_t>(limit_);
+  // A big frame (over a quarter of the budget) may fill only seven eighths
+  // of it, so small requests keep flowing while big ones queue.
+  const uint64_t limit = static_cast<uint64_t>(std::max<int64_t>(limit_, 0));
+  const uint64_t cap = n > limit / 4 ? limit - limit / 8 : limit;
+  const bool bytes_ok = limit_ < 0 || in_use_ == 0 || in_use_ + n <= cap;
   const bool request_ok = !counted || !requests_full_locked();
   if (bytes_ok && request_ok) {
     in_use_ += n;

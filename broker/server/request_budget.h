@@ -9,6 +9,10 @@
 // so nothing is dropped and TCP pushes back on the client); every release
 // wakes the waiters, which try again.
 //
+// Small requests are not starved by big ones: a frame over a quarter of the
+// byte budget is admitted only while the bytes held stay within seven
+// eighths of it, leaving the last eighth to smaller frames.
+//
 // Progress is guaranteed: a frame larger than the whole byte budget is
 // admitted when no bytes are held, and a connection's first request in
 // flight is acquired uncounted (counted = false), so the request bound only
