@@ -316,7 +316,9 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
                          e.message.c_str());
             err = ErrorCode::KAFKA_STORAGE_ERROR;
           }
-              }
+          // The last hosted partition of the topic gone: so are its series.
+          if (!broker_.topics().find(s.topic)) broker_.metrics().remove_topic(s.topic);
+        }
       }
       const storage::TopicPartition tp{s.topic, s.partition};
       for (ReplicaRoleListener* l : listeners_) l->stopped(tp, s.delete_partition);

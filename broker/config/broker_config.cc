@@ -199,6 +199,10 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
     return ConfigError{"invalid value \"0\" for " + std::string(retention.name) +
                        ": expected -1 (unlimited) or a positive retention (from " + e.origin + ")"};
   }
+  // Kafka: a per-IP limit of 0 only makes sense with overrides that let some in.
+  if (c.get_int("max.connections.per.ip") == 0 && c.get_string("max.connections.per.ip.overrides").empty())
+    return ConfigError{"invalid value \"0\" for max.connections.per.ip: expected a value >= 1 unless "
+                       "max.connections.per.ip.overrides is set (from " + c.entry("max.connections.per.ip").origin + ")"};
   // Listener names, ports and protocols checked together.
   if (auto listeners = resolve_listeners(c); !listeners) return listeners.error();
   return out;

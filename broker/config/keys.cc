@@ -6,6 +6,7 @@
 // first key listed wins (Kafka's ms over minutes over hours).
 #include <charconv>
 
+#include "broker/config/listeners.h"
 #include "broker/config/registry.h"
 #include "metrics/log/log.h"
 
@@ -197,20 +198,54 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Threads that accept connections, read requests and write responses.")
                   .valid(V::at_least(1)));
   k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket, "Threads that handle requests, disk I/O included.")
-                  .valid(V::at_least(1)));
+                  .valid(V::at_least(1))
+                  .ignored("requests are handled on the network threads (num.network.threads) and log writes "
+                           "go through each network thread's io_uring; there is no separate I/O thread pool"));
   k.push_back(key("socket.send.buffer.bytes", T::kInt, "102400", S::kSocket,
-                  "SO_SNDBUF for client connections; -1 keeps the operating system's default."));
+                  "SO_SNDBUF of each accepted connection (bytes); -1 keeps the operating system's default "
+                  "(Linux doubles the value and caps it at net.core.wmem_max)."));
   k.push_back(key("socket.receive.buffer.bytes", T::kInt, "102400", S::kSocket,
-                  "SO_RCVBUF for client connections; -1 keeps the operating system's default."));
+                  "SO_RCVBUF of each accepted connection (bytes); -1 keeps the operating system's default "
+                  "(Linux doubles the value and caps it at net.core.rmem_max)."));
   k.push_back(key("socket.request.max.bytes", T::kInt, "104857600", S::kSocket,
                   "The largest request frame accepted; a larger size prefix closes the connection.")
                   .valid(V::at_least(1)));
   k.push_back(key("queued.max.requests", T::kInt, "500", S::kSocket,
-                  "Requests read but not yet handled before the network threads stop reading.")
+                  "Requests read but not yet answered, across all connections, beyond the one request every "
+                  "connection may always have in flight. When reached, connections with a request in flight "
+                  "pause reading (nothing is dropped; TCP pushes back) until answers free room. Kafka's bound "
+                  "on its request queue; here handlers run on the network threads, so the requests held are "
+                  "those being handled or waiting (a long-polling Fetch, a JoinGroup).")
                   .valid(V::at_least(1)));
-  k.push_back(key("queued.max.request.bytes", T::kLong, "-1", S::kSocket,
-                  "Bytes of requests read but not yet handled before reading pauses; -1 means no limit "
-                  "beyond queued.max.requests."));
+  k.push_back(key("queued.max.request.bytes", T::kLong, "268435456", S::kSocket,
+                  "Bytes of requests read but not yet answered, across all connections, before reading pauses; "
+                  "-1 means no limit beyond queued.max.requests. A frame larger than the whole budget is read "
+                  "when nothing else is held; a frame over a quarter of it may fill only seven eighths, so "
+                  "small requests keep flowing. Kafka's default is -1 (no limit: up to queued.max.requests x "
+                  "socket.request.max.bytes, 50 GB); CiuicKafka defaults to 256 MiB so memory is bounded "
+                  "out of the box.")
+                  .valid(V::custom("-1 or an integer >= 1", [](const Value& v) {
+                    const auto* i = std::get_if<int64_t>(&v);
+                    return i && (*i == -1 || *i >= 1);
+                  })));
+  k.push_back(key("max.connections", T::kInt, "2147483647", S::kSocket,
+                  "Client connections the broker holds at once, all listeners together. When reached, the "
+                  "broker stops accepting (new connections wait in the listen backlog) until one closes, as "
+                  "Kafka's acceptor does. With more than one listener, the inter-broker listener is not held "
+                  "back by this limit (its connections still count).")
+                  .valid(V::at_least(0)));
+  k.push_back(key("max.connections.per.ip", T::kInt, "2147483647", S::kSocket,
+                  "Connections one IP address may hold at once. A connection over the limit is closed as "
+                  "soon as it is accepted. 0 is allowed only with max.connections.per.ip.overrides.")
+                  .valid(V::at_least(0)));
+  k.push_back(key("max.connections.per.ip.overrides", T::kString, "", S::kSocket,
+                  "Per-address exceptions to max.connections.per.ip: comma-separated host:count entries, "
+                  "host an IP address or a name resolved at start-up, e.g. \"127.0.0.1:200,build-host:50\".")
+                  .valid(V::custom("a comma-separated list of host:count, count an integer >= 0",
+                                   [](const Value& v) {
+                                     const auto* s = std::get_if<std::string>(&v);
+                                     return s && parse_ip_overrides(*s).has_value();
+                                   })));
   k.push_back(key("connections.max.idle.ms", T::kLong, "600000", S::kSocket,
                   "Close a connection idle for this long (milliseconds)."));
 
@@ -297,7 +332,9 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(V::at_least(0)));
   k.push_back(key("log.flush.start.offset.checkpoint.interval.ms", T::kInt, "60000", S::kLogRetention,
                   "How often the log-start-offset checkpoint is written (milliseconds).")
-                  .valid(V::at_least(0)));
+                  .valid(V::at_least(0))
+                  .ignored("the log-start-offset checkpoint is written together with the recovery-point "
+                           "checkpoint, every log.flush.offset.checkpoint.interval.ms"));
 
   // --- Log cleaner
   k.push_back(key("log.cleaner.enable", T::kBoolean, "true", S::kLogCleaner,
@@ -308,9 +345,13 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Memory for the cleaner's key map, across all cleaner threads (bytes)."));
   k.push_back(key("log.cleaner.io.buffer.size", T::kInt, "524288", S::kLogCleaner,
                   "The cleaner's read and write buffer memory, across all cleaner threads (bytes).")
-                  .valid(V::at_least(0)));
+                  .valid(V::at_least(0))
+                  .ignored("the cleaner has no separate I/O buffer setting; its memory bound is "
+                           "log.cleaner.dedupe.buffer.size"));
   k.push_back(key("log.cleaner.io.buffer.load.factor", T::kDouble, "0.9", S::kLogCleaner,
-                  "How full the cleaner's key map may get."));
+                  "How full the cleaner's key map may get.")
+                  .ignored("the cleaner's offset map has no load-factor setting; it is bounded by "
+                           "log.cleaner.dedupe.buffer.size"));
   k.push_back(key("log.cleaner.io.max.bytes.per.second", T::kDouble, "1.7976931348623157E308", S::kLogCleaner,
                   "Cap on the cleaner's read plus write rate (bytes per second; the default, Double.MAX_VALUE, "
                   "is unthrottled).")
@@ -407,7 +448,8 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(V::at_least(1)));
   k.push_back(key("transaction.state.log.min.isr", T::kInt, "2", S::kTransactions,
                   "min.insync.replicas of __transaction_state.")
-                  .valid(V::at_least(1)));
+                  .valid(V::at_least(1))
+                  .ignored("transactions run on a single node, so __transaction_state has one replica"));
   k.push_back(key("transaction.max.timeout.ms", T::kInt, "900000", S::kTransactions,
                   "The longest transaction timeout a producer may ask for (milliseconds).")
                   .valid(V::at_least(1)));

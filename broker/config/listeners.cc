@@ -126,4 +126,28 @@ Result<Listeners> resolve_listeners(const BrokerConfig& c) {
   return out;
 }
 
+std::optional<std::vector<IpOverride>> parse_ip_overrides(std::string_view text) {
+  std::vector<IpOverride> out;
+  size_t start = 0;
+  if (text.find_first_not_of(" \t") == std::string_view::npos) return out;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    const size_t colon = item.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    std::string_view host = item.substr(0, colon);
+    const std::string_view count = item.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.empty() || host.find_first_of(" \t/[]") != std::string_view::npos) return std::nullopt;
+    int32_t n = -1;
+    auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+    if (count.empty() || ec != std::errc() || end != count.data() + count.size() || n < 0) return std::nullopt;
+    out.push_back(IpOverride{std::string(host), n});
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
 }  // namespace ciuickafka::broker::config

@@ -13,10 +13,13 @@
 // Listeners named in controller.listener.names are KRaft controller listeners:
 // parsed, marked, and not served by a single node (see `controller`).
 //
+// Also the parser of max.connections.per.ip.overrides.
+//
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,5 +51,14 @@ struct Listeners {
 };
 
 Result<Listeners> resolve_listeners(const BrokerConfig& config);
+
+// max.connections.per.ip.overrides: "host:count,..." (the count after the
+// last colon, so a bare IPv6 address works; [v6]:count too). Empty text gives
+// no entries; nullopt when an entry is malformed or a count is not >= 0.
+struct IpOverride {
+  std::string host;  // as written, brackets removed
+  int32_t max = 0;
+};
+std::optional<std::vector<IpOverride>> parse_ip_overrides(std::string_view text);
 
 }  // namespace ciuickafka::broker::config

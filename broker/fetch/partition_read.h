@@ -61,7 +61,10 @@ struct PartitionOutcome {
   storage::ReadResult read;           // zero-copy record slices
   std::vector<produce::AbortedTxn> aborted;  // read_committed: aborted transactions in the range read
   std::vector<uint8_t> converted;     // Fetch v0-v3: the down-converted bytes
-  std::string topic;                  // resolved name (for metrics, v13+ responses)
+  std::string topic;                  // resolved name (for metrics, v13+ responses); else the client's
+  // The topic exists on this broker: only then may a per-topic metrics
+  // series be named after `topic` (a client may name anything).
+  bool topic_exists = false;
   // Replica fetches only:
   std::shared_ptr<Partition> partition;  // the partition read
   int64_t leo_at_read = -1;              // the leader's LEO when it was read
@@ -71,10 +74,11 @@ struct PartitionOutcome {
 };
 
 // An error answer for one partition (HW, LSO and log start -1).
-inline PartitionOutcome error_outcome(protocol::ErrorCode e, std::string topic) {
+inline PartitionOutcome error_outcome(protocol::ErrorCode e, std::string topic, bool topic_exists = false) {
   PartitionOutcome o;
   o.error = e;
   o.topic = std::move(topic);
+  o.topic_exists = topic_exists;
   return o;
 }
 
@@ -94,13 +98,14 @@ struct ReadTotals {
 };
 
 inline std::shared_ptr<Partition> resolve(Broker& broker, const FetchPartitionState& s, bool by_id,
-                                          protocol::ErrorCode* error, std::string* name) {
+                                          protocol::ErrorCode* error, std::string* name, bool* found = nullptr) {
   std::shared_ptr<const Topic> topic = by_id ? broker.topics().find(s.topic_id) : broker.topics().find(s.topic);
   if (!topic) {
     *error = by_id ? protocol::ErrorCode::UNKNOWN_TOPIC_ID : protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
     return nullptr;
   }
   *name = topic->name;
+  if (found != nullptr) *found = true;
   auto p = topic->partition(s.partition);
   if (!p) *error = protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
   return p;
@@ -118,7 +123,7 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     PartitionOutcome& o = (*out)[i];
     o.topic = s.topic;
     protocol::ErrorCode err = protocol::ErrorCode::NONE;
-    std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic);
+    std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic, &o.topic_exists);
     // Consumers read from the leader only (cluster mode; always true on one node).
     if (!opts.from_replica && (p || err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
       if (auto le = ReplicaManager::leader_error(broker, p.get(), o.topic, s.partition); le != protocol::ErrorCode::NONE)

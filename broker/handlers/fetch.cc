@@ -102,7 +102,7 @@ void record_follower_fetch(PendingFetch& pf) {
                                                          s.client_log_start_offset, o.leo_at_read,
                                                          s.current_leader_epoch >= 0);
     if (e != ErrorCode::NONE) {
-      o = fetch::error_outcome(e, o.topic);
+      o = fetch::error_outcome(e, o.topic, o.topic_exists);
       continue;
     }
     o.high_watermark = o.partition->high_watermark();
@@ -157,7 +157,7 @@ void respond(PendingFetch& pf) {
       if (o.read.bytes == 0) continue;
       ErrorCode e = fetch::down_convert(o.read, magic, &o.converted);
       if (e != ErrorCode::NONE) {
-        o = fetch::error_outcome(e, o.topic);
+        o = fetch::error_outcome(e, o.topic, o.topic_exists);
       }
     }
   }
@@ -187,9 +187,10 @@ void respond(PendingFetch& pf) {
     const FetchPartitionState& s = pf.plan[i];
     const PartitionOutcome& o = pf.outcomes[i];
     // Per-topic series only for topics that exist (an unknown name counts
-    // in the all-topics aggregate alone).
-    if (o.error == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION || o.error == ErrorCode::UNKNOWN_TOPIC_ID ||
-        o.topic.empty()) {
+    // in the all-topics aggregate alone, whatever error it got: in a cluster
+    // an unknown name may be answered NOT_LEADER_OR_FOLLOWER).
+    if (!o.topic_exists || o.error == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION ||
+        o.error == ErrorCode::UNKNOWN_TOPIC_ID || o.topic.empty()) {
       broker.metrics().all_topics().fetch_request();
       if (o.error != ErrorCode::NONE) broker.metrics().all_topics().failed_fetch();
     } else {

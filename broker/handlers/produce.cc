@@ -50,7 +50,10 @@
 #include <chrono>
 #include <memory>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -407,12 +410,62 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
                                });
 }
 
+// Kafka keys a Produce request's parts by topic-partition
+// (KafkaApis.handleProduceRequest collects them in a map): a partition named
+// twice is appended once, with the records of its last mention, and answered
+// once; a topic named twice answers as one topic, in first-mention order.
+// Requests without repeats (all real clients) are left as they are.
+void merge_repeated_partitions(ProduceRequest& req) {
+  // The check allocates nothing for the usual few topics and partitions.
+  constexpr size_t kScan = 32;
+  const auto& tds = req.topic_data;
+  bool repeated = false;
+  if (tds.size() <= kScan) {
+    for (size_t i = 0; i < tds.size() && !repeated; ++i)
+      for (size_t j = 0; j < i && !repeated; ++j) repeated = tds[i].name == tds[j].name;
+  } else {
+    std::set<std::string_view> names;
+    for (const auto& td : tds) repeated |= !names.insert(td.name).second;
+  }
+  for (size_t t = 0; t < tds.size() && !repeated; ++t) {
+    const auto& pds = tds[t].partition_data;
+    if (pds.size() <= kScan) {
+      for (size_t i = 0; i < pds.size() && !repeated; ++i)
+        for (size_t j = 0; j < i && !repeated; ++j) repeated = pds[i].index == pds[j].index;
+    } else {
+      std::set<int32_t> seen;
+      for (const auto& pd : pds) repeated |= !seen.insert(pd.index).second;
+    }
+  }
+  if (!repeated) return;
+  std::vector<ProduceRequest::TopicProduceData> merged;
+  std::map<std::string, size_t, std::less<>> topic_at;
+  std::map<std::pair<size_t, int32_t>, size_t> partition_at;
+  for (auto& td : req.topic_data) {
+    auto [t, new_topic] = topic_at.try_emplace(td.name, merged.size());
+    if (new_topic) {
+      ProduceRequest::TopicProduceData& m = merged.emplace_back();
+      m.name = td.name;
+    }
+    for (auto& pd : td.partition_data) {
+      auto [p, new_partition] = partition_at.try_emplace({t->second, pd.index}, merged[t->second].partition_data.size());
+      if (new_partition) {
+        merged[t->second].partition_data.push_back(std::move(pd));
+      } else {
+        merged[t->second].partition_data[p->second] = std::move(pd);  // the last mention wins
+      }
+    }
+  }
+  req.topic_data = std::move(merged);
+}
+
 void handle_produce(RequestContext&& ctx) {
   ProduceRequest req;
   if (!decode_request(ctx, req)) {
     ctx.respond(Response::close());
     return;
   }
+  merge_repeated_partitions(req);
   Broker& broker = *ctx.broker;
   auto pp = std::make_shared<PendingProduce>();
   pp->svc = &broker.service<produce::ProduceService>();

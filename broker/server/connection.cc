@@ -52,8 +52,9 @@ Connection::~Connection() {
   if (closed_) return;
   // Destroyed without close() (the server stopped its threads first).
   if (opt_.budget != nullptr) {
-    for (const Slot& s : slots_) opt_.budget->release(s.budget_bytes);
-    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_));
+    for (const Slot& s : slots_)
+      if (s.budgeted) opt_.budget->release(s.budget_bytes, s.counted);
+    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_), frame_counted_);
   }
   if (opt_.broker != nullptr) opt_.broker->metrics().connection_closed(opt_.listener);
 }
@@ -81,10 +82,12 @@ void Connection::close(const char* why) {
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (opt_.budget != nullptr) {
-    for (const Slot& s : slots_) opt_.budget->release(s.budget_bytes);
-    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_));
+    for (const Slot& s : slots_)
+      if (s.budgeted) opt_.budget->release(s.budget_bytes, s.counted);
+    if (frame_budgeted_) opt_.budget->release(static_cast<uint64_t>(frame_size_), frame_counted_);
   }
   frame_budgeted_ = false;
+  frame_counted_ = false;
   frame_.reset();
   slots_.clear();
   writer_.reset();
@@ -133,10 +136,14 @@ void Connection::process_input() {
           if (auto c = weak.lock()) c->on_budget();
         });
       };
-      if (!opt_.budget->try_acquire(static_cast<uint64_t>(frame_size_), std::move(waiter))) {
+      // A connection's only request in flight is never held back by
+      // queued.max.requests (request_budget.h); pipelined ones are.
+      const bool counted = !slots_.empty();
+      if (!opt_.budget->try_acquire(static_cast<uint64_t>(frame_size_), counted, std::move(waiter))) {
         waiting_budget_ = true;
         return;
       }
+      frame_counted_ = counted;
     }
     frame_budgeted_ = true;
     const size_t want = static_cast<size_t>(frame_size_) - frame_filled_;
@@ -165,6 +172,8 @@ void Connection::dispatch_frame_now() {
   Slot slot;
   slot.seq = seq;
   slot.budget_bytes = opt_.budget != nullptr ? static_cast<uint64_t>(frame_size_) : 0;
+  slot.budgeted = opt_.budget != nullptr && frame_budgeted_;
+  slot.counted = frame_counted_;
   slots_.push_back(std::move(slot));
 
   RequestContext ctx;
@@ -186,6 +195,7 @@ void Connection::dispatch_frame_now() {
   frame_size_ = -1;
   frame_filled_ = 0;
   frame_budgeted_ = false;
+  frame_counted_ = false;
   try {
     opt_.dispatch(std::move(ctx));
   } catch (...) {  // a handler bug must not take the thread down
@@ -254,8 +264,9 @@ void Connection::on_response(uint64_t seq, Response r) {
   Slot& s = slots_[idx];
   if (s.response) return;  // answered twice: the first answer stands
   s.response = std::move(r);
-  if (opt_.budget != nullptr && s.budget_bytes > 0) opt_.budget->release(s.budget_bytes);
+  if (opt_.budget != nullptr && s.budgeted) opt_.budget->release(s.budget_bytes, s.counted);
   s.budget_bytes = 0;
+  s.budgeted = false;
   pump();
 }
 

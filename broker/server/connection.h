@@ -6,15 +6,16 @@
 // requests before it are answered. The frame buffer grows with
 // what actually arrives (a 2 GiB size prefix allocates nothing until 2 GiB
 // come). Before the body is read its size is taken from the broker-wide
-// RequestBudget (queued.max.request.bytes); when the budget is spent reading
-// pauses until responses give bytes back.
+// RequestBudget (queued.max.request.bytes, and queued.max.requests for a
+// request pipelined behind another); when the budget is spent reading
+// pauses until responses give room back.
 //
 // Pipelining: each complete frame is dispatched at once, and gets a slot in
 // a queue in arrival order. respond() (any thread) posts the Response to this
 // connection's thread, which fills the slot; slots at the head are written
 // as soon as they are ready, so responses leave strictly in request order
 // whatever order handlers finish in. kNoResponse slots are skipped; kClose
-// closes once everything before it has been written. With kMaxInFlight
+// closes once everything before it has been written. With max_in_flight
 // slots open, reading pauses (a slow reader therefore holds at most that
 // many responses, and a response holds slice handles, never record data).
 //
@@ -48,12 +49,22 @@ namespace ciuickafka::broker {
 
 class Broker;
 
+// The per-connection pipelining depth. The Java client's default
+// max.in.flight.requests.per.connection is 5 (librdkafka's is 1,000,000; it
+// simply waits when the broker stops reading); 16 covers it plus a consumer's
+// group and offset requests sharing the connection.
+inline constexpr size_t kMaxInFlightPerConnection = 16;
+
 struct ConnectionOptions {
   Broker* broker = nullptr;
   std::string listener;                     // "PLAINTEXT"
   int32_t max_request_bytes = 104857600;    // socket.request.max.bytes
   std::chrono::milliseconds idle_timeout{600000};  // connections.max.idle.ms; <= 0: never
-  size_t max_in_flight = 16;                // requests dispatched but not yet written
+  // Requests dispatched but not yet written, on this connection. Kafka
+  // reads one request per connection at a time; pipelining a few more lets
+  // a producer keep its in-flight window without a round trip per request. The broker-wide bound is queued.max.requests (request_budget.h);
+  // Server passes min(kMaxInFlightPerConnection, queued.max.requests).
+  size_t max_in_flight = kMaxInFlightPerConnection;
   RequestBudget* budget = nullptr;          // queued.max.request.bytes (shared)
   std::shared_ptr<PostGate> gate;           // posts to this connection's thread
   std::function<void(uint64_t id)> on_closed;  // called once, on this thread
@@ -85,6 +96,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Slot {
     uint64_t seq = 0;
     uint64_t budget_bytes = 0;  // held in the RequestBudget until answered
+    bool budgeted = false;      // budget_bytes (and, if counted, a request) are held
+    bool counted = false;       // holds one of queued.max.requests
     std::optional<Response> response;
   };
 
@@ -122,6 +135,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<std::vector<uint8_t>> frame_;
   size_t frame_filled_ = 0;
   bool frame_budgeted_ = false;
+  bool frame_counted_ = false;  // its budget includes a request slot
 
   bool reading_ = false;         // an async read is outstanding
   bool waiting_budget_ = false;  // a budget waiter is registered

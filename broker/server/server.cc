@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <future>
 
 #include "broker/broker.h"
 #include "broker/server/dispatch.h"
 #include "broker/server/listen.h"
+#include "broker/server/socket_options.h"
 #include "metrics/log/log.h"
+#include "metrics/log/rate_limit.h"
 
 namespace ciuickafka::broker {
 
@@ -26,7 +29,11 @@ constexpr auto kThreadHop = std::chrono::seconds(5);  // bound on waiting for a 
 Server::Server(Broker& broker, DispatchFn dispatch)
     : broker_(broker),
       dispatch_(dispatch ? std::move(dispatch) : DispatchFn(&dispatch_frame)),
-      budget_(broker.config().get_long("queued.max.request.bytes")) {}
+      budget_(broker.config().get_long("queued.max.request.bytes"), broker.config().get_int("queued.max.requests")),
+      max_connections_(broker.config().get_int("max.connections")),
+      max_per_ip_(broker.config().get_int("max.connections.per.ip")),
+      // Kafka protects the inter-broker listener only when there are others.
+      protected_listener_(broker.listeners().bound.size() > 1 ? broker.listeners().inter_broker : std::string()) {}
 
 Server::~Server() {
   stop(std::chrono::milliseconds(0));
@@ -41,6 +48,10 @@ bool Server::start(std::string* error) {
   }
   started_ = true;
   std::signal(SIGPIPE, SIG_IGN);
+  if (!resolve_ip_overrides(error)) {
+    stopped_ = true;
+    return false;
+  }
 
   int n = broker_.config().get_int("num.network.threads");
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -122,7 +133,8 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   out.push_back(std::move(idle));
   out.push_back(std::move(busy));
   auto queue = family("kafka_network_requestchannel_requestqueuesize",
-                      "Connections holding a read request until queued.max.request.bytes has room (handlers run "
+                      "Connections holding a read request until queued.max.request.bytes and queued.max.requests have "
+                      "room (handlers run "
                       "on the network threads, so this is the broker's only request queue)",
                       prometheus::MetricType::Gauge);
   prometheus::ClientMetric q;
@@ -136,6 +148,52 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   bm.gauge.value = static_cast<double>(budget_.in_use());
   bytes.metric.push_back(std::move(bm));
   out.push_back(std::move(bytes));
+  auto reqs = family("ciuic_network_requests_in_flight",
+                     "Requests pipelined behind another on their connection and not yet answered (bounded by "
+                     "queued.max.requests; each connection's first request in flight is not counted)",
+                     prometheus::MetricType::Gauge);
+  prometheus::ClientMetric rm;
+  rm.gauge.value = static_cast<double>(budget_.requests_in_use());
+  reqs.metric.push_back(std::move(rm));
+  out.push_back(std::move(reqs));
+  auto waits = family("ciuic_network_request_waits_total",
+                      "Times a connection paused reading because queued.max.request.bytes or queued.max.requests "
+                      "was reached",
+                      prometheus::MetricType::Counter);
+  prometheus::ClientMetric wm;
+  wm.counter.value = static_cast<double>(budget_.waits());
+  waits.metric.push_back(std::move(wm));
+  out.push_back(std::move(waits));
+  auto refused = family("ciuic_network_connections_refused_total",
+                        "Connections closed as soon as they were accepted, by listener and the limit that refused "
+                        "them",
+                        prometheus::MetricType::Counter);
+  auto paused = family("ciuic_network_acceptor_paused",
+                       "1 while the listener accepts nothing because max.connections is reached",
+                       prometheus::MetricType::Gauge);
+  auto pauses = family("ciuic_network_acceptor_pauses_total",
+                       "Times the listener stopped accepting because max.connections was reached",
+                       prometheus::MetricType::Counter);
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    for (const Listener& l : listeners_) {
+      prometheus::ClientMetric r;
+      r.label = {{"listener", l.name}, {"reason", "max.connections.per.ip"}};
+      r.counter.value = static_cast<double>(l.refused_per_ip);
+      refused.metric.push_back(std::move(r));
+      prometheus::ClientMetric g;
+      g.label = {{"listener", l.name}};
+      g.gauge.value = l.paused ? 1.0 : 0.0;
+      paused.metric.push_back(std::move(g));
+      prometheus::ClientMetric c;
+      c.label = {{"listener", l.name}};
+      c.counter.value = static_cast<double>(l.pauses);
+      pauses.metric.push_back(std::move(c));
+    }
+  }
+  out.push_back(std::move(refused));
+  out.push_back(std::move(paused));
+  out.push_back(std::move(pauses));
 }
 
 void Server::run_thread(IoThread& t) {
@@ -153,15 +211,80 @@ void Server::run_thread(IoThread& t) {
   }
 }
 
+bool Server::resolve_ip_overrides(std::string* error) {
+  const std::string& text = broker_.config().get_string("max.connections.per.ip.overrides");
+  auto parsed = config::parse_ip_overrides(text);
+  if (!parsed) {  // load_config validated it; kept as a guard
+    *error = "invalid value \"" + text + "\" for max.connections.per.ip.overrides";
+    return false;
+  }
+  for (const config::IpOverride& o : *parsed) {
+    boost::system::error_code ec;
+    const asio::ip::address a = asio::ip::make_address(o.host, ec);
+    if (!ec) {
+      ip_overrides_[a] = o.max;
+      continue;
+    }
+    // A host name: every address it resolves to now (Kafka resolves once too).
+    asio::io_context ioc;
+    tcp::resolver resolver(ioc);
+    auto results = resolver.resolve(o.host, "", ec);
+    if (ec || results.empty()) {
+      *error = "invalid value \"" + text + "\" for max.connections.per.ip.overrides: cannot resolve \"" + o.host +
+               "\": " + (ec ? ec.message() : std::string("no address"));
+      return false;
+    }
+    for (const auto& r : results) ip_overrides_[r.endpoint().address()] = o.max;
+  }
+  return true;
+}
+
+bool Server::slot_available_locked(const Listener& l) const {
+  return l.name == protected_listener_ || static_cast<int64_t>(conns_.size()) < max_connections_;
+}
+
+int32_t Server::max_per_ip_locked(const asio::ip::address& a) const {
+  auto it = ip_overrides_.find(a);
+  if (it != ip_overrides_.end()) return it->second;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {  // a dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d
+    it = ip_overrides_.find(asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()));
+    if (it != ip_overrides_.end()) return it->second;
+  }
+  return max_per_ip_;
+}
+
 void Server::accept(Listener& l) {
   IoThread* t;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
+    if (stopping_.load()) return;
+    if (!slot_available_locked(l)) {
+      // max.connections: accept nothing more until a connection closes
+      // (on_connection_closed resumes); clients wait in the listen backlog.
+      if (!l.paused) ++l.pauses;
+      l.paused = true;
+      return;
+    }
     t = threads_[next_thread_++ % threads_.size()].get();
   }
   l.acceptor->async_accept(t->ioc, [this, &l, t](const boost::system::error_code& ec, tcp::socket socket) {
     on_accept(l, *t, ec, std::move(socket));
   });
+}
+
+void Server::resume(Listener& l) {
+  std::unique_ptr<tcp::socket> parked;
+  IoThread* t = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    if (!l.paused || stopping_.load() || !slot_available_locked(l)) return;
+    l.paused = false;
+    parked = std::move(l.parked);
+    t = l.parked_thread;  // the socket belongs to that thread's io_context
+    l.parked_thread = nullptr;
+  }
+  if (parked && !admit(l, *t, std::move(*parked))) return;
+  accept(l);
 }
 
 void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code& ec, tcp::socket socket) {
@@ -175,29 +298,109 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
     });
     return;
   }
+  if (admit(l, t, std::move(socket))) accept(l);
+}
+
+bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) {  // already gone
+    socket.close(ec);
+    return true;
+  }
+  const asio::ip::address addr = remote.address();
+  const auto& cfg = broker_.config();
+  if (const int err = apply_socket_buffers(socket.native_handle(), cfg.get_int("socket.send.buffer.bytes"),
+                                           cfg.get_int("socket.receive.buffer.bytes"));
+      err != 0)
+    CK_LOG_WARN("network", "socket.send.buffer.bytes / socket.receive.buffer.bytes on a connection from %s: %s",
+                addr.to_string().c_str(), std::strerror(err));
   ConnectionOptions o;
   o.broker = &broker_;
   o.listener = l.name;
-  o.max_request_bytes = broker_.config().get_int("socket.request.max.bytes");
-  o.idle_timeout = std::chrono::milliseconds(broker_.config().get_long("connections.max.idle.ms"));
+  o.max_request_bytes = cfg.get_int("socket.request.max.bytes");
+  o.idle_timeout = std::chrono::milliseconds(cfg.get_long("connections.max.idle.ms"));
+  o.max_in_flight = std::min<size_t>(kMaxInFlightPerConnection,
+                                     static_cast<size_t>(std::max(1, cfg.get_int("queued.max.requests"))));
   o.budget = &budget_;
   o.gate = t.gate;
   o.on_closed = [this](uint64_t id) { on_connection_closed(id); };
   o.dispatch = dispatch_;
   std::shared_ptr<Connection> c;
+  int32_t refused_at = -1;  // the per-IP limit that refused it
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
-    c = std::make_shared<Connection>(std::move(socket), ++next_id_, std::move(o));
-    conns_[c->id()] = Live{c, &t};
+    if (!slot_available_locked(l)) {
+      // Another listener took the last slot meanwhile: hold this one.
+      l.parked = std::make_unique<tcp::socket>(std::move(socket));
+      l.parked_thread = &t;
+      if (!l.paused) ++l.pauses;
+      l.paused = true;
+      return false;
+    }
+    const int32_t max = max_per_ip_locked(addr);
+    auto it = ip_counts_.find(addr);
+    const int32_t count = it == ip_counts_.end() ? 0 : it->second;
+    if (count >= max) {
+      ++l.refused_per_ip;
+      refused_at = max;
+    } else {
+      ++ip_counts_[addr];
+      c = std::make_shared<Connection>(std::move(socket), ++next_id_, std::move(o));
+      conns_[c->id()] = Live{c, &t, addr};
+    }
+  }
+  if (refused_at >= 0) {
+    // Kafka closes such a connection at once (TooManyConnectionsException).
+    // A flood from one address logs 5 lines per 10 s, then a count.
+    static metrics::log::RateLimiter limiter(5, std::chrono::seconds(10));
+    const std::string ip = addr.to_string();
+    if (const auto a = limiter.admit(ip); a.admitted) {
+      const std::string more = a.suppressed > 0 ? " (" + std::to_string(a.suppressed) + " similar suppressed)" : "";
+      CK_LOG_INFO("network",
+                  "refused connection from %s on %s: the address already has its maximum of %d connections "
+                  "(max.connections.per.ip)%s",
+                  ip.c_str(), l.name.c_str(), refused_at, more.c_str());
+    }
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+    return true;
   }
   asio::post(t.ioc, [c] { c->start(); });
-  accept(l);
+  return true;
 }
 
 void Server::on_connection_closed(uint64_t id) {
+  std::vector<Listener*> waiting;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    auto it = conns_.find(id);
+    if (it != conns_.end()) {
+      auto ip = ip_counts_.find(it->second.address);
+      if (ip != ip_counts_.end() && --ip->second <= 0) ip_counts_.erase(ip);
+      conns_.erase(it);
+    }
+    if (conns_.empty()) conns_cv_.notify_all();
+    if (!stopping_.load())
+      for (Listener& l : listeners_)
+        if (l.paused && slot_available_locked(l)) waiting.push_back(&l);
+  }
+  // Acceptors belong to the first thread: resume there.
+  for (Listener* l : waiting) asio::post(threads_[0]->ioc, [this, l] { resume(*l); });
+}
+
+uint64_t Server::refused_per_ip() const {
   std::lock_guard<std::mutex> lock(conns_mu_);
-  conns_.erase(id);
-  if (conns_.empty()) conns_cv_.notify_all();
+  uint64_t n = 0;
+  for (const Listener& l : listeners_) n += l.refused_per_ip;
+  return n;
+}
+
+uint64_t Server::acceptor_pauses() const {
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  uint64_t n = 0;
+  for (const Listener& l : listeners_) n += l.pauses;
+  return n;
 }
 
 size_t Server::connection_count() const {

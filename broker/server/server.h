@@ -6,7 +6,21 @@
 // io_context. Accepted connections are spread round-robin over the threads;
 // a connection lives on its thread for good, so its requests are read,
 // dispatched and answered there (see connection.h). The broker-wide
-// queued.max.request.bytes budget is shared by all connections.
+// queued.max.request.bytes and queued.max.requests budget is shared by all
+// connections (request_budget.h).
+//
+// Connection bounds, as Kafka's ConnectionQuotas:
+//   - max.connections: when that many connections are open, the acceptors
+//     stop accepting (new connections wait in the kernel's listen backlog)
+//     until one closes. With more than one listener, the inter-broker
+//     listener is exempt from the wait (its connections still count), so
+//     followers reach a flooded leader. Unlike Kafka, no connection of
+//     another listener is closed to make room for it.
+//   - max.connections.per.ip, max.connections.per.ip.overrides: a
+//     connection from an address already at its limit is closed as soon as
+//     it is accepted, before anything is read.
+// socket.send.buffer.bytes / socket.receive.buffer.bytes are set on each
+// accepted socket (socket_options.h).
 //
 // stop(grace) stops accepting, stops reading, lets the requests in flight
 // be answered and written for up to `grace`, then closes what is left and
@@ -27,6 +41,9 @@
 //   ciuic_network_thread_busy_seconds_total{thread}
 //   kafka_network_requestchannel_requestqueuesize
 //   ciuic_network_request_bytes_in_use
+//   ciuic_network_requests_in_flight, ciuic_network_request_waits_total
+//   ciuic_network_connections_refused_total{listener,reason}
+//   ciuic_network_acceptor_paused{listener}, ciuic_network_acceptor_pauses_total{listener}
 //
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
@@ -43,6 +60,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +96,10 @@ class Server {
   size_t connection_count() const;
   size_t thread_count() const { return threads_.size(); }
   const RequestBudget& budget() const { return budget_; }
+  // Connections closed at accept for max.connections.per.ip, and the times
+  // an acceptor paused for max.connections, all listeners together.
+  uint64_t refused_per_ip() const;
+  uint64_t acceptor_pauses() const;
 
  private:
   struct IoThread {
@@ -92,14 +114,29 @@ class Server {
     std::string name;
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
     std::unique_ptr<asio::steady_timer> retry;  // after accept errors (EMFILE)
+    // Under conns_mu_: paused for max.connections, and a socket accepted
+    // while another listener took the last slot (held until one frees).
+    bool paused = false;
+    std::unique_ptr<asio::ip::tcp::socket> parked;
+    IoThread* parked_thread = nullptr;  // whose io_context the parked socket uses
+    uint64_t pauses = 0;
+    uint64_t refused_per_ip = 0;
   };
   struct Live {
     std::weak_ptr<Connection> connection;
     IoThread* thread = nullptr;
+    asio::ip::address address;
   };
 
   void accept(Listener& l);
   void on_accept(Listener& l, IoThread& t, const boost::system::error_code& ec, asio::ip::tcp::socket socket);
+  // Admits (or refuses) an accepted socket; false when it was parked because
+  // max.connections is reached (the acceptor then pauses).
+  bool admit(Listener& l, IoThread& t, asio::ip::tcp::socket socket);
+  bool slot_available_locked(const Listener& l) const;
+  int32_t max_per_ip_locked(const asio::ip::address& a) const;
+  bool resolve_ip_overrides(std::string* error);
+  void resume(Listener& l);
   void on_connection_closed(uint64_t id);
   // Runs f(connection) on each live connection's thread and waits (bounded).
   void for_each_connection(const std::function<void(Connection&)>& f);
@@ -118,6 +155,13 @@ class Server {
   std::condition_variable conns_cv_;
   std::unordered_map<uint64_t, Live> conns_;
   uint64_t next_id_ = 0;     // under conns_mu_
+  std::map<asio::ip::address, int32_t> ip_counts_;  // under conns_mu_
+
+  // Connection bounds, fixed at construction / start().
+  const int64_t max_connections_;
+  const int32_t max_per_ip_;
+  std::map<asio::ip::address, int32_t> ip_overrides_;
+  std::string protected_listener_;  // the inter-broker listener
 
   // The idle-ratio window: busy time and clock at the previous scrape.
   std::mutex scrape_mu_;

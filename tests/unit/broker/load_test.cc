@@ -52,7 +52,27 @@ TEST_CASE("precedence: env > override > file > default") {
   CHECK(c.entry("num.network.threads").origin == "server.properties:3");
   CHECK(c.get_int("queued.max.requests") == 500);
   CHECK(c.source("queued.max.requests") == ConfigSource::kDefault);
-  CHECK(l.warnings.empty());
+  // num.io.threads parses (it is Kafka's) but does nothing here: it warns once, saying why.
+  REQUIRE(l.warnings.size() == 1);
+  CHECK_THAT(l.warnings[0], Catch::Contains("num.io.threads is accepted but ignored") &&
+                                Catch::Contains("network threads") && Catch::Contains("--override"));
+}
+
+TEST_CASE("Known keys that do nothing here warn at start-up; the ones that work do not") {
+  const std::string file =
+      "socket.send.buffer.bytes=65536\nsocket.receive.buffer.bytes=-1\nqueued.max.requests=100\n"
+      "max.connections=1000\nmax.connections.per.ip=50\noffsets.commit.timeout.ms=4000\n";
+  CHECK(load_ok(input(file, {})).warnings.empty());
+  for (const char* inert : {"num.io.threads=4", "log.flush.start.offset.checkpoint.interval.ms=1000",
+                            "log.cleaner.io.buffer.size=1000", "log.cleaner.io.buffer.load.factor=0.5",
+                            "transaction.state.log.min.isr=1"}) {
+    CAPTURE(inert);
+    LoadedConfig l = load_ok(input(std::string(inert) + "\n", {}));
+    REQUIRE(l.warnings.size() == 1);
+    const std::string key = std::string(inert).substr(0, std::string(inert).find('='));
+    CHECK_THAT(l.warnings[0], Catch::StartsWith(key + " is accepted but ignored: ") &&
+                                  Catch::Contains("server.properties:1"));
+  }
 }
 
 TEST_CASE("a bad value hidden by a higher source is not an error; the winner is checked") {

@@ -195,6 +195,8 @@ TEST_CASE("StopReplica: stop keeps the log, delete removes it; fenced leader epo
 TEST_CASE("StopReplica v0 (ungrouped, one delete flag) decodes and deletes") {
   ClusterFixture c;
   REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"z", 0}}), 7)) == 0);
+  c.broker().metrics().topic("z").add_bytes_in(1);  // as a produce would
+  REQUIRE(c.broker().metrics_registry().text().find("topic=\"z\"") != std::string::npos);
   protocol::StopReplicaRequest r;
   r.controller_epoch = 1;
   r.delete_partitions = true;
@@ -207,6 +209,8 @@ TEST_CASE("StopReplica v0 (ungrouped, one delete flag) decodes and deletes") {
   CHECK(resp.partition_errors[0].topic_name == "z");
   CHECK(resp.partition_errors[0].error_code == 0);
   CHECK(c.broker().topics().find("z") == nullptr);
+  // The deleted topic's per-topic series left with it.
+  CHECK(c.broker().metrics_registry().text().find("topic=\"z\"") == std::string::npos);
 }
 
 TEST_CASE("cluster mode: logs found at startup are not served until a LeaderAndIsr names them") {

@@ -1,0 +1,293 @@
+// tests/unit/server/connection_limits_test.cc: the broker-wide bounds of
+// the network side against a real Server on 127.0.0.1:0:
+// max.connections.per.ip (and its overrides) closes the connection over the
+// limit at once; max.connections pauses accepting until a connection closes,
+// refusing nothing; queued.max.requests pauses reading of pipelined requests
+// across connections and drops nothing; the config checks name key and value;
+// socket.send/receive.buffer.bytes reach the socket.
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+#include "broker/server/socket_options.h"
+#include "protocol/generated/api_versions.h"
+#include "tests/unit/server/server_test_util.h"
+
+namespace ciuickafka::broker::test {
+namespace {
+
+std::vector<uint8_t> api_versions_request(int32_t correlation_id) {
+  protocol::ApiVersionsRequest req;
+  req.client_software_name = "ck-limits-test";
+  req.client_software_version = "1.0";
+  protocol::Writer body;
+  req.encode(body, 3);
+  return request_frame(18, 3, correlation_id, body.buffer());
+}
+
+// True when c gets an ApiVersions answer with this correlation id.
+bool served(RawClient& c, int32_t correlation_id) {
+  if (!c.send_all(api_versions_request(correlation_id))) return false;
+  auto f = c.recv_frame();
+  return f && f->size() >= 4 && be32(f->data()) == correlation_id;
+}
+
+std::string load_error(std::vector<std::string> overrides) {
+  config::ConfigInput in;
+  in.overrides = std::move(overrides);
+  auto loaded = config::load_config(in);
+  return loaded.is_ok() ? std::string() : loaded.error().message;
+}
+
+TEST_CASE("max.connections.per.ip closes a connection over the limit at once; a freed slot admits again") {
+  ServerFixture fx({"max.connections.per.ip=2"});
+  auto c1 = std::make_unique<RawClient>(fx.port());
+  RawClient c2(fx.port());
+  REQUIRE(served(*c1, 1));
+  REQUIRE(served(c2, 2));
+  RawClient c3(fx.port());     // the TCP handshake succeeds (the kernel's backlog) ...
+  CHECK(c3.closed_by_peer());  // ... then the broker closes it, reading nothing
+  CHECK(fx.server().refused_per_ip() == 1);
+  CHECK(fx.server().connection_count() == 2);
+  c1.reset();
+  REQUIRE(eventually([&] { return fx.server().connection_count() == 1; }));
+  RawClient c4(fx.port());
+  CHECK(served(c4, 4));
+  CHECK(fx.server().refused_per_ip() == 1);
+}
+
+TEST_CASE("max.connections.per.ip.overrides sets the limit of one address") {
+  SECTION("raised above the default") {
+    ServerFixture fx({"max.connections.per.ip=1", "max.connections.per.ip.overrides=10.9.9.9:0, 127.0.0.1:3"});
+    RawClient a(fx.port()), b(fx.port()), c(fx.port());
+    CHECK(served(a, 1));
+    CHECK(served(b, 2));
+    CHECK(served(c, 3));
+    RawClient d(fx.port());
+    CHECK(d.closed_by_peer());
+    CHECK(fx.server().refused_per_ip() == 1);
+  }
+  SECTION("a default of 0 with an override letting one address in") {
+    ServerFixture fx({"max.connections.per.ip=0", "max.connections.per.ip.overrides=127.0.0.1:1"});
+    RawClient a(fx.port());
+    CHECK(served(a, 1));
+    RawClient b(fx.port());
+    CHECK(b.closed_by_peer());
+  }
+  SECTION("an override of 0 refuses that address entirely") {
+    ServerFixture fx({"max.connections.per.ip.overrides=127.0.0.1:0"});
+    RawClient a(fx.port());
+    CHECK(a.closed_by_peer());
+    CHECK(fx.server().refused_per_ip() == 1);
+  }
+}
+
+TEST_CASE("max.connections pauses accepting until a connection closes, refusing nothing") {
+  ServerFixture fx({"max.connections=2"});
+  auto c1 = std::make_unique<RawClient>(fx.port());
+  RawClient c2(fx.port());
+  REQUIRE(served(*c1, 1));
+  REQUIRE(served(c2, 2));
+  // The third completes its handshake in the listen backlog and sends a
+  // request; the acceptor has paused, so nobody reads it.
+  RawClient c3(fx.port());
+  REQUIRE(c3.send_all(api_versions_request(3)));
+  REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 1; }));
+  CHECK(fx.server().connection_count() == 2);
+  c1.reset();  // a slot frees: c3 is accepted and answered
+  auto f = c3.recv_frame();
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 3);
+  CHECK(fx.server().connection_count() == 2);
+  CHECK(fx.server().refused_per_ip() == 0);
+  CHECK(served(c2, 4));
+}
+
+// Holds every dispatched request until the test answers it.
+class Holder {
+ public:
+  Server::DispatchFn dispatcher() {
+    return [this](RequestContext ctx) {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.push_back(std::move(ctx));
+    };
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  bool wait_for(size_t n) {
+    return eventually([&] { return count() >= n; });
+  }
+  // Answers request i with [size][correlation id].
+  void answer(size_t i) {
+    RequestContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ctx = held_.at(i);
+    }
+    Response r;
+    r.bytes = be32_bytes(4);
+    auto c = be32_bytes(be32(ctx.frame->data() + 4));
+    r.bytes.insert(r.bytes.end(), c.begin(), c.end());
+    ctx.respond(std::move(r));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<RequestContext> held_;
+};
+
+std::vector<uint8_t> frames(int from, int to) {
+  std::vector<uint8_t> all;
+  for (int i = from; i < to; ++i) {
+    auto f = be32_bytes(8);
+    f.insert(f.end(), {0, 99, 0, 0});
+    auto c = be32_bytes(i);
+    f.insert(f.end(), c.begin(), c.end());
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  return all;
+}
+
+TEST_CASE("queued.max.requests pauses reading of pipelined requests across connections; nothing is dropped") {
+  Holder h;
+  ServerFixture fx({"queued.max.requests=3"}, h.dispatcher());
+  RawClient a(fx.port());
+  RawClient b(fx.port());
+  // a pipelines six: its first is free, the next two take two of the three
+  // slots, and its per-connection cap (min(16, 3)) stops it there.
+  REQUIRE(a.send_all(frames(0, 6)));
+  REQUIRE(h.wait_for(3));
+  REQUIRE(eventually([&] { return fx.server().budget().requests_in_use() == 2; }));
+  // b's first is its only request in flight (free); its second takes the
+  // last slot; its third waits for the broker-wide bound.
+  REQUIRE(b.send_all(frames(10, 13)));
+  REQUIRE(h.wait_for(5));
+  REQUIRE(eventually([&] { return fx.server().budget().waiting() == 1; }));
+  CHECK(h.count() == 5);
+  CHECK(fx.server().budget().requests_in_use() == 3);
+  // Answering one of a's pipelined requests gives its slot to b.
+  h.answer(1);
+  REQUIRE(h.wait_for(6));
+  CHECK(fx.server().budget().requests_in_use() == 3);
+  // Answer everything as it arrives: all eleven get through, in order.
+  size_t answered_upto = 0;
+  std::vector<bool> done(9, false);
+  done[1] = true;
+  while (answered_upto < 9) {
+    REQUIRE(h.wait_for(answered_upto + 1));
+    const size_t n = h.count();
+    for (size_t i = 0; i < n; ++i)
+      if (!done[i]) {
+        h.answer(i);
+        done[i] = true;
+      }
+    answered_upto = n;
+  }
+  std::vector<int32_t> got_a, got_b;
+  for (int i = 0; i < 6; ++i) {
+    auto f = a.recv_frame();
+    REQUIRE(f);
+    got_a.push_back(be32(f->data()));
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto f = b.recv_frame();
+    REQUIRE(f);
+    got_b.push_back(be32(f->data()));
+  }
+  CHECK(got_a == std::vector<int32_t>{0, 1, 2, 3, 4, 5});
+  CHECK(got_b == std::vector<int32_t>{10, 11, 12});
+  CHECK(eventually([&] { return fx.server().budget().requests_in_use() == 0; }));
+  CHECK(fx.server().budget().waits() >= 1);
+}
+
+TEST_CASE("A connection pipelines at most min(16, queued.max.requests) requests") {
+  Holder h;
+  ServerFixture fx({"queued.max.requests=3"}, h.dispatcher());
+  RawClient a(fx.port());
+  REQUIRE(a.send_all(frames(0, 6)));
+  REQUIRE(h.wait_for(3));
+  // The fourth is read only after one is answered (the per-connection cap of
+  // 3 and the broker-wide bound agree here: 1 free + 2 counted = 3).
+  h.answer(0);
+  REQUIRE(h.wait_for(4));
+  for (size_t i = 1; i < 4; ++i) h.answer(i);
+  REQUIRE(h.wait_for(6));
+  for (size_t i = 4; i < 6; ++i) h.answer(i);
+  for (int i = 0; i < 6; ++i) {
+    auto f = a.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+}
+
+TEST_CASE("Connection limit keys are checked with the key and value named") {
+  CHECK_THAT(load_error({"max.connections.per.ip=0"}),
+             Catch::Contains("max.connections.per.ip") && Catch::Contains("\"0\"") &&
+                 Catch::Contains("max.connections.per.ip.overrides"));
+  CHECK(load_error({"max.connections.per.ip=0", "max.connections.per.ip.overrides=127.0.0.1:5"}).empty());
+  CHECK_THAT(load_error({"max.connections.per.ip.overrides=127.0.0.1"}),
+             Catch::Contains("max.connections.per.ip.overrides") && Catch::Contains("127.0.0.1"));
+  CHECK_THAT(load_error({"max.connections.per.ip.overrides=h:-1"}), Catch::Contains("h:-1"));
+  CHECK_THAT(load_error({"max.connections=-1"}), Catch::Contains("max.connections") && Catch::Contains("-1"));
+  CHECK_THAT(load_error({"queued.max.request.bytes=0"}),
+             Catch::Contains("queued.max.request.bytes") && Catch::Contains("\"0\""));
+  CHECK(load_error({"queued.max.request.bytes=-1"}).empty());
+  CHECK(load_error({"max.connections.per.ip.overrides=[::1]:4, ::2:5 ,host-a:7"}).empty());
+  auto o = config::parse_ip_overrides("[::1]:4, ::2:5 ,host-a:7");
+  REQUIRE(o);
+  REQUIRE(o->size() == 3);
+  CHECK((*o)[0].host == "::1");
+  CHECK((*o)[1].host == "::2");
+  CHECK((*o)[1].max == 5);
+  CHECK((*o)[2].host == "host-a");
+}
+
+TEST_CASE("queued.max.request.bytes defaults to a bound, not Kafka's unlimited -1") {
+  ServerFixture fx;
+  CHECK(fx.server().budget().limit() == 268435456);
+  CHECK(fx.server().budget().request_limit() == 500);
+}
+
+TEST_CASE("An unresolvable override host fails start-up naming the key") {
+  config::ConfigInput in;
+  TempDir dir;
+  in.overrides = {"listeners=PLAINTEXT://127.0.0.1:0", "log.dirs=" + dir.path(),
+                  "max.connections.per.ip.overrides=no-such-host.invalid:3"};
+  auto loaded = config::load_config(in);
+  REQUIRE(loaded.is_ok());
+  std::string err;
+  auto broker = Broker::open(std::move(loaded.value().config), &err);
+  REQUIRE(broker);
+  {
+    Server s(*broker);
+    CHECK_FALSE(s.start(&err));
+    CHECK_THAT(err, Catch::Contains("max.connections.per.ip.overrides") && Catch::Contains("no-such-host.invalid"));
+  }
+  broker->shutdown();
+}
+
+TEST_CASE("socket.send.buffer.bytes and socket.receive.buffer.bytes reach the socket; -1 keeps the default") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  int def_snd = 0, def_rcv = 0;
+  socklen_t len = sizeof(int);
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &def_snd, &len);
+  ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &def_rcv, &len);
+  CHECK(apply_socket_buffers(fd, -1, -1) == 0);
+  int snd = 0, rcv = 0;
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len);
+  ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+  CHECK(snd == def_snd);
+  CHECK(rcv == def_rcv);
+  CHECK(apply_socket_buffers(fd, 8192, 12288) == 0);
+  ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, &len);
+  ::getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+  CHECK(snd == 2 * 8192);  // Linux doubles what it is given
+  CHECK(rcv == 2 * 12288);
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace ciuickafka::broker::test
