@@ -6,18 +6,20 @@
 // go.mod/go.sum beside this file) and run by
 // tests/integration/test_go_clients.py. One run, in order, each step failing
 // the process (exit 1, the reason on stderr) on any error or mismatch:
-//   admin:   CreateTopics (3 partitions, a topic config), a duplicate create
-//            (TOPIC_ALREADY_EXISTS), Metadata (ListTopics), DescribeConfigs,
-//            CreatePartitions (3 -> 4);
-//   produce: N keyed records, acks=all (idempotent, franz-go's default), to
-//            explicit partitions; offsets 0.. per partition;
-//   consume: a direct (group-less) consumer from the start reads exactly
-//            those records at those offsets; ListOffsets end offsets match;
-//   group:   member A reads everything, commits, leaves; OffsetFetch equals
-//            the end offsets; 40 more records; members B and C join together
-//            and read exactly the 40 new ones (resuming at the commits);
-//            DescribeGroups shows both, Stable, owning all partitions;
-//   delete:  DeleteTopics, and the topic is gone from Metadata.
+//
+//	admin:   CreateTopics (3 partitions, a topic config), a duplicate create
+//	         (TOPIC_ALREADY_EXISTS), Metadata (ListTopics), DescribeConfigs,
+//	         CreatePartitions (3 -> 4);
+//	produce: N keyed records, acks=all (idempotent, franz-go's default), to
+//	         explicit partitions; offsets 0.. per partition;
+//	consume: a direct (group-less) consumer from the start reads exactly
+//	         those records at those offsets; ListOffsets end offsets match;
+//	group:   member A reads everything, commits, leaves; OffsetFetch equals
+//	         the end offsets; 40 more records; members B and C join together
+//	         and read exactly the 40 new ones (resuming at the commits);
+//	         DescribeGroups shows both, Stable, owning all partitions;
+//	delete:  DeleteTopics, and the topic is gone from Metadata.
+//
 // Single-threaded apart from franz-go's own goroutines.
 package main
 
