@@ -42,6 +42,26 @@ CLIENTS = os.path.join(REPO, "tests", "clients")
 PYTHON = "/usr/bin/python3"
 
 
+def _reexec_under_client_python():
+    """--client-python PY: re-executes the test script under PY (a venv with
+    a newer client) before the script imports its client library, once. A
+    missing interpreter is a failure, never a skip (deploy/install-deps.sh
+    makes the venv)."""
+    argv = sys.argv
+    py = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--client-python"), None)
+    if py is None or os.environ.get("CK_IT_CLIENT_PYTHON") == py:
+        return
+    if not os.access(py, os.X_OK):
+        print("FAIL: client python %s not found (run deploy/install-deps.sh)" % py, flush=True)
+        sys.exit(1)
+    os.environ["CK_IT_CLIENT_PYTHON"] = py
+    os.execv(py, [py] + argv)
+
+
+if __name__ != "__main__":
+    _reexec_under_client_python()
+
+
 class TestFailure(AssertionError):
     pass
 
@@ -354,15 +374,7 @@ def run_test(fn, total_timeout=120):
                     help="space-separated Api>=N: request versions the client must have sent")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()
-    if args.client_python:
-        # Re-exec under the client's interpreter (a venv) once; a missing venv
-        # is a failure, never a skip (deploy/install-deps.sh makes it).
-        if os.environ.get("CK_IT_CLIENT_PYTHON") != args.client_python:
-            if not os.access(args.client_python, os.X_OK):
-                print("FAIL: client python %s not found (run deploy/install-deps.sh)" % args.client_python)
-                sys.exit(1)
-            os.environ["CK_IT_CLIENT_PYTHON"] = args.client_python
-            os.execv(args.client_python, [args.client_python] + sys.argv)
+    if args.client_python:  # already re-executed under it (_reexec_under_client_python)
         global PYTHON
         PYTHON = args.client_python
     for want in args.client:
