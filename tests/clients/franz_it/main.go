@@ -20,7 +20,7 @@
 //	         DescribeGroups shows both, Stable, owning all partitions;
 //	delete:  DeleteTopics, and the topic is gone from Metadata.
 //
-// Single-threaded apart from franz-go's own goroutines.
+// Members B and C poll on their own goroutines; what they read is under mu.
 package main
 
 import (
