@@ -69,6 +69,49 @@ if [ "${1:-}" != "--build-only" ]; then
     fi
   fi
 fi
+# Today's Python clients (tests/clients/requirements.txt: confluent-kafka
+# 2.x, the chaos runs' pin included from tests/chaos/requirements.txt, and
+# kafka-python 3.x), pinned by hash, in build/clients-venv. Rebuilt when
+# either requirements file changed since the venv was made. Not fatal:
+# without it the *_2x/*_3x integration tests fail (they never skip).
+if [ "${1:-}" != "--build-only" ]; then
+  venv=build/clients-venv
+  want_reqs=$(cat tests/clients/requirements.txt tests/chaos/requirements.txt)
+  if [ "$(cat "$venv/.requirements" 2>/dev/null || true)" != "$want_reqs" ]; then
+    echo "install-deps: tests/clients/requirements.txt into $venv"
+    rm -rf "$venv"
+    if /usr/bin/python3 -m venv "$venv" &&
+       "$venv/bin/python3" -m pip install -q --disable-pip-version-check --require-hashes \
+         --only-binary=:all: --no-deps -r tests/clients/requirements.txt; then
+      printf '%s' "$want_reqs" > "$venv/.requirements"
+    else
+      rm -rf "$venv"
+      echo "install-deps: WARNING: could not install tests/clients/requirements.txt; the confluent-kafka 2.x and kafka-python 3.x tests will fail" >&2
+    fi
+  fi
+fi
+# Today's Go clients (tests/clients/franz_it: franz-go with kadm;
+# tests/clients/sarama_new_it: IBM/sarama): modules from the Go module proxy
+# (GOPROXY as configured), checked against the committed go.sum
+# (-mod=readonly), built into build/go/. They need Go >= 1.26 (their go.mod
+# says why: the modules' own minimum), which Debian 12's golang-go (1.19) is
+# not: a newer go first on PATH is used. Rebuilt when the sources are newer
+# than the program. Not fatal: a missing program fails its test.
+if [ "${1:-}" != "--build-only" ]; then
+  for pair in franz_it:franz-it sarama_new_it:sarama-it; do
+    src=tests/clients/${pair%%:*}
+    out=build/go/${pair##*:}
+    if [ -x "$out" ] && [ -z "$(find "$src" -type f -newer "$out" -print -quit)" ]; then
+      continue
+    fi
+    echo "install-deps: go build $out"
+    mkdir -p build/go
+    if ! GOFLAGS=-mod=readonly go -C "$src" build -o "$PWD/$out" .; then
+      rm -f "$out"
+      echo "install-deps: WARNING: go build of $src failed (Go $(go env GOVERSION 2>/dev/null || echo missing); needs 1.26+); integration_go_* will fail" >&2
+    fi
+  done
+fi
 # The Java client programs and Apache Kafka's own tools (tests/clients/java),
 # at the versions in tests/clients/java/versions: Maven resolves the pinned
 # artifacts from Maven Central into build/m2, failing on a bad checksum (-C),

@@ -42,6 +42,26 @@ CLIENTS = os.path.join(REPO, "tests", "clients")
 PYTHON = "/usr/bin/python3"
 
 
+def _reexec_under_client_python():
+    """--client-python PY: re-executes the test script under PY (a venv with
+    a newer client) before the script imports its client library, once. A
+    missing interpreter is a failure, never a skip (deploy/install-deps.sh
+    makes the venv)."""
+    argv = sys.argv
+    py = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--client-python"), None)
+    if py is None or os.environ.get("CK_IT_CLIENT_PYTHON") == py:
+        return
+    if not os.access(py, os.X_OK):
+        print("FAIL: client python %s not found (run deploy/install-deps.sh)" % py, flush=True)
+        sys.exit(1)
+    os.environ["CK_IT_CLIENT_PYTHON"] = py
+    os.execv(py, [py] + argv)
+
+
+if __name__ != "__main__":
+    _reexec_under_client_python()
+
+
 class TestFailure(AssertionError):
     pass
 
@@ -71,6 +91,49 @@ def scrape(b, name):
         if line.startswith(name + " ") or line.startswith(name + "{"):
             return float(line.rsplit(" ", 1)[1])
     return None
+
+
+REQUESTS_METRIC = "kafka_network_requestmetrics_requests_total"
+
+
+def request_versions(b):
+    """{api: {version: count}} of the requests broker b has counted since it
+    started (kafka_network_requestmetrics_requests_total{request,version})."""
+    import re
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % b.metrics_port, timeout=5).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith(REQUESTS_METRIC + "{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+        count = float(line.rsplit(" ", 1)[1])
+        if count > 0 and "request" in labels and "version" in labels:
+            per = out.setdefault(labels["request"], {})
+            per[int(labels["version"])] = per.get(int(labels["version"]), 0) + count
+    return out
+
+
+def check_versions(brokers, expect):
+    """Prints every API version the live brokers counted, and fails unless
+    each `Api>=N` in expect was sent at a version of at least N (the proof
+    that a client negotiated the flexible versions, not an assumption)."""
+    seen = {}
+    for b in brokers:
+        if b.proc is None or b.proc.poll() is not None:
+            continue
+        for api, per in request_versions(b).items():
+            for v, n in per.items():
+                seen.setdefault(api, {})[v] = seen.setdefault(api, {}).get(v, 0) + n
+    print("[harness] request versions seen: %s" % ", ".join(
+        "%s v%s" % (api, "/".join(str(v) for v in sorted(per))) for api, per in sorted(seen.items())),
+        flush=True)
+    for item in expect:
+        api, least = item.split(">=")
+        got = max(seen.get(api, {0: 0}).keys()) if api in seen else None
+        check(got is not None and got >= int(least),
+              "expected %s at version >= %s, the broker counted %s" % (
+                  api, least, sorted(seen[api]) if api in seen else "none"))
 
 
 def wait_until(pred, timeout, what, interval=0.05):
@@ -303,11 +366,34 @@ def run_test(fn, total_timeout=120):
     ap.add_argument("--broker", required=True, help="path of the ciuickafka binary")
     ap.add_argument("--work", required=True, help="scratch directory (kept on failure)")
     ap.add_argument("--timeout", type=int, default=total_timeout)
+    ap.add_argument("--client-python", default=None,
+                    help="run the test (and the client programs it starts) with this python")
+    ap.add_argument("--client", action="append", default=[],
+                    help="DIST==VERSION that interpreter must have installed")
+    ap.add_argument("--expect-versions", default="",
+                    help="space-separated Api>=N: request versions the client must have sent")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()
+    if args.client_python:  # already re-executed under it (_reexec_under_client_python)
+        global PYTHON
+        PYTHON = args.client_python
+    for want in args.client:
+        import importlib.metadata
+        dist, version = want.split("==")
+        try:
+            have = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            have = None
+        if have != version:
+            print("FAIL: %s %s wanted, %s has %s (run deploy/install-deps.sh)" % (
+                dist, version, sys.executable, have or "none"))
+            sys.exit(1)
+        print("[harness] client %s %s (%s)" % (dist, have, sys.executable), flush=True)
     name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     if args.rest:
         name += "_" + "_".join(args.rest)
+    for want in args.client:  # its own work dir beside the Debian client's run
+        name += "_" + want.replace("==", "-")
     args.work = os.path.join(os.path.abspath(args.work), name)
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -325,6 +411,8 @@ def run_test(fn, total_timeout=120):
     t0 = time.monotonic()
     try:
         fn(ctx)
+        if args.expect_versions or args.client:
+            check_versions(ctx.brokers, args.expect_versions.split())
         for b in ctx.brokers:
             if b.proc is not None:
                 check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))

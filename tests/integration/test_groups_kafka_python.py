@@ -30,7 +30,10 @@ def committed(b, group, topic):
     from kafka import KafkaAdminClient
     a = KafkaAdminClient(bootstrap_servers=b.bootstrap, client_id="ck-it-kp-admin")
     try:
-        got = a.list_consumer_group_offsets(group)
+        if hasattr(a, "list_group_offsets"):  # kafka-python 3.x's name (OffsetFetch v8+ batches groups)
+            got = a.list_group_offsets({group: None})[group]
+        else:  # 2.0.2
+            got = a.list_consumer_group_offsets(group)
     finally:
         a.close()
     return {tp.partition: om.offset for tp, om in got.items() if tp.topic == topic}
