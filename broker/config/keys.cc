@@ -133,6 +133,45 @@ V host_port_validator() {
   });
 }
 
+// Kafka's MetadataVersionValidator (MetadataVersion.fromVersionString, 3.9):
+// a version "0.x.y[-IVn]" is read by its first three dot-separated parts,
+// any other by its first two ("2.8.1" is 2.8, "0.8.0.x" is 0.8.0), and the
+// result must be a known inter-broker protocol version: a release
+// ("0.10.2", "2.8", "3.9") or one of its internal versions ("3.0-IV1").
+bool valid_kafka_version(std::string_view v) {
+  static constexpr std::string_view kReleases[] = {
+      "0.8.0", "0.8.1", "0.8.2", "0.9.0", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1",
+      "2.0",   "2.1",   "2.2",   "2.3",   "2.4",    "2.5",    "2.6",    "2.7",    "2.8", "3.0",
+      "3.1",   "3.2",   "3.3",   "3.4",   "3.5",    "3.6",    "3.7",    "3.8",    "3.9"};
+  static constexpr std::string_view kInternal[] = {
+      "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1", "0.10.1-IV2", "0.10.2-IV0", "0.11.0-IV0",
+      "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0",    "1.1-IV0",    "2.0-IV0",    "2.0-IV1",    "2.1-IV0",
+      "2.1-IV1",    "2.1-IV2",    "2.2-IV0",    "2.2-IV1",    "2.3-IV0",    "2.3-IV1",    "2.4-IV0",
+      "2.4-IV1",    "2.5-IV0",    "2.6-IV0",    "2.7-IV0",    "2.7-IV1",    "2.7-IV2",    "2.8-IV0",
+      "2.8-IV1",    "3.0-IV0",    "3.0-IV1",    "3.1-IV0",    "3.2-IV0",    "3.3-IV0",    "3.3-IV1",
+      "3.3-IV2",    "3.3-IV3",    "3.4-IV0",    "3.5-IV0",    "3.5-IV1",    "3.5-IV2",    "3.6-IV0",
+      "3.6-IV1",    "3.6-IV2",    "3.7-IV0",    "3.7-IV1",    "3.7-IV2",    "3.7-IV3",    "3.7-IV4",
+      "3.8-IV0",    "3.9-IV0"};
+  const size_t parts = v.starts_with("0.") ? 3 : 2;
+  size_t end = 0;
+  for (size_t i = 0; i < parts && end != std::string_view::npos; ++i) {
+    end = v.find('.', i == 0 ? 0 : end + 1);
+  }
+  std::string_view key = end == std::string_view::npos ? v : v.substr(0, end);
+  for (std::string_view r : kReleases)
+    if (key == r) return true;
+  for (std::string_view r : kInternal)
+    if (key == r) return true;
+  return false;
+}
+
+V kafka_version_validator() {
+  return V::custom("a Kafka version from 0.8.0 to 3.9 (such as 2.8 or 3.0-IV1)", [](const Value& v) {
+    const auto* s = std::get_if<std::string>(&v);
+    return s && valid_kafka_version(*s);
+  });
+}
+
 V log_level_validator() {
   return V::custom("one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF (any case)", [](const Value& v) {
     const auto* s = std::get_if<std::string>(&v);
@@ -280,6 +319,12 @@ std::vector<KeyDef> detail::make_key_table() {
                   "How long a deleted segment's files stay on disk before removal (milliseconds).")
                   .valid(V::at_least(0))
                   .topic("file.delete.delay.ms"));
+  k.push_back(key("log.message.format.version", T::kString, "3.0-IV1", S::kLog,
+                  "Deprecated (Kafka 3.x): the message format version for new segments. Kafka 3.0 and later "
+                  "ignore it and always write record batches v2; kept so that existing configs load.")
+                  .valid(kafka_version_validator())
+                  .topic("message.format.version")
+                  .ignored("every log is written in the 3.0 message format (record batches v2)"));
   k.push_back(key("log.message.timestamp.type", T::kString, "CreateTime", S::kLog,
                   "Keep the producer's timestamp (CreateTime) or stamp the broker's time (LogAppendTime).")
                   .valid(V::one_of({"CreateTime", "LogAppendTime"}))

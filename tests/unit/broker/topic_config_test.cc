@@ -54,3 +54,39 @@ TEST_CASE("topic defaults follow the broker, time groups in milliseconds") {
   CHECK(topic_default(c, "max.message.bytes") == "2000000");
   CHECK(topic_default(load("log.retention.hours=-1\n"), "retention.ms") == "-1");
 }
+
+TEST_CASE("message.format.version: Kafka 3.9's deprecated key, validated as a version and ignored") {
+  // MetadataVersion.fromVersionString: "0.x" versions keep three parts,
+  // others two; releases and their internal versions are known.
+  for (const char* ok : {"0.8.0", "0.8.0.x", "0.10.0-IV1", "0.10.2", "0.11.0", "1.0", "1.0.1", "2.8", "2.8-IV1",
+                         "2.8.1", "3.0-IV1", "3.9", "3.9-IV0", " 3.0 "}) {
+    CAPTURE(ok);
+    CHECK(parse_topic_value("message.format.version", ok).is_ok());
+    CHECK(parse_value(*find_key("log.message.format.version"), ok).is_ok());
+  }
+  for (const char* bad : {"", "3", "0.8", "0.7.0", "2.9", "3.0-IV9", "4.0", "latest", "3.0-iv1"}) {
+    CAPTURE(bad);
+    auto v = parse_topic_value("message.format.version", bad);
+    REQUIRE_FALSE(v);
+    CHECK(v.error().message.starts_with("invalid value \""));
+    CHECK_THAT(v.error().message, Catch::Contains("for message.format.version: expected a Kafka version"));
+  }
+  CHECK(topic_default(load(""), "message.format.version") == "3.0-IV1");
+  CHECK(topic_default(load("log.message.format.version=2.8\n"), "message.format.version") == "2.8");
+}
+
+TEST_CASE("log.message.format.version loads with a warning that it is ignored") {
+  ConfigInput in;
+  in.file = parse_properties("log.message.format.version=2.8\n").value();
+  auto r = load_config(in);
+  REQUIRE(r);
+  bool warned = false;
+  for (const auto& w : r.value().warnings)
+    warned = warned || w.starts_with("log.message.format.version is accepted but ignored");
+  CHECK(warned);
+  ConfigInput bad;
+  bad.file = parse_properties("log.message.format.version=9.9\n").value();
+  auto e = load_config(bad);
+  REQUIRE_FALSE(e);
+  CHECK_THAT(e.error().message, Catch::StartsWith("invalid value \"9.9\" for log.message.format.version"));
+}

@@ -1,7 +1,8 @@
 // tests/unit/handlers/admin/alter_configs_test.cc: AlterConfigs v0-2 and
 // IncrementalAlterConfigs v0-1: full replacement vs per-key operations,
 // validate_only, list APPEND/SUBTRACT, broker resources, error paths,
-// persistence across a restart; the operator log line of each change.
+// persistence across a restart; the operator log line of each change; the
+// deprecated message.format.version, accepted as Kafka 3.9 accepts it.
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "metrics/log/log.h"
 #include "protocol/generated/alter_configs.h"
+#include "protocol/generated/describe_configs.h"
 #include "protocol/generated/incremental_alter_configs.h"
 #include "tests/unit/handlers/admin/admin_test_util.h"
 
@@ -226,4 +228,49 @@ TEST_CASE("config changes are logged: the new overrides and the client id, refus
   CHECK(has("WARN AlterConfigs: topic t not changed: INVALID_CONFIG"));
   CHECK(alter(f, {alter_res(2, "t", {{"retention.ms", "7000"}})}, 1, true).responses[0].error_code == 0);
   CHECK_FALSE(has("retention.ms=7000"));
+}
+
+TEST_CASE("message.format.version is accepted as Kafka 3.9 accepts it: any known version, then ignored",
+          "[admin][alter_configs][incremental_alter_configs]") {
+  test::BrokerFixture f;
+  // CreateTopics, AlterConfigs and IncrementalAlterConfigs take the key.
+  REQUIRE(test::create_topic(f, "t", 1, {{"message.format.version", "0.10.2"}}).error_code == 0);
+  CHECK(overrides(f, "t") == ConfigMap{{"message.format.version", "0.10.2"}});
+  auto resp = alter(f, {alter_res(2, "t", {{"message.format.version", "2.8-IV1"}, {"retention.ms", "1000"}})}, 1);
+  CHECK(resp.responses[0].error_code == 0);
+  CHECK(overrides(f, "t") == (ConfigMap{{"message.format.version", "2.8-IV1"}, {"retention.ms", "1000"}}));
+  auto set = inc(f, {inc_res(2, "t", {{"message.format.version", 0, "3.0-IV1"}})}, 1);
+  CHECK(set.responses[0].error_code == 0);
+  CHECK(overrides(f, "t").at("message.format.version") == "3.0-IV1");
+
+  // An unknown version is INVALID_CONFIG naming key and value, as Kafka's
+  // MetadataVersionValidator refuses it; nothing changes.
+  auto bad = alter(f, {alter_res(2, "t", {{"message.format.version", "2.9"}})}, 1);
+  CHECK(bad.responses[0].error_code == code(ErrorCode::INVALID_CONFIG));
+  CHECK_THAT(bad.responses[0].error_message.value_or(""),
+             Catch::Contains("message.format.version") && Catch::Contains("2.9"));
+  CHECK(inc(f, {inc_res(2, "t", {{"message.format.version", 0, "latest"}})}, 1).responses[0].error_code ==
+        code(ErrorCode::INVALID_CONFIG));
+  CHECK(test::create_topic(f, "u", 1, {{"message.format.version", "0.7"}}).error_code ==
+        code(ErrorCode::INVALID_CONFIG));
+  CHECK(overrides(f, "t").at("message.format.version") == "3.0-IV1");
+
+  // DescribeConfigs lists it: the override, or the broker's
+  // log.message.format.version (3.0-IV1) as the default.
+  REQUIRE(inc(f, {inc_res(2, "t", {{"message.format.version", 1, std::nullopt}})}, 1).responses[0].error_code == 0);
+  protocol::DescribeConfigsRequest d;
+  protocol::DescribeConfigsRequest::DescribeConfigsResource r;
+  r.resource_type = 2;
+  r.resource_name = "t";
+  r.configuration_keys = std::vector<std::string>{"message.format.version"};
+  d.resources.push_back(r);
+  d.include_synonyms = true;
+  auto described = f.call<protocol::DescribeConfigsResponse>(d, 4);
+  REQUIRE(described.results.size() == 1);
+  const auto* c = test::find_config(described.results[0], "message.format.version");
+  REQUIRE(c);
+  CHECK(c->value == "3.0-IV1");
+  CHECK(c->config_source == 5);  // DEFAULT_CONFIG
+  REQUIRE(c->synonyms.size() == 1);
+  CHECK(c->synonyms[0].name == "log.message.format.version");
 }

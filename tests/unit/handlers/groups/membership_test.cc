@@ -1,12 +1,15 @@
 // tests/unit/handlers/groups/membership_test.cc: the classic group protocol
 // driven by direct calls: MEMBER_ID_REQUIRED, one- and two-member
 // rebalances with held JoinGroup/SyncGroup answers, leave, session expiry,
-// static membership, generation fencing and the bad-input cases of issue 5.
+// static membership (a restart in place; quiet static members expire and
+// the group can be deleted), generation fencing and the bad-input cases of
+// issue 5.
 #include <catch2/catch.hpp>
 
 #include <thread>
 
 #include "protocol/error_code.h"
+#include "protocol/generated/delete_groups.h"
 #include "protocol/generated/describe_groups.h"
 #include "protocol/generated/heartbeat.h"
 #include "protocol/generated/leave_group.h"
@@ -228,6 +231,53 @@ TEST_CASE("static membership: a restarted instance takes its place without a reb
   CHECK(text(s.assignment) == "mine");
   CHECK(heartbeat(f, "gs", 1, old_id, std::string("worker-0")) == to_wire(ErrorCode::FENCED_INSTANCE_ID));
   CHECK(heartbeat(f, "gs", 1, second.member_id, std::string("worker-0")) == 0);
+}
+
+TEST_CASE("static members that go quiet expire after their session; the group can then be deleted", "[groups]") {
+  // librdkafka and the Java client close a static member without LeaveGroup:
+  // Kafka's heartbeat expiry removes it like any other member.
+  BrokerFixture f(overrides());
+  REQUIRE(f.broker().topics().create("t", 2, 1, {}, false, Broker::now_ms()).error.ok());
+  coordinator(f);
+  constexpr int32_t kSession = 500;
+  auto ja = join_request("gq", "", kSession);
+  ja.group_instance_id = "worker-a";
+  auto ra = send<JoinResp>(f, ja, 5).get();
+  REQUIRE(ra.error_code == 0);
+  REQUIRE(sync(f, "gq", 1, ra.member_id, {{ra.member_id, "A"}}).error_code == 0);
+  auto jb = join_request("gq", "", kSession);
+  jb.group_instance_id = "worker-b";
+  auto pb = send<JoinResp>(f, jb, 5);
+  CHECK(heartbeat(f, "gq", 1, ra.member_id, std::string("worker-a")) == to_wire(ErrorCode::REBALANCE_IN_PROGRESS));
+  ja.member_id = ra.member_id;
+  auto ra2 = send<JoinResp>(f, ja, 5).get();
+  auto rb = pb.get();
+  REQUIRE(ra2.generation_id == 2);
+  REQUIRE(rb.generation_id == 2);
+  protocol::SyncGroupRequest sb;
+  sb.group_id = "gq";
+  sb.generation_id = 2;
+  sb.member_id = rb.member_id;
+  sb.group_instance_id = "worker-b";
+  auto held = send<SyncResp>(f, sb, 5);
+  REQUIRE(sync(f, "gq", 2, ra.member_id, {{ra.member_id, "A"}, {rb.member_id, "B"}}).error_code == 0);
+  REQUIRE(held.get().error_code == 0);
+  auto c = commit_request("gq", "t", 0, 4);
+  c.generation_id_or_member_epoch = 2;
+  c.member_id = rb.member_id;
+  c.group_instance_id = "worker-b";
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(c, 8).topics[0].partitions[0].error_code == 0);
+
+  // Both close without LeaveGroup. Once their sessions are over the group
+  // is Empty and DeleteGroups removes it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string state;
+  while (std::chrono::steady_clock::now() < deadline && (state = describe(f, "gq").group_state) != "Empty")
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(state == "Empty");
+  protocol::DeleteGroupsRequest del;
+  del.groups_names = {"gq"};
+  CHECK(f.call<protocol::DeleteGroupsResponse>(del, 2).results[0].error_code == 0);
 }
 
 TEST_CASE("bad input gets Kafka's error codes and leaves the group consistent", "[groups]") {
