@@ -20,7 +20,8 @@
 // most that much memory). Corrupt input of any shape returns kCorrupt; no
 // input can crash these functions.
 //
-// Thread-safety: all functions are reentrant; they keep no shared state.
+// Thread-safety: all functions are reentrant; they keep no shared state (zstd
+// keeps one decompression context per thread, see zstd.cc).
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,12 @@
 // size is never trusted for allocation). The decoder's window is capped at
 // 2^27 bytes (zstd's own default limit), so a hostile frame header cannot
 // make it reserve more than that.
+//
+// Each thread keeps one decompression context between calls: a fresh one per
+// batch re-allocated (and page-faulted) its window buffer every time, which
+// made checking zstd batches on produce cost about ten times the rest of the
+// broker's work per GB. A context that grew past kMaxKeptDctxBytes (a large
+// window) is freed after its call, so what a thread keeps stays small.
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -19,6 +25,19 @@ struct DctxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 constexpr int kMaxWindowLog = 27;
+constexpr size_t kMaxKeptDctxBytes = 16u << 20;
+
+// This thread's context, reset for a new frame; nullptr when out of memory.
+ZSTD_DCtx* thread_dctx(std::unique_ptr<ZSTD_DCtx, DctxDeleter>& kept) {
+  if (!kept) kept.reset(ZSTD_createDCtx());
+  if (!kept) return nullptr;
+  if (ZSTD_isError(ZSTD_DCtx_reset(kept.get(), ZSTD_reset_session_and_parameters)) ||
+      ZSTD_isError(ZSTD_DCtx_setParameter(kept.get(), ZSTD_d_windowLogMax, kMaxWindowLog))) {
+    kept.reset();
+    return nullptr;
+  }
+  return kept.get();
+}
 }  // namespace
 
 Result<Bytes, CompressionError> zstd_compress(std::span<const uint8_t> input, std::optional<int> level) {
@@ -33,10 +52,15 @@ Result<Bytes, CompressionError> zstd_compress(std::span<const uint8_t> input, st
 
 Result<Bytes, CompressionError> zstd_decompress(std::span<const uint8_t> input, size_t max_output_bytes) {
   if (input.empty()) return CompressionError::kCorrupt;
-  std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx(ZSTD_createDCtx());
-  if (!dctx) return CompressionError::kInternal;
-  if (ZSTD_isError(ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, kMaxWindowLog)))
-    return CompressionError::kInternal;
+  thread_local std::unique_ptr<ZSTD_DCtx, DctxDeleter> kept;
+  ZSTD_DCtx* dctx = thread_dctx(kept);
+  if (dctx == nullptr) return CompressionError::kInternal;
+  struct TrimOnExit {
+    std::unique_ptr<ZSTD_DCtx, DctxDeleter>& kept;
+    ~TrimOnExit() {
+      if (kept && ZSTD_sizeof_DCtx(kept.get()) > kMaxKeptDctxBytes) kept.reset();
+    }
+  } trim{kept};
 
   detail::BoundedOutput out(max_output_bytes, input.size() * 4);
   ZSTD_inBuffer in{input.data(), input.size(), 0};
@@ -47,7 +71,7 @@ Result<Bytes, CompressionError> zstd_decompress(std::span<const uint8_t> input, 
     bool probing = space.empty();
     ZSTD_outBuffer ob{probing ? &probe : space.data(), probing ? 1 : space.size(), 0};
     size_t in_before = in.pos;
-    hint = ZSTD_decompressStream(dctx.get(), &ob, &in);
+    hint = ZSTD_decompressStream(dctx, &ob, &in);
     if (ZSTD_isError(hint)) {
       return ZSTD_getErrorCode(hint) == ZSTD_error_memory_allocation ? CompressionError::kInternal
                                                                       : CompressionError::kCorrupt;
