@@ -103,40 +103,6 @@ TEST_CASE("max.connections pauses accepting until a connection closes, refusing 
   CHECK(served(c2, 4));
 }
 
-// Holds every dispatched request until the test answers it.
-class Holder {
- public:
-  Server::DispatchFn dispatcher() {
-    return [this](RequestContext ctx) {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_.push_back(std::move(ctx));
-    };
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_.size();
-  }
-  bool wait_for(size_t n) {
-    return eventually([&] { return count() >= n; });
-  }
-  // Answers request i with [size][correlation id].
-  void answer(size_t i) {
-    RequestContext ctx;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ctx = held_.at(i);
-    }
-    Response r;
-    r.bytes = be32_bytes(4);
-    auto c = be32_bytes(be32(ctx.frame->data() + 4));
-    r.bytes.insert(r.bytes.end(), c.begin(), c.end());
-    ctx.respond(std::move(r));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<RequestContext> held_;
-};
 
 std::vector<uint8_t> frames(int from, int to) {
   std::vector<uint8_t> all;

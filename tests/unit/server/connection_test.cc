@@ -18,32 +18,6 @@
 namespace ciuickafka::broker::test {
 namespace {
 
-// Holds every dispatched request until the test answers it.
-class Holder {
- public:
-  Server::DispatchFn dispatcher() {
-    return [this](RequestContext ctx) {
-      std::lock_guard<std::mutex> lock(mu_);
-      held_.push_back(std::move(ctx));
-    };
-  }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_.size();
-  }
-  // Waits until n requests were dispatched.
-  bool wait_for(size_t n) {
-    return eventually([&] { return count() >= n; });
-  }
-  RequestContext take(size_t i) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_.at(i);
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<RequestContext> held_;
-};
 
 int32_t correlation_of(const RequestContext& ctx) { return be32(ctx.frame->data() + 4); }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -180,5 +181,42 @@ bool eventually(F cond, std::chrono::milliseconds timeout = std::chrono::millise
   }
   return cond();
 }
+
+// A dispatcher that holds every dispatched request until the test answers
+// it (take() to answer it the test's way, answer() for [size][correlation id]).
+class Holder {
+ public:
+  Server::DispatchFn dispatcher() {
+    return [this](RequestContext ctx) {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.push_back(std::move(ctx));
+    };
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  // Waits until n requests were dispatched.
+  bool wait_for(size_t n) {
+    return eventually([&] { return count() >= n; });
+  }
+  RequestContext take(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.at(i);
+  }
+  // Answers request i with [size][correlation id].
+  void answer(size_t i) {
+    RequestContext ctx = take(i);
+    Response r;
+    r.bytes = be32_bytes(4);
+    auto c = be32_bytes(be32(ctx.frame->data() + 4));
+    r.bytes.insert(r.bytes.end(), c.begin(), c.end());
+    ctx.respond(std::move(r));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<RequestContext> held_;
+};
 
 }  // namespace ciuickafka::broker::test
