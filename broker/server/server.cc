@@ -132,38 +132,32 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   }
   out.push_back(std::move(idle));
   out.push_back(std::move(busy));
-  auto queue = family("kafka_network_requestchannel_requestqueuesize",
-                      "Connections holding a read request until queued.max.request.bytes and queued.max.requests have "
-                      "room (handlers run "
-                      "on the network threads, so this is the broker's only request queue)",
-                      prometheus::MetricType::Gauge);
-  prometheus::ClientMetric q;
-  q.gauge.value = static_cast<double>(budget_.waiting());
-  queue.metric.push_back(std::move(q));
-  out.push_back(std::move(queue));
-  auto bytes = family("ciuic_network_request_bytes_in_use",
-                      "Bytes of requests read but not yet answered (bounded by queued.max.request.bytes)",
-                      prometheus::MetricType::Gauge);
-  prometheus::ClientMetric bm;
-  bm.gauge.value = static_cast<double>(budget_.in_use());
-  bytes.metric.push_back(std::move(bm));
-  out.push_back(std::move(bytes));
-  auto reqs = family("ciuic_network_requests_in_flight",
-                     "Requests pipelined behind another on their connection and not yet answered (bounded by "
-                     "queued.max.requests; each connection's first request in flight is not counted)",
-                     prometheus::MetricType::Gauge);
-  prometheus::ClientMetric rm;
-  rm.gauge.value = static_cast<double>(budget_.requests_in_use());
-  reqs.metric.push_back(std::move(rm));
-  out.push_back(std::move(reqs));
-  auto waits = family("ciuic_network_request_waits_total",
-                      "Times a connection paused reading because queued.max.request.bytes or queued.max.requests "
-                      "was reached",
-                      prometheus::MetricType::Counter);
-  prometheus::ClientMetric wm;
-  wm.counter.value = static_cast<double>(budget_.waits());
-  waits.metric.push_back(std::move(wm));
-  out.push_back(std::move(waits));
+  // One unlabelled sample per family.
+  auto scalar = [&out, &family](const char* name, const char* help, prometheus::MetricType type, double v) {
+    auto f = family(name, help, type);
+    prometheus::ClientMetric m;
+    if (type == prometheus::MetricType::Counter) {
+      m.counter.value = v;
+    } else {
+      m.gauge.value = v;
+    }
+    f.metric.push_back(std::move(m));
+    out.push_back(std::move(f));
+  };
+  scalar("kafka_network_requestchannel_requestqueuesize",
+         "Connections holding a read request until queued.max.request.bytes and queued.max.requests have room "
+         "(handlers run on the network threads, so this is the broker's only request queue)",
+         prometheus::MetricType::Gauge, static_cast<double>(budget_.waiting()));
+  scalar("ciuic_network_request_bytes_in_use",
+         "Bytes of requests read but not yet answered (bounded by queued.max.request.bytes)",
+         prometheus::MetricType::Gauge, static_cast<double>(budget_.in_use()));
+  scalar("ciuic_network_requests_in_flight",
+         "Requests pipelined behind another on their connection and not yet answered (bounded by "
+         "queued.max.requests; each connection's first request in flight is not counted)",
+         prometheus::MetricType::Gauge, static_cast<double>(budget_.requests_in_use()));
+  scalar("ciuic_network_request_waits_total",
+         "Times a connection paused reading because queued.max.request.bytes or queued.max.requests was reached",
+         prometheus::MetricType::Counter, static_cast<double>(budget_.waits()));
   auto refused = family("ciuic_network_connections_refused_total",
                         "Connections closed as soon as they were accepted, by listener and the limit that refused "
                         "them",
