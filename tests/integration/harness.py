@@ -136,6 +136,21 @@ def check_versions(brokers, expect):
                   api, least, sorted(seen[api]) if api in seen else "none"))
 
 
+def closed_within(sock, seconds):
+    """True if the peer closes (EOF/RST) within `seconds`; reads and discards data."""
+    sock.settimeout(0.1)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if not sock.recv(65536):
+                return True
+        except socket.timeout:
+            continue
+        except OSError:
+            return True
+    return False
+
+
 def wait_until(pred, timeout, what, interval=0.05):
     end = time.monotonic() + timeout
     last = None

@@ -40,20 +40,6 @@ GOOD = "good"
 SEED = 20240611
 
 
-def closed_within(sock, seconds):
-    """True if the peer closes (EOF/RST) within `seconds`; reads and discards data."""
-    sock.settimeout(0.2)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            if not sock.recv(65536):
-                return True
-        except socket.timeout:
-            continue
-        except OSError:
-            return True
-    return False
-
 
 class GoodClient(threading.Thread):
     """Produces one batch, fetches it back, repeats; counts what went wrong."""
@@ -94,7 +80,7 @@ def huge_prefix(b):
     for prefix in (0x7FFFFFFF, 0x80000000):
         s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
         s.sendall(struct.pack(">I", prefix) + b"\x00\x12\x00\x00" + b"\x00" * 60)
-        check(closed_within(s, 5), "size prefix 0x%08x: connection still open after 5s" % prefix)
+        check(harness.closed_within(s, 5), "size prefix 0x%08x: connection still open after 5s" % prefix)
         s.close()
 
 
@@ -155,13 +141,13 @@ def truncated(b):
     # A Metadata v1 whose topic array claims 5 entries that are not there.
     s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
     s.sendall(kw.request_frame(3, 1, 8, kw.i32(5)))
-    check(closed_within(s, 5), "Metadata v1 with a truncated topic array: connection not closed")
+    check(harness.closed_within(s, 5), "Metadata v1 with a truncated topic array: connection not closed")
     s.close()
     # A header cut inside its client id (length 50, 3 bytes present).
     s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
     payload = kw.i16(18) + kw.i16(0) + kw.i32(9) + kw.i16(50) + b"abc"
     s.sendall(kw.i32(len(payload)) + payload)
-    check(closed_within(s, 5), "request header truncated inside client_id: connection not closed")
+    check(harness.closed_within(s, 5), "request header truncated inside client_id: connection not closed")
     s.close()
     # A Produce v3 whose records field runs past the frame.
     s = socket.create_connection(("127.0.0.1", b.port), timeout=5)
@@ -169,7 +155,7 @@ def truncated(b):
     body = kw.produce_v3(1, 5000, [(GOOD, [(0, batch)])])
     body = body[:-(len(batch) // 2)]
     s.sendall(kw.request_frame(0, 3, 10, body))
-    check(closed_within(s, 5), "Produce v3 with records cut short: connection not closed")
+    check(harness.closed_within(s, 5), "Produce v3 with records cut short: connection not closed")
     s.close()
 
 

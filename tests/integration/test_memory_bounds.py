@@ -58,19 +58,6 @@ def attacker_conn(port):
     return s
 
 
-def closed_within(sock, seconds):
-    sock.settimeout(0.1)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        try:
-            if not sock.recv(65536):
-                return True
-        except socket.timeout:
-            continue
-        except OSError:
-            return True
-    return False
-
 
 def scrape_text(b):
     import urllib.request
@@ -162,7 +149,7 @@ def test(ctx):
     conns = [attacker_conn(b.port) for _ in range(200)]
     refused = wait_until(lambda: metric_sum(scrape_text(b), "ciuic_network_connections_refused_total") >= 160,
                          20, "160 refusals counted")
-    kept = [s for s in conns if not closed_within(s, 0.05)]
+    kept = [s for s in conns if not harness.closed_within(s, 0.05)]
     check(len(kept) == PER_IP, "%d attacker connections kept open, want %d" % (len(kept), PER_IP))
     for s in conns:
         if s not in kept:

@@ -101,32 +101,13 @@ TEST_CASE("batch count rules: v3+ needs exactly one v2 batch, counts must match"
   CHECK(pr.error_message.has_value());
 }
 
-TEST_CASE("a record with a wrong offset delta is INVALID_RECORD with record_errors") {
-  BrokerFixture f;
-  create_topic(f, "t");
-  protocol::BatchBuilder bb({});
-  bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v0"), {}, 0);
-  bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v1"), {}, 2);
-  auto built = bb.build();
-  REQUIRE(built.ok());
-  auto b = built.value();
-  // lastOffsetDelta says 2 with 2 records: make it consistent (1) so the
-  // batch-level check passes and the record check catches delta 2.
-  b[protocol::batch_v2::kLastOffsetDeltaOffset + 3] = 1;
-  protocol::rewrite_crc(b);
-  auto pr = produce_one(f, "t", b, 9);
-  CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
-  REQUIRE(pr.record_errors.size() == 1);
-  CHECK(pr.record_errors[0].batch_index == 1);
-}
-
 namespace {
-// An lz4 batch of two records whose second has offset delta 2, with a header
-// (lastOffsetDelta 1, CRC) that is consistent: only reading the records
-// inside the compressed payload finds what is wrong.
-std::vector<uint8_t> lz4_batch_with_bad_inner_delta() {
+// A batch of two records whose second has offset delta 2, with a header that
+// is consistent (lastOffsetDelta 1, CRC): only reading the records (inside
+// the compressed payload, for a codec) finds what is wrong.
+std::vector<uint8_t> batch_with_bad_inner_delta(protocol::Codec codec = protocol::Codec::kNone) {
   protocol::BatchOptions opt;
-  opt.codec = protocol::Codec::kLz4;
+  opt.codec = codec;
   protocol::BatchBuilder bb(opt);
   bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v0"), {}, 0);
   bb.add(Broker::now_ms(), protocol::as_bytes("k"), protocol::as_bytes("v1"), {}, 2);
@@ -139,11 +120,20 @@ std::vector<uint8_t> lz4_batch_with_bad_inner_delta() {
 }
 }  // namespace
 
+TEST_CASE("a record with a wrong offset delta is INVALID_RECORD with record_errors") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  auto pr = produce_one(f, "t", batch_with_bad_inner_delta(), 9);
+  CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
+  REQUIRE(pr.record_errors.size() == 1);
+  CHECK(pr.record_errors[0].batch_index == 1);
+}
+
 TEST_CASE("a compressed batch kept as sent has its records checked, unless ciuic.produce.validate.compressed=false") {
   {
     BrokerFixture f;
     create_topic(f, "t");  // compression.type=producer: the batch is stored as sent
-    auto pr = produce_one(f, "t", lz4_batch_with_bad_inner_delta(), 9);
+    auto pr = produce_one(f, "t", batch_with_bad_inner_delta(protocol::Codec::kLz4), 9);
     CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
     REQUIRE(pr.record_errors.size() == 1);
     CHECK(pr.record_errors[0].batch_index == 1);
@@ -158,7 +148,7 @@ TEST_CASE("a compressed batch kept as sent has its records checked, unless ciuic
     // The explicit opt-in to the cheap path: header checks only.
     BrokerFixture f({"ciuic.produce.validate.compressed=false"});
     create_topic(f, "t");
-    CHECK(produce_one(f, "t", lz4_batch_with_bad_inner_delta(), 9).error_code == 0);
+    CHECK(produce_one(f, "t", batch_with_bad_inner_delta(protocol::Codec::kLz4), 9).error_code == 0);
   }
 }
 
