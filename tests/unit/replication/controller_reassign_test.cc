@@ -299,7 +299,7 @@ TEST_CASE("reassignment: /admin/reassign_partitions entries start, failures leav
   }
 }
 
-TEST_CASE("Controller: /admin/reassign_partitions runs to completion through AlterPartition; List and Alter answer",
+TEST_CASE("Controller: /admin/reassign_partitions runs to completion through AlterPartition, List and Alter answer",
           "[controller][runtime][reassign]") {
   Runtime f;
   std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2), f.register_broker(3)};
