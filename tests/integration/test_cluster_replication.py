@@ -51,8 +51,9 @@ Scenarios:
               [2, 3] and broker 1's log directory for it is deleted. The
               second is moved to [2, 4] by writing /admin/reassign_partitions
               with kazoo while broker 4 is not running: the topic znode shows
-              adding [4] and removing [1] and --verify says it is in
-              progress; broker 4 starts, catches up, and the move completes:
+              adding [4] and removing [1], --verify says it is in
+              progress, and its leader's reassigningpartitions gauge is 1
+              (underreplicatedpartitions 0); broker 4 starts, catches up, and the move completes:
               the znode is [2, 4] and /admin/reassign_partitions is gone.
               Then broker 2 is killed -9 and every acknowledged record of
               both topics is read back from the new replicas (3 and 4) alone.
@@ -527,6 +528,12 @@ def scenario_reassign(ctx, zk):
     check("Reassignment of partition mv-zk-0 is still in progress" in out["verify"],
           "verify output:\n%s" % out["verify"])
     check(kz.exists("/admin/reassign_partitions"), "/admin/reassign_partitions removed before the move finished")
+    # Its leader (broker 1) counts it as reassigning, not as under-replicated:
+    # the ISR [1, 2] is the whole original replica set (Kafka's rule).
+    wait_until(lambda: harness.scrape(by_id[1], "kafka_server_replicamanager_reassigningpartitions") == 1, 10,
+               "broker 1's reassigningpartitions gauge at 1")
+    check(harness.scrape(by_id[1], "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+          "a reassignment in flight counted as under-replicated")
     b4.start()
     wait_until(lambda: topic_znode(kz, "mv-zk") == ({"0": [2, 4]}, {}, {}), 60,
                "mv-zk's znode to be exactly [2, 4] once broker 4 caught up", interval=0.1)
