@@ -241,6 +241,31 @@ TEST_CASE("reassignment: start writes RS = ORS + TRS with adding/removing and te
   }
 }
 
+TEST_CASE("reassignment: completion needs a live target replica in the ISR to lead", "[controller][reassign]") {
+  Moving f;
+  f.move(std::vector<int32_t>{2, 3});
+  set_isr(f.psm, "t", 0, {1, 2, 3});  // written, but this controller dies before completing
+  // A new controller that sees only broker 1 alive: TRS is in the ISR, but
+  // no live member of it can lead, so the move waits (Kafka would go on and
+  // leave the partition without a leader).
+  PartitionStateMachine next(*f.zk, f.id, brokers({1}));
+  REQUIRE(next.load().outcome == Outcome::kOk);
+  StepResult r = next.resume_reassignments({});
+  REQUIRE(r.outcome == Outcome::kOk);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0].partition == TopicPartitionRef{"t", 0});
+  CHECK(r.requests.stop_replica.empty());
+  CHECK(assignment(f, "t", 0) == pr({2, 3, 1}, {3}, {1}));
+  CHECK(f.state("t", 0)->leader == 1);
+  CHECK(next.context().partition("t", 0)->assignment == pr({2, 3, 1}, {3}, {1}));  // memory put back
+  // A target broker joins: the move resumes and completes with it as leader.
+  StepResult back = next.on_broker_startup(brokers({3}), never_unclean);
+  REQUIRE(back.outcome == Outcome::kOk);
+  CHECK(assignment(f, "t", 0) == pr({2, 3}));
+  CHECK(f.state("t", 0)->leader == 3);
+  CHECK(stop(back, 1, "t", 0));
+}
+
 TEST_CASE("reassignment: Kafka's errors for bad requests change nothing", "[controller][reassign]") {
   Moving f;
   std::vector<Item> items{item("t", 0, std::vector<int32_t>{}),           item("t", 0, std::vector<int32_t>{2, 2}),
