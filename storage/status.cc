@@ -16,6 +16,7 @@ const char* to_string(StatusCode c) {
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kCorruptRecords: return "corrupt records";
     case StatusCode::kOffsetOutOfRange: return "offset out of range";
+    case StatusCode::kFenced: return "fenced";
   }
   return "unknown";
 }

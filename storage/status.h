@@ -29,6 +29,8 @@ enum class StatusCode : int {
   kCorruptRecords,   // records handed to an append are malformed (framing, magic, CRC):
                      // nothing was written (Kafka's CORRUPT_MESSAGE)
   kOffsetOutOfRange, // a read below the log start or above the log end offset
+  kFenced,           // the writer may no longer append to this log (the broker's replica stopped
+                     // being the leader); storage itself never returns it
 };
 
 const char* to_string(StatusCode c);
@@ -55,6 +57,7 @@ class [[nodiscard]] Status {
   static Status unsupported(int err, std::string msg) {
     return Status(StatusCode::kUnsupported, err, std::move(msg));
   }
+  static Status fenced(std::string msg) { return Status(StatusCode::kFenced, 0, std::move(msg)); }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
   explicit operator bool() const { return is_ok(); }

@@ -2,6 +2,9 @@
 #include "broker/cluster/partition.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
 
 namespace ciuickafka::broker {
 
@@ -26,6 +29,7 @@ std::shared_ptr<const PartitionRoleState> Partition::role_state() const {
 
 void Partition::set_role(PartitionRoleState state) {
   auto next = std::make_shared<const PartitionRoleState>(std::move(state));
+  std::lock_guard<std::mutex> appends(append_role_mu_);  // waits for leader appends assigning offsets
   std::lock_guard<std::mutex> lock(role_mu_);
   leader_epoch_.store(next->leader_epoch, std::memory_order_release);
   role_.store(next->role, std::memory_order_release);
@@ -46,8 +50,18 @@ void Partition::set_high_watermark(int64_t hw, bool allow_backwards) {
   if (moved && listeners_ != nullptr) listeners_->notify(*this);
 }
 
+namespace {
+storage::Status not_leader(const Partition& p) {
+  return storage::Status::fenced(p.topic() + "-" + std::to_string(p.index()) + " is not led by this broker");
+}
+}  // namespace
+
 storage::Result<storage::AppendResult> Partition::append(std::span<uint8_t> records, int64_t now_ms) {
-  auto result = log_->append(records, leader_epoch(), now_ms);
+  auto result = [&]() -> storage::Result<storage::AppendResult> {
+    std::lock_guard<std::mutex> leading(append_role_mu_);
+    if (!is_leader()) return not_leader(*this);
+    return log_->append(records, leader_epoch(), now_ms);
+  }();  // the lock is released before the listeners run
   if (!result.is_ok()) return result;
   after_append();
   return result;
@@ -57,13 +71,47 @@ storage::Result<storage::AppendResult> Partition::append_async(std::span<uint8_t
                                                                storage::io::Ring* ring,
                                                                std::function<void(storage::Status)> done,
                                                                bool validated) {
-  return log_->append_async(
-      records, leader_epoch(), now_ms, ring,
-      [this, done = std::move(done)](storage::Status s) {
-        if (s.is_ok()) after_append();
-        done(std::move(s));
-      },
-      validated);
+  // The write may complete inside log_->append_async (no ring, or a failed
+  // submission): its callback then waits until the role lock is released,
+  // so no listener or caller's callback ever runs under it.
+  struct Call {
+    std::mutex mu;
+    bool inside = true;
+    bool completed_inside = false;
+    storage::Status status;
+  };
+  auto call = std::make_shared<Call>();
+  auto finish = [this, done = std::move(done)](storage::Status s) {
+    if (s.is_ok()) after_append();
+    done(std::move(s));
+  };
+  auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+  auto result = [&]() -> storage::Result<storage::AppendResult> {
+    std::lock_guard<std::mutex> leading(append_role_mu_);
+    if (!is_leader()) return not_leader(*this);
+    return log_->append_async(
+        records, leader_epoch(), now_ms, ring,
+        [call, shared_finish](storage::Status s) {
+          {
+            std::lock_guard<std::mutex> lock(call->mu);
+            if (call->inside) {
+              call->completed_inside = true;
+              call->status = std::move(s);
+              return;
+            }
+          }
+          (*shared_finish)(std::move(s));
+        },
+        validated);
+  }();
+  bool completed_inside = false;
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    call->inside = false;
+    completed_inside = call->completed_inside;
+  }
+  if (completed_inside) (*shared_finish)(std::move(call->status));
+  return result;
 }
 
 void Partition::after_append() {

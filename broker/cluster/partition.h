@@ -11,6 +11,14 @@
 // tells the append listeners (the fetch waiting room) so that long-polling
 // fetches wake without polling.
 //
+// Leader appends and role changes exclude each other (Kafka's
+// leaderIsrUpdateLock): append() / append_async() hold a role lock while
+// they check that this replica is the leader (else
+// storage::StatusCode::kFenced, nothing written) and assign offsets;
+// set_role() takes the same lock. So no append that passed a caller's leadership check can
+// land after a role change with the old epoch's right to write (a follower's
+// log gets only its leader's batches, a new epoch's only its own).
+//
 // Thread-safety: every method may be called from any thread. Appends are
 // serialised by the log; the offsets are atomics.
 #pragma once
@@ -102,7 +110,8 @@ class Partition {
   int64_t last_stable_offset() const { return high_watermark(); }
 
   // Appends v2 batches (offsets and leader epoch are assigned in place),
-  // then advances the HW and wakes the listeners.
+  // then advances the HW and wakes the listeners. kFenced when this replica
+  // is not the leader (nothing written).
   storage::Result<storage::AppendResult> append(std::span<uint8_t> records, int64_t now_ms);
   // The same with the write queued on ring (storage::Log::append_async):
   // offsets come back now; done(status) runs once the batches are readable
@@ -148,6 +157,9 @@ class Partition {
   std::atomic<int64_t> high_watermark_{0};
   std::atomic<bool> replicated_txn_{false};
   mutable std::mutex role_mu_;  // guards role_state_ (the pointer)
+  // Held by leader appends while they assign offsets, and by set_role
+  // (appends to one partition are serialised by its log anyway).
+  mutable std::mutex append_role_mu_;
   std::shared_ptr<const PartitionRoleState> role_state_;
 };
 

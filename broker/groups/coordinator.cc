@@ -171,8 +171,10 @@ Appended GroupCoordinator::append(const std::string& group_id, const std::vector
   }
   auto r = p->append(std::span<uint8_t>(*batch), Broker::now_ms());
   if (!r.is_ok()) {
-    // Kafka maps storage failures of the offsets log to a retriable error.
-    a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    // Leadership moved since the check above: another broker coordinates
+    // now. Kafka maps storage failures of the offsets log to a retriable error.
+    a.error = r.status().code() == storage::StatusCode::kFenced ? ErrorCode::NOT_COORDINATOR
+                                                                 : ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
   }
   a.log = p->log_ptr();

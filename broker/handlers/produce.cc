@@ -90,7 +90,11 @@ void set_error(PartitionResponse& pr, ErrorCode code, std::string message = {}) 
 }
 
 ErrorCode storage_error(const storage::Status& s) {
-  return s.code() == storage::StatusCode::kCorruptRecords ? ErrorCode::CORRUPT_MESSAGE : ErrorCode::KAFKA_STORAGE_ERROR;
+  switch (s.code()) {
+    case storage::StatusCode::kCorruptRecords: return ErrorCode::CORRUPT_MESSAGE;
+    case storage::StatusCode::kFenced: return ErrorCode::NOT_LEADER_OR_FOLLOWER;  // leadership moved meanwhile
+    default: return ErrorCode::KAFKA_STORAGE_ERROR;
+  }
 }
 
 void succeed(PartitionResponse& pr, const Partition& p, int64_t base_offset,

@@ -201,7 +201,8 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
   st->txn_free.store(false, std::memory_order_release);
   auto r = p.append(std::span<uint8_t>(batch.value()), Broker::now_ms());
   if (!r.is_ok()) {
-    out.error = protocol::ErrorCode::KAFKA_STORAGE_ERROR;
+    out.error = r.status().code() == storage::StatusCode::kFenced ? protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER
+                                                                  : protocol::ErrorCode::KAFKA_STORAGE_ERROR;
     out.message = r.status().to_string();
     forget_after_failed_write(*st, p.log());
     return out;
@@ -235,7 +236,8 @@ MarkerResult ProduceService::append_transactional(Partition& p, int64_t producer
   st->txn_free.store(false, std::memory_order_release);
   auto r = p.append(std::span<uint8_t>(batch), Broker::now_ms());
   if (!r.is_ok()) {
-    out.error = protocol::ErrorCode::KAFKA_STORAGE_ERROR;
+    out.error = r.status().code() == storage::StatusCode::kFenced ? protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER
+                                                                  : protocol::ErrorCode::KAFKA_STORAGE_ERROR;
     out.message = r.status().to_string();
     forget_after_failed_write(*st, p.log());
     return out;

@@ -133,7 +133,8 @@ TxnCoordinator::Appended TxnCoordinator::append(const std::string& id, const Txn
   }
   auto r = p->append(std::span<uint8_t>(*batch), Broker::now_ms());
   if (!r.is_ok()) {
-    a.error = append_error(ErrorCode::KAFKA_STORAGE_ERROR);
+    a.error = append_error(r.status().code() == storage::StatusCode::kFenced ? ErrorCode::NOT_LEADER_OR_FOLLOWER
+                                                                              : ErrorCode::KAFKA_STORAGE_ERROR);
     return a;
   }
   a.partition = p;

@@ -262,6 +262,38 @@ TEST_CASE("a follower fetch to a non-leader gets NOT_LEADER_OR_FOLLOWER", "[repl
   CHECK(replica_fetch(*c, 1, 0, 1).error_code == protocol::to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
 }
 
+TEST_CASE("leader appends are fenced by the role: a follower or stopped replica writes nothing", "[replica]") {
+  Pair pr;
+  auto one = batch(2, "x");
+  pr.fp->set_role(role(ReplicaRole::kFollower, 1, 1, {1, 2}));  // fetcher not started
+  auto r = pr.fp->append(std::span<uint8_t>(one), Broker::now_ms());
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == storage::StatusCode::kFenced);
+  bool called = false;
+  auto q = pr.fp->append_async(std::span<uint8_t>(one), Broker::now_ms(), nullptr,
+                               [&](storage::Status) { called = true; }, false);
+  CHECK(q.status().code() == storage::StatusCode::kFenced);
+  CHECK_FALSE(called);  // never queued: no callback
+  CHECK(pr.fp->log_end_offset() == 0);
+  pr.fp->set_role(role(ReplicaRole::kOffline, 1, 1, {1, 2}));
+  CHECK(pr.fp->append(std::span<uint8_t>(one), Broker::now_ms()).status().code() == storage::StatusCode::kFenced);
+  // Leader again (a new epoch): appends go through, under that epoch.
+  pr.fp->set_role(role(ReplicaRole::kLeader, 2, 2, {2}, {2}));
+  REQUIRE(pr.fp->append(std::span<uint8_t>(one), Broker::now_ms()).is_ok());
+  auto two = batch(1, "y");
+  storage::Status got = storage::Status::fenced("not called");
+  REQUIRE(pr.fp->append_async(std::span<uint8_t>(two), Broker::now_ms(), nullptr,
+                              [&](storage::Status s) { got = std::move(s); }, false)
+              .is_ok());
+  CHECK(got.is_ok());  // completed inline (no ring), after the role lock was released
+  CHECK(pr.fp->log_end_offset() == 3);
+  CHECK(pr.fp->log().end_offset_for_epoch(2).epoch == 2);
+  // Produce to the replica while it follows: NOT_LEADER_OR_FOLLOWER, nothing written.
+  pr.fp->set_role(role(ReplicaRole::kFollower, 1, 3, {1, 2}));
+  CHECK(pr.fp->append(std::span<uint8_t>(two), Broker::now_ms()).status().code() == storage::StatusCode::kFenced);
+  CHECK(pr.fp->log_end_offset() == 3);
+}
+
 TEST_CASE("acks=all completes after the follower caught up, times out without it", "[replica]") {
   Pair pr;
   pr.make_leader(1);
