@@ -1,6 +1,7 @@
 // broker/log_metrics.cc: the scrape-time collector (see the header).
 #include "broker/log_metrics.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -51,9 +52,17 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
   auto replicas = family("kafka_cluster_partition_replicascount",
                          "Replicas assigned to the partition (1 on a single node); during a reassignment the "
                          "original replicas only.");
-  int64_t hosted = 0, leaders = 0, under_count = 0, offline = 0, reassigning = 0;
+  auto under_min = family("kafka_cluster_partition_underminisr",
+                          "1 when this broker leads the partition and its ISR is smaller than min(min.insync.replicas, "
+                          "replicas): acks=all produce is refused and the HW does not move.");
+  auto at_min = family("kafka_cluster_partition_atminisr",
+                       "1 when this broker leads the partition and its ISR is exactly min(min.insync.replicas, "
+                       "replicas): one more replica lost and acks=all stops.");
+  int64_t hosted = 0, leaders = 0, under_count = 0, offline = 0, reassigning = 0, under_min_count = 0,
+          at_min_count = 0;
 
   for (const auto& topic : broker.topics().list()) {
+    const int32_t min_isr = broker.topics().min_insync_replicas(*topic);
     for (const auto& p : topic->partitions) {
       if (!p) continue;  // not hosted here (cluster mode)
       ++hosted;
@@ -76,6 +85,15 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
       const bool leads = p->is_leader();
       const bool ur = leads && n_isr < n_replicas;
       if (leads && role && (n_adding > 0 || !role->removing_replicas.empty())) ++reassigning;
+      // Kafka's Partition.isUnderMinIsr / isAtMinIsr: the effective min ISR
+      // is min(min.insync.replicas, replication factor).
+      const size_t effective_min = std::min(static_cast<size_t>(min_isr), n_replicas);
+      const bool umin = leads && n_isr < effective_min;
+      const bool amin = leads && n_isr == effective_min;
+      if (umin) ++under_min_count;
+      if (amin) ++at_min_count;
+      add(under_min, labels, umin ? 1 : 0);
+      add(at_min, labels, amin ? 1 : 0);
       if (leads) ++leaders;
       if (ur) ++under_count;
       if (p->role() == ReplicaRole::kOffline) ++offline;
@@ -84,7 +102,8 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
       add(replicas, labels, static_cast<double>(n_replicas));
     }
   }
-  for (auto* f : {&size, &start, &end, &segments, &under, &isr, &replicas}) out.push_back(std::move(*f));
+  for (auto* f : {&size, &start, &end, &segments, &under, &isr, &replicas, &under_min, &at_min})
+    out.push_back(std::move(*f));
 
   auto partition_count = family("kafka_server_replicamanager_partitioncount",
                                 "Partitions hosted by this broker (led, followed or offline).");
@@ -97,6 +116,14 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
                     "Partitions this broker leads whose ISR is smaller than their replica set.");
   add(urp, {}, static_cast<double>(under_count));
   out.push_back(std::move(urp));
+  auto umin_count = family("kafka_server_replicamanager_underminisrpartitioncount",
+                           "Partitions this broker leads whose ISR is below min(min.insync.replicas, replicas).");
+  add(umin_count, {}, static_cast<double>(under_min_count));
+  out.push_back(std::move(umin_count));
+  auto amin_count = family("kafka_server_replicamanager_atminisrpartitioncount",
+                           "Partitions this broker leads whose ISR is exactly min(min.insync.replicas, replicas).");
+  add(amin_count, {}, static_cast<double>(at_min_count));
+  out.push_back(std::move(amin_count));
   auto moving = family("kafka_server_replicamanager_reassigningpartitions",
                        "Partitions this broker leads that are being reassigned (adding or removing replicas).");
   add(moving, {}, static_cast<double>(reassigning));

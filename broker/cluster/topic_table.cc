@@ -92,6 +92,16 @@ std::optional<std::string> TopicTable::config_value(const Topic& topic, std::str
   return config::topic_default(config_, key);
 }
 
+int32_t TopicTable::min_insync_replicas(const Topic& topic) const {
+  int32_t v = 1;
+  if (auto s = config_value(topic, "min.insync.replicas")) {
+    int32_t parsed = 0;
+    auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), parsed);
+    if (ec == std::errc() && ptr == s->data() + s->size() && parsed > 0) v = parsed;
+  }
+  return v;
+}
+
 TopicError TopicTable::validate_configs(const ConfigMap& configs) const {
   for (const auto& [key, value] : configs) {
     auto parsed = config::parse_topic_value(key, value);

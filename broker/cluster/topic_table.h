@@ -124,6 +124,9 @@ class TopicTable {
   // Effective value of a topic config for a topic (override, else broker
   // default); nullopt for an unknown key or a null default.
   std::optional<std::string> config_value(const Topic& topic, std::string_view key) const;
+  // The topic's min.insync.replicas (override, else the broker's; 1 when
+  // unreadable).
+  int32_t min_insync_replicas(const Topic& topic) const;
   // Validates overrides: first bad key/value as INVALID_CONFIG with a message.
   TopicError validate_configs(const ConfigMap& configs) const;
   // The storage settings a topic's configs imply.

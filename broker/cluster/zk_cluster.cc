@@ -173,6 +173,20 @@ void ZkCluster::export_metrics(metrics::Registry& registry) {
         "kafka_controller_kafkacontroller_globaltopiccount",
         "Topics in the cluster, as the active controller sees them (0 on other brokers).",
         prometheus::MetricType::Gauge, s.active ? static_cast<double>(s.topics) : 0.0));
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_controllerstats_leaderelections_total",
+        "Partition leaders this broker elected while it was the controller (offline, preferred, controlled "
+        "shutdown and reassignment elections; Kafka's LeaderElectionRateAndTimeMs count).",
+        prometheus::MetricType::Counter, static_cast<double>(s.leader_elections)));
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_controllerstats_uncleanleaderelections_total",
+        "Of those, leaders that were not in the partition's ISR (unclean elections: acknowledged records "
+        "may be lost).",
+        prometheus::MetricType::Counter, static_cast<double>(s.unclean_leader_elections)));
+    out.push_back(metrics::single_sample_family(
+        "kafka_controller_controllereventmanager_eventqueuesize",
+        "Controller events (ZooKeeper watches, requests, timers) waiting for the controller's event thread.",
+        prometheus::MetricType::Gauge, static_cast<double>(s.event_queue_size)));
   });
 }
 

@@ -3,7 +3,6 @@
 #include "broker/replica/leader_replicas.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <utility>
@@ -111,15 +110,8 @@ std::shared_ptr<LeaderReplicas::Entry> LeaderReplicas::find(const storage::Topic
 bool LeaderReplicas::tracks(const Partition& p) const { return find(p.tp()) != nullptr; }
 
 int32_t LeaderReplicas::min_insync_replicas(const Partition& p) const {
-  int32_t v = 1;
-  if (auto topic = broker_.topics().find(p.topic())) {
-    if (auto s = broker_.topics().config_value(*topic, "min.insync.replicas")) {
-      int32_t parsed = 0;
-      auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), parsed);
-      if (ec == std::errc() && ptr == s->data() + s->size() && parsed > 0) v = parsed;
-    }
-  }
-  return v;
+  auto topic = broker_.topics().find(p.topic());
+  return topic ? broker_.topics().min_insync_replicas(*topic) : 1;
 }
 
 replication::BrokerSet LeaderReplicas::alive(const ReplicaState& st) const {

@@ -173,6 +173,7 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
   log_line("INFO", "active (epoch " + std::to_string(id.epoch) + ", " + std::to_string(live.size()) +
                        " live brokers)");
   psm_ = std::make_unique<PartitionStateMachine>(*session_, std::move(id), std::move(live));
+  psm_->set_election_counters(&elections_);
   if (!run_step(gen, "load", [this] { return psm_->load(); })) return;
   if (!run_step(gen, "startup", [this] { return psm_->startup([this](const std::string& t) { return unclean_allowed(t); }); }))
     return;
@@ -442,6 +443,12 @@ ControllerStats Controller::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   ControllerStats s = stats_;
   s.active = s.active && active_.load();
+  s.leader_elections = elections_.elections.load(std::memory_order_relaxed);
+  s.unclean_leader_elections = elections_.unclean.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> inbox(inbox_->mu);
+    s.event_queue_size = static_cast<int64_t>(inbox_->tasks.size());
+  }
   return s;
 }
 

@@ -96,6 +96,10 @@ struct ControllerStats {
   int64_t topics = 0;
   int64_t partitions = 0;
   int64_t offline_partitions = 0;  // leader -1 or leader not online
+  // Every broker (0 until it has been the controller), across activations:
+  uint64_t leader_elections = 0;
+  uint64_t unclean_leader_elections = 0;
+  int64_t event_queue_size = 0;  // tasks waiting for the event thread
 };
 
 class Controller {
@@ -234,6 +238,7 @@ class Controller {
   std::atomic<uint64_t> steps_{0};
   std::atomic<uint64_t> retries_{0};
   std::atomic<uint64_t> rebalance_elections_{0};
+  ElectionCounters elections_;
   std::thread thread_;
 
   // The rebalance timer: its own thread, posting do_rebalance for the

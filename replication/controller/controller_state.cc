@@ -186,6 +186,10 @@ PartitionStateMachine::Write PartitionStateMachine::update_state(const std::stri
     FencedWrite w = fenced_multi(zk_, id_.epoch_zk_version, std::move(ops));
     if (stop_on(w.outcome, w.code, r)) return Write::kStop;
     if (w.outcome == FenceOutcome::kOk) {
+      if (elections_ != nullptr && next->leader >= 0 && next->leader != info->state->leader) {
+        elections_->elections.fetch_add(1, std::memory_order_relaxed);
+        if (!contains(info->state->isr, next->leader)) elections_->unclean.fetch_add(1, std::memory_order_relaxed);
+      }
       info->state = std::move(next);
       info->zk_version = w.results[0].stat.version;
       *changed = true;

@@ -46,6 +46,7 @@
 // thread (the ZooKeeper calls block).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -63,6 +64,16 @@ namespace ciuickafka::replication::controller {
 // Whether the topic allows unclean leader election (its
 // unclean.leader.election.enable, falling back to the broker's).
 using UncleanAllowed = std::function<bool(const std::string& topic)>;
+
+// Leader elections written to ZooKeeper (Kafka's ControllerStats
+// LeaderElectionRateAndTimeMs and UncleanLeaderElectionsPerSec): a partition
+// state whose leader changed to a live broker; unclean when that broker was
+// not in the previous ISR. Owned by the running controller, so the counts
+// span activations.
+struct ElectionCounters {
+  std::atomic<uint64_t> elections{0};
+  std::atomic<uint64_t> unclean{0};
+};
 
 class PartitionStateMachine {
  public:
@@ -167,6 +178,8 @@ class PartitionStateMachine {
   const ControllerContext& context() const { return ctx_; }
   const ControllerIdentity& identity() const { return id_; }
   bool resigned() const { return resigned_; }
+  // Where elections are counted (none by default).
+  void set_election_counters(ElectionCounters* c) { elections_ = c; }
 
  private:
   enum class Write : uint8_t { kOk, kConflict, kStop };
@@ -204,6 +217,7 @@ class PartitionStateMachine {
   ControllerIdentity id_;
   ControllerContext ctx_;
   bool resigned_ = false;
+  ElectionCounters* elections_ = nullptr;
 };
 
 }  // namespace ciuickafka::replication::controller

@@ -21,8 +21,12 @@ struct Running : Fixture {
 
 TEST_CASE("controller: the leader's broker fails: the next ISR member leads under epoch+1") {
   Running c({{0, {1, 2, 3}}});
+  ElectionCounters counted;
+  c.psm.set_election_counters(&counted);
   StepResult r = c.psm.on_broker_failure({1}, never_unclean);
   REQUIRE(r.outcome == Outcome::kOk);
+  CHECK(counted.elections == 1);
+  CHECK(counted.unclean == 0);
   int32_t version = -1;
   CHECK(c.state("t", 0, &version) == ps(2, 1, 2, {2, 3}));
   CHECK(version == 1);
@@ -54,6 +58,8 @@ TEST_CASE("controller: a follower's broker fails: it leaves the ISR, the leader 
 
 TEST_CASE("controller: the last ISR member dies: leader -1, the ISR keeps it, and it leads again on return") {
   Running c({{0, {1, 2}}});
+  ElectionCounters counted;
+  c.psm.set_election_counters(&counted);
   REQUIRE(c.psm.on_broker_failure({2}, never_unclean).outcome == Outcome::kOk);
   CHECK(c.state("t", 0) == ps(1, 1, 2, {1}));
   StepResult r = c.psm.on_broker_failure({1}, never_unclean);
@@ -69,6 +75,7 @@ TEST_CASE("controller: the last ISR member dies: leader -1, the ISR keeps it, an
     REQUIRE(back.failed.size() == 1);
     REQUIRE(um(back, 2, "t", 0));  // full metadata for the joining broker
     CHECK(um(back, 2, "t", 0)->leader == -1);
+    CHECK(counted.elections == 0);  // leader 1 -> -1 is no election
   }
   SECTION("the last ISR member returns and leads") {
     StepResult back = c.psm.on_broker_startup(brokers({1}), never_unclean);
@@ -76,6 +83,8 @@ TEST_CASE("controller: the last ISR member dies: leader -1, the ISR keeps it, an
     CHECK(c.state("t", 0) == ps(1, 3, 2, {1}));
     REQUIRE(lai(back, 1, "t", 0));
     CHECK(lai(back, 1, "t", 0)->leader == 1);
+    CHECK(counted.elections == 1);
+    CHECK(counted.unclean == 0);
   }
   SECTION("unclean election allowed: the first live replica leads, RECOVERING") {
     StepResult back = c.psm.on_broker_startup(brokers({2}), always_unclean);
@@ -88,6 +97,8 @@ TEST_CASE("controller: the last ISR member dies: leader -1, the ISR keeps it, an
     CHECK(raw.find("\"leader_recovery_state\":1") != std::string::npos);
     REQUIRE(lai(back, 2, "t", 0));
     CHECK(lai(back, 2, "t", 0)->leader_recovery_state == 1);
+    CHECK(counted.elections == 1);
+    CHECK(counted.unclean == 1);  // broker 2 was not in the ISR [1]
   }
 }
 
