@@ -129,9 +129,13 @@ TEST_CASE("Controller: a delete_topics marker removes the topic's znodes", "[con
   REQUIRE(wait_until([&] { return !f.exists(topic_path("t")); }));
   CHECK_FALSE(f.exists(delete_topic_path("t")));
   CHECK_FALSE(f.exists(topic_config_path("t")));
-  bool stop_sent = false;
-  for (const auto& r : f.sender.sent()) stop_sent = stop_sent || r.stop_replica.contains(1);
-  CHECK(stop_sent);
+  // The step writes ZooKeeper first and hands its requests to the channel
+  // after: wait for the StopReplica rather than racing the hand-over.
+  CHECK(wait_until([&] {
+    for (const auto& r : f.sender.sent())
+      if (r.stop_replica.contains(1)) return true;
+    return false;
+  }));
 }
 
 TEST_CASE("Controller: delete.topic.enable=false removes the marker and keeps the topic", "[controller][runtime]") {
