@@ -5,8 +5,8 @@ Usage: test_cluster_clients.py --broker BIN --work DIR CLIENT
 CLIENT is one of kafka_python (Debian's kafka-python 2.0.2 under
 /usr/bin/python3), kafka_python_3x (kafka-python 3.x from
 build/clients-venv), kafkajs (node, tests/clients/node_modules), franz
-(franz-go, build/go/franz-it) and java (kafka-clients 3.9.1,
-build/java/clients-3.9.1). Each runs the same scenario through a small
+(franz-go, build/go/franz-it), sarama (IBM/sarama, build/go/sarama-it) and
+java (kafka-clients 3.9.1, build/java/clients-3.9.1). Each runs the same scenario through a small
 driver program of that client (the "cluster" mode of each program, see
 DRIVERS), which speaks a line protocol on stdin/stdout:
 
@@ -107,6 +107,12 @@ def _franz_driver():
     return [exe, "cluster"]
 
 
+def _sarama_driver():
+    exe = os.path.join(harness.REPO, "build", "go", "sarama-it")
+    check(os.access(exe, os.X_OK), "%s not built (run deploy/install-deps.sh)" % exe)
+    return [exe, "cluster"]
+
+
 def _java_driver():
     from test_java_clients import java, java_dir
     d = java_dir("clients", "3.9.1")
@@ -121,6 +127,7 @@ DRIVERS = {
     "kafka_python_3x": (lambda: _python_driver(venv_python()), "kafka-python " + venv_kafka_python(), True),
     "kafkajs": (_node_driver, "kafkajs 2.2.4", True),
     "franz": (_franz_driver, "franz-go v1.22.3", True),
+    "sarama": (_sarama_driver, "IBM/sarama v1.61.1", True),
     "java": (_java_driver, "kafka-clients 3.9.1", True),
 }
 
