@@ -1,7 +1,7 @@
 """tests/clients/kafka_python_cluster.py: kafka-python's driver for tests/integration/test_cluster_clients.py.
 
 Usage: PYTHON kafka_python_cluster.py produce BOOTSTRAP TOPIC N CHUNK
-       PYTHON kafka_python_cluster.py consume BOOTSTRAP TOPIC GROUP HALF
+       PYTHON kafka_python_cluster.py consume BOOTSTRAP TOPIC GROUP FIRST HALF
 
 The line protocol is described in test_cluster_clients.py. PYTHON is
 Debian's /usr/bin/python3 (kafka-python 2.0.2, no idempotent producer: it
@@ -51,6 +51,7 @@ def member(bootstrap, topic, group):
     c = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group, client_id="ck-cc-kafka-python",
                       enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=10000,
                       heartbeat_interval_ms=1000, fetch_max_wait_ms=200, request_timeout_ms=15000,
+                      max_partition_fetch_bytes=4096,
                       retry_backoff_ms=100)
     c.subscribe([topic])
     return c
@@ -71,63 +72,65 @@ def poll(c):
         return {}
 
 
-def read(c, done, seconds=90):
-    """Polls, printing each record, until done(next_offsets) holds; returns next offsets."""
-    nxt = {}
+def read(c, nxt, done, seconds=90):
+    """Polls, printing each record, until done(count) holds; nxt: the next
+    offset per partition, updated. Returns how many records it delivered."""
+    count = 0
     deadline = time.monotonic() + seconds
-    while not done(nxt):
+    while not done(count):
         if time.monotonic() > deadline:
-            raise SystemExit("timed out reading: next offsets %s" % nxt)
+            raise SystemExit("timed out reading: %d records, next offsets %s" % (count, nxt))
         for tp, msgs in poll(c).items():
             for m in msgs:
                 out("rec %d %d %s" % (m.partition, m.offset, m.value.decode()))
                 nxt[m.partition] = m.offset + 1
+                count += 1
         sys.stdout.flush()
-    return nxt
+    return count
 
 
 def commit(c, topic, nxt):
+    """Commits nxt, retrying retriable errors (the coordinator moving) for up to 60 s."""
     deadline = time.monotonic() + 60
     while True:
         try:
             c.commit({TopicPartition(topic, p): OffsetAndMetadata(o, None) for p, o in nxt.items()})
             break
-        except KafkaError as e:  # retriable while the coordinator moves
+        except KafkaError as e:
             if time.monotonic() > deadline or not getattr(e, "retriable", False):
                 raise
-            print("commit: %r, retrying" % e, file=sys.stderr, flush=True)
+            out("note commit raised %r, retrying" % e)
             time.sleep(0.2)
     for p, o in sorted(nxt.items()):
         out("committed %d %d" % (p, o))
 
 
-def consume(bootstrap, topic, group, half):
-    count = [0]
+def stdin_line(want):
+    f = sys.stdin.readline().split()
+    if not f or f[0] != want:
+        raise SystemExit("expected `%s`, got %r" % (want, f))
+    return f[1:]
+
+
+def consume(bootstrap, topic, group, first, half):
     c = member(bootstrap, topic, group)
     nxt = {}
-    deadline = time.monotonic() + 90
-    while count[0] < half:
-        if time.monotonic() > deadline:
-            raise SystemExit("member 1 timed out after %d records" % count[0])
-        for tp, msgs in poll(c).items():
-            for m in msgs:
-                out("rec %d %d %s" % (m.partition, m.offset, m.value.decode()))
-                nxt[m.partition] = m.offset + 1
-                count[0] += 1
-        sys.stdout.flush()
+    n = read(c, nxt, lambda count: count >= first)
+    commit(c, topic, nxt)
+    out("paused")
+    sys.stdout.flush()
+    stdin_line("resume")
+    read(c, nxt, lambda count: n + count >= half)
     commit(c, topic, nxt)
     c.close(autocommit=False)
     out("closed")
     sys.stdout.flush()
-    go = sys.stdin.readline().split()
-    if not go or go[0] != "go":
-        raise SystemExit("expected `go`, got %r" % go)
-    ends = {p: int(e) for p, e in enumerate(go[1:])}
+    ends = {p: int(e) for p, e in enumerate(stdin_line("go"))}
     out("member2")
     c = member(bootstrap, topic, group)
-    start = dict(nxt)
-    got = read(c, lambda n: all(n.get(p, start.get(p, 0)) >= e for p, e in ends.items()))
-    commit(c, topic, got)
+    mine = {}
+    read(c, mine, lambda _: all(mine.get(p, nxt.get(p, 0)) >= e for p, e in ends.items()))
+    commit(c, topic, mine)
     c.close(autocommit=False)
     out("done")
 
@@ -138,9 +141,9 @@ def main():
     if mode == "produce":
         produce(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     elif mode == "consume":
-        consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     else:
-        raise SystemExit("usage: produce BOOTSTRAP TOPIC N CHUNK | consume BOOTSTRAP TOPIC GROUP HALF")
+        raise SystemExit("usage: produce BOOTSTRAP TOPIC N CHUNK | consume BOOTSTRAP TOPIC GROUP FIRST HALF")
     sys.stdout.flush()
 
 

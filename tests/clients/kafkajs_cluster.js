@@ -1,7 +1,7 @@
 // tests/clients/kafkajs_cluster.js: kafkajs' driver for tests/integration/test_cluster_clients.py.
 //
 // Usage: node kafkajs_cluster.js produce BOOTSTRAP TOPIC N CHUNK
-//        node kafkajs_cluster.js consume BOOTSTRAP TOPIC GROUP HALF
+//        node kafkajs_cluster.js consume BOOTSTRAP TOPIC GROUP FIRST HALF
 // The line protocol is described in test_cluster_clients.py. The producer is
 // kafkajs' idempotent one (acks -1, one request in flight); send() answers a
 // base offset per partition, and a partition's records of one send() are one
@@ -82,20 +82,61 @@ async function produce(topic, n, chunk) {
   out('produced ' + acked + ' 0');
 }
 
-// Runs one member until done(next) holds after a batch; prints each record
-// it delivers; commits exactly the next offsets of what it delivered, prints
-// them, and leaves the group.
-async function member(topic, group, start, done) {
-  const c = kafka.consumer({ groupId: group, maxWaitTimeInMs: 200, maxBytesPerPartition: 4096, sessionTimeout: 10000, heartbeatInterval: 1000,
+// Lines from stdin, read lazily (the produce mode never reads any).
+let stdinLines = null;
+const waiting = [];
+function nextLine(want) {
+  if (!stdinLines) {
+    stdinLines = [];
+    readline.createInterface({ input: process.stdin }).on('line', (l) => {
+      if (waiting.length) waiting.shift()(l);
+      else stdinLines.push(l);
+    });
+  }
+  const line = new Promise((resolve) => (stdinLines.length ? resolve(stdinLines.shift()) : waiting.push(resolve)));
+  return withTimeout(line, 60000, 'the ' + want + ' line').then((l) => {
+    const f = l.split(' ');
+    if (f[0] !== want) throw new Error('expected ' + want + ', got ' + l);
+    return f.slice(1);
+  });
+}
+
+// Commits exactly `delivered` (next offsets), retrying retriable errors while
+// the coordinator moves (60 s at most), then prints them.
+async function commit(c, topic, delivered) {
+  const offsets = Object.entries(delivered).map(([p, o]) => ({ topic, partition: Number(p), offset: String(o) }));
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    try {
+      await withTimeout(c.commitOffsets(offsets), 30000, 'commitOffsets');
+      break;
+    } catch (e) {
+      if (Date.now() > deadline || !e.retriable) throw e;
+      out('note commitOffsets: ' + e.message + ', retrying');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  for (const o of offsets.sort((a, b) => a.partition - b.partition)) out('committed ' + o.partition + ' ' + o.offset);
+  flush();
+}
+
+// Runs one member until done(next, count) holds after a batch, printing each
+// record it delivers; if pauseAt(count) holds after a batch (once), commits
+// what it delivered, prints `paused` and waits for `resume` before the next
+// batch. At the end commits what it delivered and leaves the group.
+async function member(topic, group, done, pauseAt) {
+  const c = kafka.consumer({ groupId: group, maxWaitTimeInMs: 200, maxBytesPerPartition: 4096,
+    sessionTimeout: 10000, heartbeatInterval: 1000,
     retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 } });
   await c.connect();
   await c.subscribe({ topic, fromBeginning: true });
-  const next = Object.assign({}, start);
-  const delivered = {};
+  const next = {};
   let count = 0;
   let finished = false;
+  let paused = false;
   let resolveDone;
-  const reached = new Promise((resolve) => { resolveDone = resolve; });
+  let rejectDone;
+  const reached = new Promise((resolve, reject) => { resolveDone = resolve; rejectDone = reject; });
   await c.run({
     autoCommit: false,
     eachBatchAutoResolve: false,
@@ -104,11 +145,22 @@ async function member(topic, group, start, done) {
       for (const m of batch.messages) {
         out('rec ' + batch.partition + ' ' + m.offset + ' ' + m.value.toString());
         next[batch.partition] = Number(m.offset) + 1;
-        delivered[batch.partition] = next[batch.partition];
         count++;
         resolveOffset(m.offset);
       }
       flush();
+      try {
+        if (!paused && pauseAt && pauseAt(count)) {
+          paused = true;
+          await commit(c, topic, next);
+          out('paused');
+          flush();
+          await nextLine('resume');
+        }
+      } catch (e) {
+        rejectDone(e);
+        return;
+      }
       if (done(next, count)) {
         finished = true;
         resolveDone();
@@ -116,25 +168,18 @@ async function member(topic, group, start, done) {
     },
   });
   await withTimeout(reached, 90000, 'the member to deliver its records');
-  const offsets = Object.entries(delivered).map(([p, o]) => ({ topic, partition: Number(p), offset: String(o) }));
-  await withTimeout(c.commitOffsets(offsets), 60000, 'commitOffsets');
-  for (const o of offsets.sort((a, b) => a.partition - b.partition)) out('committed ' + o.partition + ' ' + o.offset);
+  await commit(c, topic, next);
   await withTimeout(c.disconnect(), 30000, 'disconnect');
   return next;
 }
 
-async function consume(topic, group, half) {
-  const first = await member(topic, group, {}, (next, count) => count >= half);
+async function consume(topic, group, first, half) {
+  const mine = await member(topic, group, (next, count) => count >= half, (count) => count >= first);
   out('closed');
   flush();
-  const rl = readline.createInterface({ input: process.stdin });
-  const go = await withTimeout(new Promise((resolve) => rl.once('line', resolve)), 60000, 'the go line');
-  rl.close();
-  const f = go.split(' ');
-  if (f[0] !== 'go') throw new Error('expected go, got ' + go);
-  const ends = f.slice(1).map(Number);
+  const ends = (await nextLine('go')).map(Number);
   out('member2');
-  await member(topic, group, {}, (next) => ends.every((e, p) => (next[p] !== undefined ? next[p] : first[p] || 0) >= e));
+  await member(topic, group, (next) => ends.every((e, p) => (next[p] !== undefined ? next[p] : mine[p] || 0) >= e));
   out('done');
 }
 
@@ -143,8 +188,8 @@ async function main() {
   flush();
   const a = process.argv.slice(4);
   if (mode === 'produce') await produce(a[0], Number(a[1]), Number(a[2]));
-  else if (mode === 'consume') await consume(a[0], a[1], Number(a[2]));
-  else throw new Error('usage: produce BOOTSTRAP TOPIC N CHUNK | consume BOOTSTRAP TOPIC GROUP HALF');
+  else if (mode === 'consume') await consume(a[0], a[1], Number(a[2]), Number(a[3]));
+  else throw new Error('usage: produce BOOTSTRAP TOPIC N CHUNK | consume BOOTSTRAP TOPIC GROUP FIRST HALF');
   flush();
 }
 

@@ -6,28 +6,31 @@ CLIENT is one of kafka_python (Debian's kafka-python 2.0.2 under
 /usr/bin/python3), kafka_python_3x (kafka-python 3.x from
 build/clients-venv), kafkajs (node, tests/clients/node_modules), franz
 (franz-go, build/go/franz-it), sarama (IBM/sarama, build/go/sarama-it) and
-java (kafka-clients 3.9.1, build/java/clients-3.9.1). Each runs the same scenario through a small
-driver program of that client (the "cluster" mode of each program, see
-DRIVERS), which speaks a line protocol on stdin/stdout:
+java (kafka-clients 3.9.1, build/java/clients-3.9.1). Each runs the same
+scenario through a small driver program of that client (see DRIVERS),
+which speaks a line protocol on stdin/stdout:
 
   DRIVER produce BOOTSTRAP TOPIC N CHUNK
-      prints `client NAME VERSION idempotent=0|1`, then sends records i = 0..N-1 (key
-      "k<i>", value "v<i>" zero-padded to 6 digits, partition i % 3) with
+      prints `client NAME VERSION idempotent=0|1`, then sends records
+      i = 0..N-1 (key "k<i>", value "v<i>" zero-padded to 6 digits, partition i % 3) with
       acks=all (idempotent where the client supports it, retrying through a
       leader change), CHUNK at a time, waiting for a chunk's outcome before
       the next; prints `ack P O I` for each acknowledged record (P, O: the
       partition and offset the client reported) and `err I REASON` for each
       failed one, then `produced ACKED FAILED`.
-  DRIVER consume BOOTSTRAP TOPIC GROUP HALF
-      prints the same client line; member 1 of GROUP (subscribe, from the earliest offset, auto commit
-      off) delivers at least HALF records, printing `rec P O VALUE` for each
-      in delivery order, commits exactly the next offsets of what it
-      delivered and, once the commit is acknowledged, prints `committed P O`
-      per partition; closes the consumer and prints `closed`; then reads a
-      line `go E0 E1 E2` (the partitions' end offsets) from stdin, prints
-      `member2` and runs a new member of the same group, printing `rec`
-      lines until it has delivered up to each end offset, commits, prints
-      `committed` lines and `done`.
+  DRIVER consume BOOTSTRAP TOPIC GROUP FIRST HALF
+      prints the same client line; member 1 of GROUP (subscribe, from the
+      earliest offset, auto commit off) delivers at least FIRST records,
+      printing `rec P O VALUE` for each in delivery order, commits exactly
+      the next offsets of what it delivered and, once the commit is
+      acknowledged, prints `committed P O` per partition, then `paused`, and
+      waits for a line `resume`; goes on with the same consumer until it
+      has delivered at least HALF, commits again (retrying while the
+      coordinator moves), prints `committed` lines, closes the consumer and
+      prints `closed`; then reads a line `go E0 E1 E2` (the partitions' end
+      offsets), prints `member2` and runs a new member of the same group,
+      printing `rec` lines until it has delivered up to each end offset,
+      commits, prints `committed` lines and `done`.
 
 The scenario (Debian's ZooKeeper and three ASan brokers on 127.0.0.1,
 offsets.topic.replication.factor 3, as test_cluster_groups.py starts them):
@@ -39,19 +42,24 @@ offsets.topic.replication.factor 3, as test_cluster_groups.py starts them):
      higher leader epoch; the driver must get all 3,000 acknowledged, each
      at a distinct (partition, offset), partition = i % 3;
   3. the killed broker restarts and rejoins every ISR;
-  4. the driver's member 1 reads about half and commits; once it closed,
-     the group's coordinator (FindCoordinator, the leader of the group's
-     __consumer_offsets partition) is killed -9 and `go` is sent at once:
-     member 2 has to find the new coordinator itself;
+  4. the driver's member 1 reads a quarter and commits; the group's
+     coordinator (FindCoordinator: the leader of the group's
+     __consumer_offsets partition) is killed -9 under it and restarted
+     while member 1 goes on to half and commits through the new
+     coordinator; once member 1 closed, the coordinator is killed -9
+     again and `go` is sent at once: member 2 has to find the next
+     coordinator itself;
   5. checks: every acknowledged record at its acknowledged offset with its
-     value; within a partition each member delivers strictly increasing,
-     contiguous offsets; member 2 starts each partition exactly at member
-     1's acknowledged commit (nothing committed is delivered again, nothing
-     skipped); the log holds no offset that was not delivered; a value twice
-     in the log is a duplicate, refused for the idempotent producers and
-     counted for kafka-python 2.0.2 (which has no idempotence, as Kafka's
-     own tests allow for non-idempotent producers); member 2's final commit
-     equals the end offsets, read back with confluent-kafka's committed().
+     value; within a partition each member delivers contiguous, increasing
+     offsets, or goes back exactly to its last acknowledged commit (a
+     rejoin; such repeats are counted and printed); member 2 starts each
+     partition exactly at member 1's last acknowledged commit (nothing
+     committed is delivered again, nothing skipped); every offset of the
+     log is delivered; a value twice in the log is a duplicate, refused for
+     the idempotent producers and counted for kafka-python 2.0.2 (which has
+     no idempotence, as Kafka's own tests allow for non-idempotent
+     producers); member 2's final commit equals the end offsets, read back
+     with confluent-kafka's committed().
 """
 
 import os
@@ -195,6 +203,13 @@ def client_line(d, deadline, want, idempotent):
     print("[test] %s" % line, flush=True)
 
 
+def brokers_known(b):
+    """The broker ids broker b's Metadata names."""
+    from confluent_kafka.admin import AdminClient
+    a = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"})
+    return sorted(a.list_topics(timeout=10).brokers)
+
+
 def end_offsets(brokers):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers if b.alive()),
@@ -269,46 +284,84 @@ def produce_through_failover(ctx, cmd, want_client, idempotent, brokers, by_id, 
     return acked, victim
 
 
-def check_member(recs, name):
-    """recs: [(p, o, v)] in delivery order; offsets strictly increasing and contiguous per partition."""
-    last = {}
-    for p, o, _ in recs:
-        if p in last:
-            check(o == last[p] + 1, "%s: partition %d delivered offset %d after %d" % (name, p, o, last[p]))
+def check_member(events, name, start):
+    """events: a member's ("rec", p, o, v) and ("committed", p, o) in the
+    order it printed them. Within a partition each delivery follows the one
+    before, or rewinds to the member's last acknowledged commit (a rejoin:
+    the records after a commit read again, as a consumer group allows);
+    returns {p: last offset delivered} and how many deliveries were
+    repeats."""
+    last, hi, acked, again = {}, {}, dict(start), 0
+    for e in events:
+        if e[0] == "committed":
+            acked[e[1]] = e[2]
+            continue
+        _, p, o, _ = e
+        if p not in last:
+            check(o == acked.get(p, 0), "%s: partition %d started at %d, want %d" % (name, p, o, acked.get(p, 0)))
+        elif o != last[p] + 1:
+            check(o == acked.get(p, 0) and o <= last[p],
+                  "%s: partition %d delivered offset %d after %d (last acknowledged commit %s)" % (
+                      name, p, o, last[p], acked.get(p)))
+        if o <= hi.get(p, -1):
+            again += 1
         last[p] = o
-    return last
+        hi[p] = max(hi.get(p, -1), o)
+    return last, again
 
 
-def consume_with_coordinator_kill(ctx, cmd, want_client, idempotent, brokers, by_id, acked):
-    half = N // 2
-    d = Driver(ctx, cmd + ["consume", ",".join(b.bootstrap for b in brokers), TOPIC, GROUP, str(half)], "consume")
+def commits_of(events):
+    return {e[1]: e[2] for e in events if e[0] == "committed"}
+
+
+def coordinator_of(brokers, by_id):
+    """The broker FindCoordinator (asked of a live broker) names for GROUP."""
+    live = [b for b in brokers if b.alive()]
+    err, node, _, _ = find_coordinator(live[0], GROUP)
+    check(err == 0 and node in by_id and by_id[node].alive(),
+          "FindCoordinator for %s on %s: error %d node %d" % (GROUP, live[0].name, err, node))
+    return by_id[node]
+
+
+def consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, acked):
+    """Step 4: member 1 across one coordinator kill, member 2 started while another is dead."""
+    first, half = N // 4, N // 2
+    d = Driver(ctx, cmd + ["consume", ",".join(b.bootstrap for b in brokers), TOPIC, GROUP, str(first), str(half)],
+               "consume")
+    members = [[], []]
+    kills = []
     try:
         deadline = time.monotonic() + 150
         client_line(d, deadline, want_client, idempotent)
-        members = [[], []]
-        commits = [{}, {}]
         member = 0
-        coordinator = None
         while True:
             line = d.next(deadline, "the consumer driver")
             check(line is not None, "consumer driver ended before `done`; stderr:\n%s" % d.stderr_tail())
             f = line.split()
             if f[0] == "rec":
-                members[member].append((int(f[1]), int(f[2]), f[3]))
+                members[member].append(("rec", int(f[1]), int(f[2]), f[3]))
             elif f[0] == "committed":
-                commits[member][int(f[1])] = int(f[2])
-            elif f[0] == "closed":
-                check(member == 0, "`closed` twice")
-                ends = end_offsets(brokers)
-                op = partition_for(GROUP)
-                err, node, _, _ = find_coordinator(brokers[0], GROUP)
-                check(err == 0 and node in by_id, "FindCoordinator for %s: error %d node %d" % (GROUP, err, node))
-                coordinator = by_id[node]
-                coordinator.kill()
-                t_kill = time.monotonic()
-                print("[test] member 1 delivered %d and committed %s; killed -9 broker %d, coordinator of %s "
-                      "(offsets partition %d); ends %s" % (len(members[0]), commits[0], node, GROUP, op, ends),
+                members[member].append(("committed", int(f[1]), int(f[2])))
+            elif f[0] == "paused":
+                check(member == 0 and not kills, "`paused` out of turn")
+                x1 = coordinator_of(brokers, by_id)
+                x1.kill()
+                kills.append(x1)
+                print("[test] member 1 delivered %d and committed %s; killed -9 broker %s, coordinator of %s, "
+                      "under it" % (sum(e[0] == "rec" for e in members[0]), commits_of(members[0]), x1.name, GROUP),
                       flush=True)
+                d.send("resume")
+                x1.start()  # back while member 1 goes on (its output waits in the pipe)
+            elif f[0] == "closed":
+                check(member == 0 and len(kills) == 1, "`closed` out of turn")
+                ends = end_offsets(brokers)
+                x2 = coordinator_of(brokers, by_id)
+                x2.kill()
+                kills.append(x2)
+                t_kill = time.monotonic()
+                print("[test] member 1 delivered %d in all, last commit %s; killed -9 broker %s, coordinator of "
+                      "%s; ends %s" % (sum(e[0] == "rec" for e in members[0]), commits_of(members[0]), x2.name,
+                                       GROUP, ends), flush=True)
                 d.send("go %s" % " ".join(str(e) for e in ends))
             elif f[0] == "member2":
                 member = 1
@@ -319,42 +372,32 @@ def consume_with_coordinator_kill(ctx, cmd, want_client, idempotent, brokers, by
         d.finish(30)
     finally:
         d.stop()
-    check(coordinator is not None, "member 1 never closed")
-    print("[test] member 2 delivered %d and committed %s %.1fs after the coordinator's kill" % (
-        len(members[1]), commits[1], time.monotonic() - t_kill), flush=True)
+    check(len(kills) == 2, "coordinator kills: %d, want 2" % len(kills))
+    print("[test] member 2 delivered %d and committed %s %.1fs after the second kill" % (
+        sum(e[0] == "rec" for e in members[1]), commits_of(members[1]), time.monotonic() - t_kill), flush=True)
 
-    # Member 1: in order, contiguous, committed exactly what it delivered.
-    check(len(members[0]) >= half, "member 1 delivered %d, want >= %d" % (len(members[0]), half))
-    last1 = check_member(members[0], "member 1")
-    check(commits[0] == {p: o + 1 for p, o in last1.items()},
-          "member 1 committed %s, delivered up to %s" % (commits[0], last1))
-    firsts1 = {}
-    for p, o, _ in members[0]:
-        firsts1.setdefault(p, o)
-    check(all(o == 0 for o in firsts1.values()), "member 1 started the partitions at %s, want 0" % firsts1)
+    # Member 1: from 0, in order, its last commit = what it delivered.
+    n1 = sum(e[0] == "rec" for e in members[0])
+    check(n1 >= half, "member 1 delivered %d, want >= %d" % (n1, half))
+    last1, again1 = check_member(members[0], "member 1", {})
+    commit1 = commits_of(members[0])
+    check(commit1 == {p: o + 1 for p, o in last1.items()},
+          "member 1's last commits %s, it delivered up to %s" % (commit1, last1))
     # Member 2: each partition from member 1's commit, in order, up to the end.
-    firsts = {}
-    for p, o, _ in members[1]:
-        firsts.setdefault(p, o)
-    for p in range(PARTS):
-        start = commits[0].get(p, 0)
-        if ends[p] > start:
-            check(firsts.get(p) == start, "partition %d: member 2 started at %s, member 1 committed %s" % (
-                p, firsts.get(p), start))
-        else:
-            check(p not in firsts, "partition %d: member 2 delivered %s after the end" % (p, firsts.get(p)))
-    last2 = check_member(members[1], "member 2")
-    check(all(last2.get(p, commits[0].get(p, 0) - 1) == ends[p] - 1 for p in range(PARTS)),
+    last2, again2 = check_member(members[1], "member 2", commit1)
+    check(all(last2.get(p, commit1.get(p, 0) - 1) == ends[p] - 1 for p in range(PARTS)),
           "member 2 stopped at %s, ends %s" % (last2, ends))
-    check(commits[1] == {p: ends[p] for p in range(PARTS) if p in last2} and
-          committed_offsets([b for b in brokers if b is not coordinator], GROUP) == dict(enumerate(ends)),
+    survivors = [b for b in brokers if b.alive()]
+    check(commits_of(members[1]) == {p: ends[p] for p in last2} and
+          committed_offsets(survivors, GROUP) == dict(enumerate(ends)),
           "member 2 committed %s; the group's offsets %s; ends %s" % (
-              commits[1], committed_offsets([b for b in brokers if b is not coordinator], GROUP), ends))
-    # The log: every offset delivered once by the two members together.
+              commits_of(members[1]), committed_offsets(survivors, GROUP), ends))
+    # The log: every offset delivered, one value each.
     log = {}
-    for p, o, v in members[0] + members[1]:
-        check((p, o) not in log, "(%d, %d) delivered twice" % (p, o))
-        log[(p, o)] = v
+    for e in members[0] + members[1]:
+        if e[0] == "rec":
+            check(log.setdefault((e[1], e[2]), e[3]) == e[3], "(%d, %d) delivered as %s and %s" % (
+                e[1], e[2], log[(e[1], e[2])], e[3]))
     check(len(log) == sum(ends), "%d offsets delivered, the log has %d" % (len(log), sum(ends)))
     wrong = [(k, v, log.get(k)) for k, v in acked.items() if log.get(k) != v]
     check(not wrong, "%d acknowledged records not at their offsets, e.g. %s" % (len(wrong), wrong[:5]))
@@ -364,6 +407,9 @@ def consume_with_coordinator_kill(ctx, cmd, want_client, idempotent, brokers, by
     dups = {v: ks for v, ks in by_value.items() if len(ks) > 1}
     strangers = [v for v in by_value if v not in set(acked.values())]
     check(not strangers, "values in the log never produced: %s" % strangers[:5])
+    if again1 or again2:
+        print("[test] records delivered again after a rejoin (at-least-once, from the last commit): member 1 %d, "
+              "member 2 %d" % (again1, again2), flush=True)
     return log, dups
 
 
@@ -378,6 +424,11 @@ def main(ctx):
         by_id = {i + 1: b for i, b in enumerate(brokers)}
         kz = zk.client(CHROOT)
         wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+        # The controller learns of a registration through its ZooKeeper watch
+        # and tells the others: until then CreateTopics with RF 3 is
+        # INVALID_REPLICATION_FACTOR, as in Kafka. Wait for every broker's view.
+        wait_until(lambda: all(brokers_known(b) == [1, 2, 3] for b in brokers), 30,
+                   "every broker's Metadata to name brokers 1, 2, 3", interval=0.1)
         code, msg = create(brokers, TOPIC, PARTS, 3, {"min.insync.replicas": "2"})
         check(code == 0, "CreateTopics: %s %s" % (code, msg))
         wait_leaders(brokers, TOPIC, PARTS, want_isr=3)
@@ -388,7 +439,7 @@ def main(ctx):
                    60, "the restarted broker back in every ISR", interval=0.1)
         check(not kz.exists("/brokers/topics/" + OFFSETS), "%s exists before any group" % OFFSETS)
 
-        log, dups = consume_with_coordinator_kill(ctx, cmd, want_client, idempotent, brokers, by_id, acked)
+        log, dups = consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, acked)
         extra = sum(len(ks) - 1 for ks in dups.values())
         if idempotent:
             check(not dups, "idempotent producer: %d values twice in the log, e.g. %s" % (

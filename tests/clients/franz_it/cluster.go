@@ -2,7 +2,7 @@
 // tests/integration/test_cluster_clients.py (issue #12), run as
 //
 //	franz-it cluster produce BOOTSTRAP TOPIC N CHUNK
-//	franz-it cluster consume BOOTSTRAP TOPIC GROUP HALF
+//	franz-it cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF
 //
 // The line protocol is described in test_cluster_clients.py. The producer is
 // franz-go's default, idempotent, with acks=all, records to explicit
@@ -59,10 +59,10 @@ func runCluster(args []string) {
 	switch {
 	case len(args) == 5 && args[0] == "produce":
 		clusterProduce(strings.Split(args[1], ","), args[2], atoi(args[3]), atoi(args[4]))
-	case len(args) == 5 && args[0] == "consume":
-		clusterConsume(strings.Split(args[1], ","), args[2], args[3], atoi(args[4]))
+	case len(args) == 6 && args[0] == "consume":
+		clusterConsume(strings.Split(args[1], ","), args[2], args[3], atoi(args[4]), atoi(args[5]))
 	default:
-		fail("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP HALF")
+		fail("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF")
 	}
 }
 
@@ -98,49 +98,14 @@ func clusterProduce(seeds []string, topic string, n, chunk int) {
 	say("produced %d %d", acked, failed)
 }
 
-// member runs one group member until done(next, count) holds after a poll;
-// prints each record it delivers, commits the next offsets of what it
-// delivered, prints them and leaves the group. Returns the next offsets.
-func member(seeds []string, topic, group string, start map[int32]int64, done func(map[int32]int64, int) bool) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("ck-cc-franz"),
-		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.FetchMaxPartitionBytes(4096), kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
-	if err != nil {
-		fail("NewClient: %v", err)
-	}
-	next := map[int32]int64{}
-	for p, o := range start {
-		next[p] = o
-	}
-	delivered := map[int32]int64{}
-	count := 0
-	deadline := time.Now().Add(90 * time.Second)
-	for !done(next, count) {
-		if time.Now().After(deadline) {
-			fail("member of %s: delivered %d records in 90 s (next offsets %v)", group, count, next)
-		}
-		pctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		for _, fe := range fs.Errors() {
-			if !errors.Is(fe.Err, context.DeadlineExceeded) {
-				say("note fetch %s/%d: %v", fe.Topic, fe.Partition, fe.Err)
-			}
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			say("rec %d %d %s", r.Partition, r.Offset, r.Value)
-			next[r.Partition] = r.Offset + 1
-			delivered[r.Partition] = r.Offset + 1
-			count++
-		})
-	}
+// commitSync commits delivered (next offsets), retrying retriable errors
+// while the coordinator moves (60 s at most), and prints them.
+func commitSync(cl *kgo.Client, topic string, delivered map[int32]int64) {
 	commit := map[string]map[int32]kgo.EpochOffset{topic: {}}
 	for p, o := range delivered {
 		commit[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
-	cdeadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var cerr error
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -160,7 +125,7 @@ func member(seeds []string, topic, group string, start map[int32]int64, done fun
 		if cerr == nil {
 			break
 		}
-		if time.Now().After(cdeadline) || !kerr.IsRetriable(cerr) {
+		if time.Now().After(deadline) || !kerr.IsRetriable(cerr) {
 			fail("commit %v: %v", commit, cerr)
 		}
 		say("note commit: %v, retrying", cerr)
@@ -174,33 +139,86 @@ func member(seeds []string, topic, group string, start map[int32]int64, done fun
 	for _, p := range parts {
 		say("committed %d %d", p, delivered[int32(p)])
 	}
-	cl.Close() // leaves the group
-	for p, o := range next {
-		start[p] = o
-	}
 }
 
-func clusterConsume(seeds []string, topic, group string, half int) {
-	next := map[int32]int64{}
-	member(seeds, topic, group, next, func(_ map[int32]int64, count int) bool { return count >= half })
-	say("closed")
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+func waitLine(in *bufio.Reader, want string) []string {
+	line, err := in.ReadString('\n')
 	f := strings.Fields(line)
-	if err != nil || len(f) < 1 || f[0] != "go" {
-		fail("expected `go`, got %q (%v)", line, err)
+	if err != nil || len(f) < 1 || f[0] != want {
+		fail("expected `%s`, got %q (%v)", want, line, err)
 	}
+	return f[1:]
+}
+
+// member runs one group member until done(next, count) holds after a poll,
+// printing each record it delivers; once pauseAt(count) holds (if given), it
+// commits what it delivered, prints `paused` and waits for `resume`. At the
+// end it commits what it delivered and leaves the group. Returns the next
+// offsets of what it delivered.
+func member(seeds []string, topic, group string, in *bufio.Reader, done func(map[int32]int64, int) bool,
+	pauseAt func(int) bool) map[int32]int64 {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("ck-cc-franz"),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(4096), kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	if err != nil {
+		fail("NewClient: %v", err)
+	}
+	next := map[int32]int64{}
+	count := 0
+	paused := false
+	deadline := time.Now().Add(90 * time.Second)
+	for !done(next, count) {
+		if time.Now().After(deadline) {
+			fail("member of %s: delivered %d records in 90 s (next offsets %v)", group, count, next)
+		}
+		pctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		for _, fe := range fs.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) {
+				say("note fetch %s/%d: %v", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			say("rec %d %d %s", r.Partition, r.Offset, r.Value)
+			next[r.Partition] = r.Offset + 1
+			count++
+		})
+		if !paused && pauseAt != nil && pauseAt(count) {
+			paused = true
+			commitSync(cl, topic, next)
+			say("paused")
+			waitLine(in, "resume")
+		}
+	}
+	commitSync(cl, topic, next)
+	cl.Close() // leaves the group
+	return next
+}
+
+func clusterConsume(seeds []string, topic, group string, first, half int) {
+	in := bufio.NewReader(os.Stdin)
+	mine := member(seeds, topic, group, in, func(_ map[int32]int64, count int) bool { return count >= half },
+		func(count int) bool { return count >= first })
+	say("closed")
 	ends := map[int32]int64{}
-	for p, e := range f[1:] {
+	for p, e := range waitLine(in, "go") {
 		ends[int32(p)] = int64(atoi(e))
 	}
 	say("member2")
-	member(seeds, topic, group, next, func(n map[int32]int64, _ int) bool {
+	member(seeds, topic, group, in, func(n map[int32]int64, _ int) bool {
 		for p, e := range ends {
-			if n[p] < e {
+			o, ok := n[p]
+			if !ok {
+				o = mine[p]
+			}
+			if o < e {
 				return false
 			}
 		}
 		return true
-	})
+	}, nil)
 	say("done")
 }

@@ -2,7 +2,7 @@
 // tests/integration/test_cluster_clients.py (issue #12), run as
 //
 //	sarama-it cluster produce BOOTSTRAP TOPIC N CHUNK
-//	sarama-it cluster consume BOOTSTRAP TOPIC GROUP HALF
+//	sarama-it cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF
 //
 // The line protocol is described in test_cluster_clients.py. The producer is
 // a SyncProducer, idempotent (one request in flight, as sarama requires),
@@ -12,7 +12,9 @@
 // (range, auto commit off, 4 KiB a partition per fetch so member 1 stops
 // inside partitions): each marks what it delivers and Commit()s; sarama does
 // not hand the commit's answer back, so the member reads the group's offsets
-// back (OffsetFetch through ClusterAdmin) and prints those as committed.
+// back (OffsetFetch through ClusterAdmin) until they equal its marks, and
+// prints those as committed. Member 1 pauses (inside its claim) after FIRST
+// records until the test says `resume`.
 // Claims run on sarama's goroutines; the output and counts are under mu.
 package main
 
@@ -64,10 +66,10 @@ func runCluster(args []string) {
 	switch {
 	case len(args) == 5 && args[0] == "produce":
 		clusterProduce(strings.Split(args[1], ","), args[2], atoi(args[3]), atoi(args[4]))
-	case len(args) == 5 && args[0] == "consume":
-		clusterConsume(strings.Split(args[1], ","), args[2], args[3], atoi(args[4]))
+	case len(args) == 6 && args[0] == "consume":
+		clusterConsume(strings.Split(args[1], ","), args[2], args[3], atoi(args[4]), atoi(args[5]))
 	default:
-		fail("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP HALF")
+		fail("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF")
 	}
 }
 
@@ -117,14 +119,20 @@ func clusterProduce(seeds []string, topic string, n, chunk int) {
 }
 
 // clusterHandler prints each record it is given, marks it, and stops
-// (closes done) once enough(next, count) holds after a record.
+// (closes done) once enough(next, count) holds after a record; once
+// pauseAt(count) holds (if given) it commits, waits until the group's offsets
+// show the marks, prints `paused` and waits for `resume`.
 type clusterHandler struct {
-	mu     *sync.Mutex
-	next   map[int32]int64
-	count  *int
-	enough func(map[int32]int64, int) bool
-	done   chan struct{}
-	once   *sync.Once
+	mu      *sync.Mutex
+	next    map[int32]int64
+	count   *int
+	paused  *bool
+	enough  func(map[int32]int64, int) bool
+	pauseAt func(int) bool
+	confirm func(map[int32]int64) bool
+	in      *bufio.Reader
+	done    chan struct{}
+	once    *sync.Once
 }
 
 func (h clusterHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
@@ -140,8 +148,14 @@ func (h clusterHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Con
 		h.next[m.Partition] = m.Offset + 1
 		*h.count++
 		s.MarkMessage(m, "")
+		if !*h.paused && h.pauseAt != nil && h.pauseAt(*h.count) {
+			*h.paused = true
+			h.commit(s)
+			fmt.Println("paused")
+			waitLine(h.in, "resume")
+		}
 		if h.enough(h.next, *h.count) {
-			s.Commit()
+			h.commit(s)
 			h.once.Do(func() { close(h.done) })
 		}
 		h.mu.Unlock()
@@ -149,12 +163,95 @@ func (h clusterHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Con
 	return nil
 }
 
-// member runs one ConsumerGroup member until enough holds, then commits,
-// leaves, and prints the offsets the group then has (OffsetFetch).
-func member(seeds []string, topic, group string, next map[int32]int64, enough func(map[int32]int64, int) bool) {
+// commit calls the session's Commit() until the group's offsets show the
+// marks (60 s at most): sarama's Commit() tries the coordinator it knows once
+// and reports no outcome, so after a coordinator's death it has to be
+// called again. Prints the offsets as `committed` lines.
+func (h clusterHandler) commit(s sarama.ConsumerGroupSession) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s.Commit()
+		if h.confirm(h.next) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.mu.Unlock()
+			fail("the group's offsets never showed the marks %v", h.next)
+		}
+		fmt.Println("note Commit() did not reach the group, committing again")
+	}
+}
+
+func waitLine(in *bufio.Reader, want string) []string {
+	line, err := in.ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) < 1 || f[0] != want {
+		fail("expected `%s`, got %q (%v)", want, line, err)
+	}
+	return f[1:]
+}
+
+// groupOffsets reads GROUP's committed offsets of topic (OffsetFetch through
+// ClusterAdmin); nil on an error.
+func groupOffsets(seeds []string, topic, group string, parts []int32) map[int32]int64 {
+	adm, err := sarama.NewClusterAdmin(seeds, clusterConfig())
+	if err != nil {
+		return nil
+	}
+	defer adm.Close()
+	res, err := adm.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+	if err != nil || res.Err != sarama.ErrNoError {
+		return nil
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		b := res.GetBlock(topic, p)
+		if b == nil || b.Err != sarama.ErrNoError {
+			return nil
+		}
+		out[p] = b.Offset
+	}
+	return out
+}
+
+// confirmed waits (2 s at most) until the group's offsets equal next, and
+// prints them as `committed` lines.
+func confirmed(seeds []string, topic, group string, next map[int32]int64) bool {
+	var parts []int32
+	for p := range next {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := groupOffsets(seeds, topic, group, parts)
+		same := got != nil
+		for _, p := range parts {
+			same = same && got[p] == next[p]
+		}
+		if same {
+			for _, p := range parts {
+				fmt.Printf("committed %d %d\n", p, got[p])
+			}
+			return true
+		}
+		if time.Now().After(deadline) {
+			fmt.Printf("note the group's offsets %v, marked %v\n", got, next)
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// member runs one ConsumerGroup member until enough holds (its handler then
+// commits until the group's offsets show it) and leaves. Returns its next
+// offsets.
+func member(seeds []string, topic, group string, in *bufio.Reader, enough func(map[int32]int64, int) bool,
+	pauseAt func(int) bool) map[int32]int64 {
 	c := clusterConfig()
 	c.Consumer.Fetch.Default = 4096
 	c.Consumer.Group.Session.Timeout = 10 * time.Second
+	c.Consumer.Group.Rebalance.Timeout = 10 * time.Second
 	c.Consumer.Group.Heartbeat.Interval = time.Second
 	c.Consumer.Retry.Backoff = 100 * time.Millisecond
 	c.Consumer.Offsets.Retry.Max = 100
@@ -167,11 +264,11 @@ func member(seeds []string, topic, group string, next map[int32]int64, enough fu
 	}
 	var mu sync.Mutex
 	count := 0
-	before := map[int32]int64{}
-	for p, o := range next {
-		before[p] = o
-	}
-	h := clusterHandler{mu: &mu, next: next, count: &count, enough: enough, done: make(chan struct{}), once: &sync.Once{}}
+	paused := false
+	next := map[int32]int64{}
+	h := clusterHandler{mu: &mu, next: next, count: &count, paused: &paused, enough: enough, pauseAt: pauseAt,
+		confirm: func(n map[int32]int64) bool { return confirmed(seeds, topic, group, n) },
+		in:      in, done: make(chan struct{}), once: &sync.Once{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -201,72 +298,33 @@ func member(seeds []string, topic, group string, next map[int32]int64, enough fu
 	}
 	cancel()
 	wg.Wait()
-	if err := g.Close(); err != nil {
-		fail("ConsumerGroup Close: %v", err)
+	if err := g.Close(); err != nil { // its LeaveGroup may meet a dead coordinator: the session times out instead
+		fmt.Printf("note ConsumerGroup Close: %v\n", err)
 	}
-	// What this member delivered, as the group's offsets now say.
-	var parts []int
-	for p, o := range next {
-		if o != before[p] {
-			parts = append(parts, int(p))
-		}
-	}
-	sort.Ints(parts)
-	adm, err := sarama.NewClusterAdmin(seeds, clusterConfig())
-	if err != nil {
-		fail("NewClusterAdmin: %v", err)
-	}
-	defer adm.Close()
-	want := map[string][]int32{topic: {}}
-	for _, p := range parts {
-		want[topic] = append(want[topic], int32(p))
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := adm.ListConsumerGroupOffsets(group, want)
-		if err == nil && res.Err == sarama.ErrNoError {
-			ok := true
-			for _, p := range parts {
-				b := res.GetBlock(topic, int32(p))
-				if b == nil || b.Err != sarama.ErrNoError {
-					ok = false
-				}
-			}
-			if ok {
-				for _, p := range parts {
-					fmt.Printf("committed %d %d\n", p, res.GetBlock(topic, int32(p)).Offset)
-				}
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			fail("OffsetFetch of %s: %v %+v", group, err, res)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return next
 }
 
-func clusterConsume(seeds []string, topic, group string, half int) {
-	next := map[int32]int64{}
-	member(seeds, topic, group, next, func(_ map[int32]int64, count int) bool { return count >= half })
+func clusterConsume(seeds []string, topic, group string, first, half int) {
+	in := bufio.NewReader(os.Stdin)
+	mine := member(seeds, topic, group, in, func(_ map[int32]int64, count int) bool { return count >= half },
+		func(count int) bool { return count >= first })
 	fmt.Println("closed")
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) < 1 || f[0] != "go" {
-		fail("expected `go`, got %q (%v)", line, err)
-	}
 	ends := map[int32]int64{}
-	for p, e := range f[1:] {
+	for p, e := range waitLine(in, "go") {
 		ends[int32(p)] = int64(atoi(e))
 	}
 	fmt.Println("member2")
-	member(seeds, topic, group, next, func(n map[int32]int64, _ int) bool {
+	member(seeds, topic, group, in, func(n map[int32]int64, _ int) bool {
 		for p, e := range ends {
-			if n[p] < e {
+			o, ok := n[p]
+			if !ok {
+				o = mine[p]
+			}
+			if o < e {
 				return false
 			}
 		}
 		return true
-	})
+	}, nil)
 	fmt.Println("done")
 }

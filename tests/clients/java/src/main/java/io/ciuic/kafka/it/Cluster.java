@@ -1,22 +1,26 @@
 // tests/clients/java/.../Cluster.java: the Java client's driver for
 // tests/integration/test_cluster_clients.py (issue #12), run as
 //   cluster produce BOOTSTRAP TOPIC N CHUNK
-//   cluster consume BOOTSTRAP TOPIC GROUP HALF
+//   cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF
 // The line protocol is described in test_cluster_clients.py. The producer is
 // kafka-clients' default since 3.0: idempotent, acks=all, retrying until
 // delivery.timeout.ms; records go to explicit partitions, a chunk at a time
 // (send, then flush). The group members are classic consumers (subscribe,
 // auto commit off, 4 KiB a partition per fetch so member 1 stops inside
-// partitions) committing exactly what they delivered with commitSync.
+// partitions) committing exactly what they delivered with commitSync
+// (retried while the coordinator moves); member 1 pauses after FIRST
+// records until the test says `resume`, the same consumer going on.
 // Single-threaded; every wait is bounded.
 package io.ciuic.kafka.it;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +30,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiPredicate;
+import java.util.function.IntPredicate;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -53,10 +58,10 @@ final class Cluster {
     OUT.flush();
     if (args.length == 6 && args[1].equals("produce")) {
       produce(args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
-    } else if (args.length == 6 && args[1].equals("consume")) {
-      consume(args[2], args[3], args[4], Integer.parseInt(args[5]));
+    } else if (args.length == 7 && args[1].equals("consume")) {
+      consume(args[2], args[3], args[4], Integer.parseInt(args[5]), Integer.parseInt(args[6]));
     } else {
-      System.err.println("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP HALF");
+      System.err.println("usage: cluster produce BOOTSTRAP TOPIC N CHUNK | cluster consume BOOTSTRAP TOPIC GROUP FIRST HALF");
       return false;
     }
     OUT.flush();
@@ -99,9 +104,43 @@ final class Cluster {
     OUT.printf("produced %d %d%n", acked, failed);
   }
 
-  /** One member: polls until done(next, count); prints what it delivers, commits it, leaves. */
-  private static void member(String bootstrap, String topic, String group, Map<Integer, Long> next,
-                             BiPredicate<Map<Integer, Long>, Integer> done) {
+  private static final BufferedReader IN =
+      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+
+  private static String[] waitLine(String want) throws IOException {
+    String line = IN.readLine();
+    Check.that(line != null && (line.equals(want) || line.startsWith(want + " ")),
+        "expected `" + want + "`, got " + line);
+    String[] f = line.split(" ");
+    return Arrays.copyOfRange(f, 1, f.length);
+  }
+
+  /** commitSync of exactly `delivered`, retrying retriable errors (the coordinator moving) for 60 s; prints it. */
+  private static void commit(KafkaConsumer<String, String> k, String topic, Map<Integer, Long> delivered) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new TreeMap<>(
+        (a, b) -> Integer.compare(a.partition(), b.partition()));
+    delivered.forEach((p, o) -> offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(o)));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (true) {
+      try {
+        k.commitSync(offsets, Duration.ofSeconds(30));
+        break;
+      } catch (RetriableException e) {
+        Check.that(System.nanoTime() < deadline, "commit retried for 60 s: " + e);
+        OUT.println("note commit: " + e + ", retrying");
+      }
+    }
+    offsets.forEach((tp, om) -> OUT.printf("committed %d %d%n", tp.partition(), om.offset()));
+    OUT.flush();
+  }
+
+  /**
+   * One member: polls until done(next, count), printing what it delivers; once pauseAt(count) holds (if given)
+   * commits, prints `paused` and waits for `resume`. Commits what it delivered and leaves; returns its next offsets.
+   */
+  private static Map<Integer, Long> member(String bootstrap, String topic, String group,
+                                           BiPredicate<Map<Integer, Long>, Integer> done,
+                                           IntPredicate pauseAt) throws Exception {
     Map<String, Object> c = new HashMap<>();
     c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     c.put(ConsumerConfig.CLIENT_ID_CONFIG, "ck-cc-java");
@@ -115,9 +154,9 @@ final class Cluster {
     c.put(ConsumerConfig.RETRY_BACKOFF_MS_CONFIG, 100);
     c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    Map<TopicPartition, OffsetAndMetadata> delivered = new TreeMap<>(
-        (a, b) -> Integer.compare(a.partition(), b.partition()));
+    Map<Integer, Long> next = new HashMap<>();
     int count = 0;
+    boolean paused = false;
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
     try (KafkaConsumer<String, String> k = new KafkaConsumer<>(c)) {
       k.subscribe(List.of(topic));
@@ -126,41 +165,32 @@ final class Cluster {
         for (ConsumerRecord<String, String> r : k.poll(Duration.ofMillis(200))) {
           OUT.printf("rec %d %d %s%n", r.partition(), r.offset(), r.value());
           next.put(r.partition(), r.offset() + 1);
-          delivered.put(new TopicPartition(topic, r.partition()), new OffsetAndMetadata(r.offset() + 1));
           count++;
         }
         OUT.flush();
-      }
-      long commitDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-      while (true) {
-        try {
-          k.commitSync(delivered, Duration.ofSeconds(30));
-          break;
-        } catch (RetriableException e) {
-          Check.that(System.nanoTime() < commitDeadline, "commit retried for 60 s: " + e);
-          OUT.println("note commit: " + e + ", retrying");
+        if (!paused && pauseAt != null && pauseAt.test(count)) {
+          paused = true;
+          commit(k, topic, next);
+          OUT.println("paused");
+          OUT.flush();
+          waitLine("resume");
         }
       }
-      for (Map.Entry<TopicPartition, OffsetAndMetadata> e : delivered.entrySet()) {
-        OUT.printf("committed %d %d%n", e.getKey().partition(), e.getValue().offset());
-      }
+      commit(k, topic, next);
     }
-    OUT.flush();
+    return next;
   }
 
-  private static void consume(String bootstrap, String topic, String group, int half) throws Exception {
-    Map<Integer, Long> next = new HashMap<>();
-    member(bootstrap, topic, group, next, (nx, count) -> count >= half);
+  private static void consume(String bootstrap, String topic, String group, int first, int half) throws Exception {
+    Map<Integer, Long> mine = member(bootstrap, topic, group, (nx, count) -> count >= half, count -> count >= first);
     OUT.println("closed");
     OUT.flush();
-    String line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
-    Check.that(line != null && line.startsWith("go "), "expected `go`, got " + line);
-    String[] f = line.split(" ");
+    String[] f = waitLine("go");
     Map<Integer, Long> ends = new HashMap<>();
-    for (int p = 0; p + 1 < f.length; p++) ends.put(p, Long.parseLong(f[p + 1]));
+    for (int p = 0; p < f.length; p++) ends.put(p, Long.parseLong(f[p]));
     OUT.println("member2");
-    member(bootstrap, topic, group, next,
-        (nx, count) -> ends.entrySet().stream().allMatch(e -> nx.getOrDefault(e.getKey(), 0L) >= e.getValue()));
+    member(bootstrap, topic, group, (nx, count) -> ends.entrySet().stream().allMatch(
+        e -> nx.getOrDefault(e.getKey(), mine.getOrDefault(e.getKey(), 0L)) >= e.getValue()), null);
     OUT.println("done");
   }
 }
