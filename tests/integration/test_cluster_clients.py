@@ -424,11 +424,16 @@ def main(ctx):
         by_id = {i + 1: b for i, b in enumerate(brokers)}
         kz = zk.client(CHROOT)
         wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
-        # The controller learns of a registration through its ZooKeeper watch
-        # and tells the others: until then CreateTopics with RF 3 is
-        # INVALID_REPLICATION_FACTOR, as in Kafka. Wait for every broker's view.
-        wait_until(lambda: all(brokers_known(b) == [1, 2, 3] for b in brokers), 30,
-                   "every broker's Metadata to name brokers 1, 2, 3", interval=0.1)
+        # Each broker learns of the registrations through its own ZooKeeper
+        # watch (ciuic_cluster_live_brokers) and, from the controller, its
+        # metadata cache (Metadata's broker list). CreateTopics assigns
+        # replicas over the former, so until it counts three, RF 3 is
+        # INVALID_REPLICATION_FACTOR even where Metadata already names all
+        # three (Kafka's ZkAdminManager assigns over the metadata cache).
+        # Wait for both on every broker.
+        wait_until(lambda: all(harness.scrape(b, "ciuic_cluster_live_brokers") == 3 and
+                               brokers_known(b) == [1, 2, 3] for b in brokers), 30,
+                   "every broker's view and Metadata to name brokers 1, 2, 3", interval=0.1)
         code, msg = create(brokers, TOPIC, PARTS, 3, {"min.insync.replicas": "2"})
         check(code == 0, "CreateTopics: %s %s" % (code, msg))
         wait_leaders(brokers, TOPIC, PARTS, want_isr=3)
