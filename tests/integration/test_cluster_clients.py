@@ -314,16 +314,20 @@ def commits_of(events):
     return {e[1]: e[2] for e in events if e[0] == "committed"}
 
 
-def coordinator_of(brokers, by_id):
-    """The broker FindCoordinator (asked of a live broker) names for GROUP."""
+def coordinator_of(brokers, by_id, kz):
+    """The broker FindCoordinator (asked of a live broker) names for GROUP:
+    the leader of the group's __consumer_offsets partition in ZooKeeper."""
     live = [b for b in brokers if b.alive()]
     err, node, _, _ = find_coordinator(live[0], GROUP)
     check(err == 0 and node in by_id and by_id[node].alive(),
           "FindCoordinator for %s on %s: error %d node %d" % (GROUP, live[0].name, err, node))
+    leader = partition_states(kz, OFFSETS)[partition_for(GROUP)]["leader"]
+    check(node == leader, "FindCoordinator names broker %d, offsets partition %d is led by %d" % (
+        node, partition_for(GROUP), leader))
     return by_id[node]
 
 
-def consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, acked):
+def consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, kz, acked):
     """Step 4: member 1 across one coordinator kill, member 2 started while another is dead."""
     first, half = N // 4, N // 2
     d = Driver(ctx, cmd + ["consume", ",".join(b.bootstrap for b in brokers), TOPIC, GROUP, str(first), str(half)],
@@ -344,7 +348,7 @@ def consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, b
                 members[member].append(("committed", int(f[1]), int(f[2])))
             elif f[0] == "paused":
                 check(member == 0 and not kills, "`paused` out of turn")
-                x1 = coordinator_of(brokers, by_id)
+                x1 = coordinator_of(brokers, by_id, kz)
                 x1.kill()
                 kills.append(x1)
                 print("[test] member 1 delivered %d and committed %s; killed -9 broker %s, coordinator of %s, "
@@ -355,7 +359,7 @@ def consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, b
             elif f[0] == "closed":
                 check(member == 0 and len(kills) == 1, "`closed` out of turn")
                 ends = end_offsets(brokers)
-                x2 = coordinator_of(brokers, by_id)
+                x2 = coordinator_of(brokers, by_id, kz)
                 x2.kill()
                 kills.append(x2)
                 t_kill = time.monotonic()
@@ -444,7 +448,7 @@ def main(ctx):
                    60, "the restarted broker back in every ISR", interval=0.1)
         check(not kz.exists("/brokers/topics/" + OFFSETS), "%s exists before any group" % OFFSETS)
 
-        log, dups = consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, acked)
+        log, dups = consume_with_coordinator_kills(ctx, cmd, want_client, idempotent, brokers, by_id, kz, acked)
         extra = sum(len(ks) - 1 for ks in dups.values())
         if idempotent:
             check(not dups, "idempotent producer: %d values twice in the log, e.g. %s" % (
