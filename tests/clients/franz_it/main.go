@@ -1,6 +1,7 @@
 // tests/clients/franz_it/main.go: franz-go (kgo + kadm) against the broker.
 //
-// Usage: franz-it -broker HOST:PORT [-n N]
+// Usage: franz-it -broker HOST:PORT [-n N], or franz-it cluster ... (cluster.go:
+// the driver of tests/integration/test_cluster_clients.py).
 //
 // Built by deploy/install-deps.sh into build/go/franz-it (module pinned by
 // go.mod/go.sum beside this file) and run by
@@ -139,6 +140,10 @@ func endOffsets(ctx context.Context, adm *kadm.Client) map[int32]int64 {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		runCluster(os.Args[2:]) // cluster.go
+		return
+	}
 	broker := flag.String("broker", "", "bootstrap HOST:PORT")
 	n := flag.Int("n", 400, "records to produce")
 	flag.Parse()

@@ -1,6 +1,7 @@
 // tests/clients/sarama_new_it/main.go: today's IBM/sarama (Version 3.9) against the broker.
 //
-// Usage: sarama-it -broker HOST:PORT [-n N]
+// Usage: sarama-it -broker HOST:PORT [-n N], or sarama-it cluster ... (cluster.go:
+// the driver of tests/integration/test_cluster_clients.py).
 //
 // Built by deploy/install-deps.sh into build/go/sarama-it (module pinned by
 // go.mod/go.sum beside this file; Debian's sarama 1.22 keeps its own tests in
@@ -190,6 +191,10 @@ func closeAll(gs []sarama.ConsumerGroup, cancel context.CancelFunc, wg *sync.Wai
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		runCluster(os.Args[2:]) // cluster.go
+		return
+	}
 	broker := flag.String("broker", "", "bootstrap HOST:PORT")
 	n := flag.Int("n", 400, "records to produce")
 	flag.Parse()
