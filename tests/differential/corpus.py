@@ -66,10 +66,24 @@ def create(c, name, partitions=1, configs=None, version=7, case=None):
     wait_topic(c, name, partitions)
 
 
+NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+
+
 def wait_coordinator(c, key, key_type=0):
+    """Sync: until the coordinator of group (or transactional id) `key` is
+    found and has loaded its partition: Kafka loads the 50 partitions of
+    __consumer_offsets (and those of __transaction_state) one by one after
+    creating the topic, and answers NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS for a key whose partition is not loaded."""
     def ready(side):
         out = side.send(FIND_COORDINATOR, 4, {"KeyType": key_type, "CoordinatorKeys": [key]})
-        return out.kind == "answer" and out.body["Coordinators"][0]["ErrorCode"] == 0
+        if out.kind != "answer" or out.body["Coordinators"][0]["ErrorCode"] != 0:
+            return False
+        if key_type == 0:
+            out = side.send(DESCRIBE_GROUPS, 0, {"Groups": [key]})
+            return out.kind == "answer" and out.body["Groups"][0]["ErrorCode"] not in NOT_READY
+        out = side.send(DESCRIBE_TRANSACTIONS, 0, {"TransactionalIds": [key]})
+        return out.kind == "answer" and out.body["TransactionStates"][0]["ErrorCode"] not in NOT_READY
     c.sync("coordinator of %s ready" % key, ready)
 
 
@@ -465,6 +479,8 @@ def groups(c):
         fcv = c.clamp(FIND_COORDINATOR, i)
         g = "diff-g-%d" % i
         tag = "(group step %d)" % i
+        for name in (g, g + "-simple", "diff-none"):
+            wait_coordinator(c, name)
         if fcv >= 4:
             c.step(FIND_COORDINATOR, fcv, "group " + tag, {"KeyType": 0, "CoordinatorKeys": [g, "diff-g-other"]})
         else:
@@ -587,6 +603,10 @@ def transactions(c):
             c.step(FIND_COORDINATOR, v, "transaction coordinator", {"Key": "diff-tx-warmup", "KeyType": 1,
                                                                     "CoordinatorKeys": ["diff-tx-warmup"]})
     create(c, "diff-tx", 2)
+    for name in ("diff-txg", "diff-txg-other"):
+        wait_coordinator(c, name)
+    wait_coordinator(c, "diff-none", 1)
+    wait_coordinator(c, "diff-tx-big", 1)
     for v in c.versions(INIT_PRODUCER_ID):
         c.step(INIT_PRODUCER_ID, v, "idempotent", {"TransactionalId": None, "TransactionTimeoutMs": -1,
                                                    "ProducerId": -1, "ProducerEpoch": -1})

@@ -52,6 +52,7 @@ class Side:
         self.symbols = {}          # (kind, value) -> symbolic name, in order of appearance
         self.requests = 0
         self.api = None            # the API being normalised
+        self.last_request = None   # the body of the request last sent by run.py
 
     def connect(self):
         self.close()
@@ -267,12 +268,45 @@ def normalise_struct(side, fields, value, version):
     return out
 
 
-def normalise(side, schemas, key, version, outcome):
+def normalise(side, schemas, key, version, outcome, request=None):
     if outcome.kind != "answer":
         return {"<outcome>": outcome.kind}
     learn_ids(side, outcome.body)
     side.api = key
-    return normalise_struct(side, schemas.response(key).fields, outcome.body, version)
+    out = normalise_struct(side, schemas.response(key).fields, outcome.body, version)
+    if key == 1 and isinstance(request, dict):
+        _trim_fetched(side, version, request, out)
+    return out
+
+
+def _trim_fetched(side, version, request, out):
+    """Fetch: drops what a client discards, so that two brokers cutting
+    record data at different (valid) places still compare: messages and
+    batches wholly below the offset asked (a broker may answer from the start
+    of the batch holding it; Kafka's down-conversion starts at the offset
+    itself) and a partial message or batch at the end (a broker may cut the
+    data at the size limit mid-record). Everything at or above the offset
+    asked, up to the last whole record, is compared."""
+    asked = {}
+    for t in request.get("Topics") or []:
+        tkey = ("[TopicId=%s]" % _norm_uuid(side, t.get("TopicId"))) if version >= 13 else \
+            ("[Topic=%s]" % t.get("Topic"))
+        for p in t.get("Partitions") or []:
+            asked[(tkey, "[PartitionIndex=%s]" % p.get("Partition"))] = p.get("FetchOffset", 0)
+    for tkey, topic in (out.get("Responses") or {}).items():
+        for pkey, part in (topic.get("Partitions") or {}).items():
+            recs = part.get("Records")
+            if not isinstance(recs, list) or (tkey, pkey) not in asked:
+                continue
+            start = asked[(tkey, pkey)]
+            kept = []
+            for b in recs:
+                if "partial" in b:
+                    continue
+                last = b["base_offset"] + b["last_offset_delta"] if "base_offset" in b else b.get("offset", 0)
+                if last >= start:
+                    kept.append(b)
+            part["Records"] = kept
 
 
 def diff(a, b, path=""):

@@ -103,7 +103,9 @@ def run_step(side, step, schemas):
         body = step.body(side) if callable(step.body) else step.body
         raw = step.raw_body(side) if callable(step.raw_body) else step.raw_body
     except Exception as e:  # noqa: BLE001 - the side lacks state an earlier answer should have given
+        side.last_request = None
         return engine.Outcome("no_request", detail="request not built: %r" % e)
+    side.last_request = body
     out = side.send(step.api, step.version, body, raw_body=raw, header_version=step.header_version,
                     timeout=step.timeout)
     if out.kind == "answer" and step.capture is not None:
@@ -238,7 +240,8 @@ def compare(schemas, kafka, ours, args, work):
                                                       o.body if o.body is not None else o.detail))
         for s, o in zip(sides, outs):
             spent[s.name][api] = spent[s.name].get(api, 0.0) + o.elapsed
-        norm = [engine.normalise(s, schemas, item.api, item.version, o) for s, o in zip(sides, outs)]
+        norm = [engine.normalise(s, schemas, item.api, item.version, o, s.last_request)
+                for s, o in zip(sides, outs)]
         for o in outs:
             if o.kind in ("encode_error", "no_request") and outs[0].kind == outs[1].kind:
                 raise harness.TestFailure("corpus bug at %s v%d %r: %s" % (api, item.version, item.case, o.detail))

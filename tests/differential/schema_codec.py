@@ -2,8 +2,8 @@
 
 The differential test's own encoder and decoder, independent of the
 broker's generated C++ codecs: it reads the message schemas Kafka generates
-its code from (`messages/*.json`, Kafka 3.9.1, in /work/shared/kafka-protocol
-or ../shared/kafka-protocol beside the repository) and encodes a request /
+its code from (`messages/*.json`, Kafka 3.9.1: $CK_SCHEMA_DIR, or
+../shared/kafka-protocol beside the repository as deploy/test.sh finds it) and encodes a request /
 decodes a response of any API key at any version the schema defines.
 
 Values are plain Python: a message or struct is a dict keyed by the
@@ -31,9 +31,9 @@ REPO = os.path.abspath(os.path.join(_HERE, "..", ".."))
 
 def schema_dir():
     """The directory of Kafka's message schemas, or None (the caller fails)."""
-    cands = [os.environ.get("CK_SCHEMA_DIR", ""),
-             os.path.join(REPO, "..", "shared", "kafka-protocol"),
-             "/work/shared/kafka-protocol"]
+    cands = [os.environ.get("CK_SCHEMA_DIR", ""),  # ctest sets it from CMake's CK_SCHEMA_DIR
+             os.path.join(REPO, "..", "shared", "kafka-protocol"),  # where deploy/test.sh looks
+             os.path.join(REPO, "shared", "kafka-protocol")]
     for c in cands:
         if c and os.path.isdir(os.path.join(c, "messages")):
             return os.path.join(c, "messages")
