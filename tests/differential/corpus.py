@@ -705,6 +705,71 @@ def txn_settled(side, tid):
         "CompleteCommit", "CompleteAbort", "Empty")
 
 
+def deleted_topic(c):
+    """What a consumer sees right after its topic is deleted (issue #15 part
+    5: a librdkafka consumer hung after its subscribed topic was deleted
+    during a cooperative rebalance): Metadata, Fetch (plain and in a
+    session), ListOffsets, OffsetForLeaderEpoch, OffsetCommit and OffsetFetch
+    of the group for the deleted partitions, and a group member's Heartbeat
+    and rejoin."""
+    t, g = "diff-del", "diff-g-del"
+    create(c, t, 2)
+    c.step(PRODUCE, 9, "setup: records before the delete", {"Acks": -1, "TimeoutMs": 10000, "TopicData": [
+        {"Name": t, "PartitionData": [{"Index": 0, "Records": rec.batch(vals(3, "del"))}]}]})
+    wait_coordinator(c, g)
+    sub = b"\x00\x01\x00\x00\x00\x01\x00\x08diff-del\xff\xff\xff\xff"
+    join = {"GroupId": g, "SessionTimeoutMs": 30000, "RebalanceTimeoutMs": 30000, "MemberId": "",
+            "ProtocolType": "consumer", "Protocols": [{"Name": "cooperative-sticky", "Metadata": sub}]}
+
+    def keep(s, r):
+        if r["MemberId"]:
+            s.state["del_member"] = r["MemberId"]
+        s.state["del_gen"] = r["GenerationId"]
+    c.step(JOIN_GROUP, 9, "deleted topic: join", join, capture=keep)
+    c.step(JOIN_GROUP, 9, "deleted topic: join with member id", lambda s: dict(join, MemberId=s.state["del_member"]),
+           capture=keep)
+    c.step(SYNC_GROUP, 5, "deleted topic: sync", lambda s: {
+        "GroupId": g, "GenerationId": s.state["del_gen"], "MemberId": s.state["del_member"],
+        "ProtocolType": "consumer", "ProtocolName": "cooperative-sticky",
+        "Assignments": [{"MemberId": s.state["del_member"], "Assignment": b"\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff"}]})
+
+    def commit(s, offset=2):
+        return {"GroupId": g, "GenerationIdOrMemberEpoch": s.state["del_gen"], "MemberId": s.state["del_member"],
+                "Topics": [{"Name": t, "Partitions": [{"PartitionIndex": p, "CommittedOffset": offset,
+                                                       "CommittedLeaderEpoch": -1, "CommittedMetadata": ""}
+                                                      for p in (0, 1)]}]}
+    c.step(OFFSET_COMMIT, 9, "deleted topic: commit before", commit)
+    c.step(FETCH, 12, "deleted topic: open a session", lambda s: fetch_body(s, 12, t, [(0, 0), (1, 0)], session=(0, 0)),
+           capture=lambda s, r: s.state.__setitem__("del_session", r["SessionId"]))
+    c.step(DELETE_TOPICS, 6, "deleted topic: delete", {"Topics": [{"Name": t, "TopicId": bytes(16)}], "TimeoutMs": 10000})
+
+    def gone(side):
+        out = side.send(METADATA, 12, {"Topics": [{"Name": t, "TopicId": bytes(16)}], "AllowAutoTopicCreation": False})
+        return out.kind == "answer" and out.body["Topics"][0]["ErrorCode"] == 3
+    c.sync("topic %s gone" % t, gone)
+    c.step(METADATA, 12, "deleted topic: metadata", {"Topics": [{"Name": t, "TopicId": bytes(16)}],
+                                                     "AllowAutoTopicCreation": False})
+    c.step(METADATA, 12, "deleted topic: all topics", {"Topics": None, "AllowAutoTopicCreation": False})
+    for v in (4, 12, 17):
+        c.step(FETCH, v, "deleted topic: fetch", lambda s, v=v: fetch_body(s, v, t, [(0, 0), (1, 0)]))
+    c.step(FETCH, 12, "deleted topic: incremental fetch in the session", lambda s: dict(
+        fetch_body(s, 12, t, [], session=(s.state.get("del_session", 0), 1)), Topics=[]))
+    c.step(LIST_OFFSETS, 7, "deleted topic: list offsets", {"ReplicaId": -1, "Topics": [
+        {"Name": t, "Partitions": [{"PartitionIndex": 0, "CurrentLeaderEpoch": -1, "Timestamp": -1}]}]})
+    c.step(OFFSET_FOR_LEADER_EPOCH, 4, "deleted topic: offset for leader epoch", {"ReplicaId": -1, "Topics": [
+        {"Topic": t, "Partitions": [{"Partition": 0, "CurrentLeaderEpoch": -1, "LeaderEpoch": 0}]}]})
+    c.step(OFFSET_FETCH, 8, "deleted topic: committed offsets", {"Groups": [
+        {"GroupId": g, "Topics": [{"Name": t, "PartitionIndexes": [0, 1]}]}], "RequireStable": True})
+    c.step(OFFSET_FETCH, 8, "deleted topic: all committed offsets", {"Groups": [{"GroupId": g, "Topics": None}],
+                                                                     "RequireStable": True})
+    c.step(OFFSET_COMMIT, 9, "deleted topic: commit after", lambda s: commit(s, 3))
+    c.step(HEARTBEAT, 4, "deleted topic: heartbeat", lambda s: {
+        "GroupId": g, "GenerationId": s.state["del_gen"], "MemberId": s.state["del_member"]})
+    c.step(DESCRIBE_GROUPS, 5, "deleted topic: describe group", {"Groups": [g]})
+    c.step(LEAVE_GROUP, 5, "deleted topic: leave", lambda s: {"GroupId": g, "Members": [
+        {"MemberId": s.state["del_member"], "GroupInstanceId": None}]})
+
+
 def protocol_errors(c):
     """Frames no broker can parse: the connection is closed (both must do the same)."""
     c.step(METADATA, 13, "unsupported version 13", raw_body=b"\x00\x00\x00\x00\x00", header_version=13)
@@ -718,4 +783,4 @@ def protocol_errors(c):
 
 SCENARIOS = [api_versions, metadata, create_topics, produce, fetch, list_offsets, offset_for_leader_epoch,
              delete_records, create_partitions, delete_topics, configs, cluster_info, groups, transactions,
-             protocol_errors]
+             deleted_topic, protocol_errors]
