@@ -49,8 +49,9 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
   auto isr = family("kafka_cluster_partition_insyncreplicascount",
                     "Size of the partition's ISR as its leader here knows it; 0 where this broker does not lead it.");
   auto replicas = family("kafka_cluster_partition_replicascount",
-                         "Replicas assigned to the partition (1 on a single node).");
-  int64_t hosted = 0, leaders = 0, under_count = 0, offline = 0;
+                         "Replicas assigned to the partition (1 on a single node); during a reassignment the "
+                         "original replicas only.");
+  int64_t hosted = 0, leaders = 0, under_count = 0, offline = 0, reassigning = 0;
 
   for (const auto& topic : broker.topics().list()) {
     for (const auto& p : topic->partitions) {
@@ -65,10 +66,16 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
 
       const auto role = p->role_state();
       // Single node: no LeaderAndIsr ever sets the sets; the replica is this broker alone.
-      const size_t n_replicas = role && !role->replicas.empty() ? role->replicas.size() : 1;
+      // During a reassignment the replication factor is that of the original
+      // replicas, RS - AR (Kafka's OngoingReassignmentState), so a move is not
+      // under-replicated while the new replicas catch up.
+      const size_t n_adding = role ? role->adding_replicas.size() : 0;
+      const size_t n_replicas =
+          role && role->replicas.size() > n_adding ? role->replicas.size() - n_adding : 1;
       const size_t n_isr = role && !role->isr.empty() ? role->isr.size() : 1;
       const bool leads = p->is_leader();
       const bool ur = leads && n_isr < n_replicas;
+      if (leads && role && (n_adding > 0 || !role->removing_replicas.empty())) ++reassigning;
       if (leads) ++leaders;
       if (ur) ++under_count;
       if (p->role() == ReplicaRole::kOffline) ++offline;
@@ -90,6 +97,10 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
                     "Partitions this broker leads whose ISR is smaller than their replica set.");
   add(urp, {}, static_cast<double>(under_count));
   out.push_back(std::move(urp));
+  auto moving = family("kafka_server_replicamanager_reassigningpartitions",
+                       "Partitions this broker leads that are being reassigned (adding or removing replicas).");
+  add(moving, {}, static_cast<double>(reassigning));
+  out.push_back(std::move(moving));
   auto off = family("kafka_server_replicamanager_offlinereplicacount",
                     "Partitions hosted here that are neither led nor followed (cluster mode: no LeaderAndIsr yet, or "
                     "stopped).");

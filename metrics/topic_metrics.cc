@@ -13,12 +13,13 @@ struct CounterFamily {
   const char* name;
   const char* help;
   std::atomic<std::uint64_t> TopicCounters::*field;
+  bool all_topics_only = false;
 };
 
 constexpr CounterFamily kCounterFamilies[] = {
     {"kafka_server_brokertopicmetrics_bytesin_total", "Bytes of record batches appended from producers",
      &TopicCounters::bytes_in},
-    {"kafka_server_brokertopicmetrics_bytesout_total", "Bytes of record batches sent to fetchers",
+    {"kafka_server_brokertopicmetrics_bytesout_total", "Bytes of record batches sent to consumers",
      &TopicCounters::bytes_out},
     {"kafka_server_brokertopicmetrics_messagesin_total", "Records appended from producers",
      &TopicCounters::messages_in},
@@ -34,6 +35,10 @@ constexpr CounterFamily kCounterFamilies[] = {
      "Topic-partitions answered in Fetch requests (one per partition part, as Kafka counts), consumer and "
      "follower fetches, failed ones included",
      &TopicCounters::total_fetch},
+    {"kafka_server_brokertopicmetrics_replicationbytesout_total", "Bytes of record batches sent to follower replicas",
+     &TopicCounters::replication_bytes_out, true},
+    {"kafka_server_brokertopicmetrics_replicationbytesin_total",
+     "Bytes of record batches appended as a follower replica", &TopicCounters::replication_bytes_in, true},
 };
 
 prometheus::ClientMetric counter_metric(double value, std::vector<prometheus::ClientMetric::Label> labels) {
@@ -70,6 +75,10 @@ void TopicTable::collect(std::vector<prometheus::MetricFamily>& out) const {
     fam.help = f.help;
     fam.type = prometheus::MetricType::Counter;
     fam.metric.push_back(counter_metric(static_cast<double>(((*all_).*f.field).load()), {}));
+    if (f.all_topics_only) {
+      out.push_back(std::move(fam));
+      continue;
+    }
     for (const auto& [name, counters] : topics_) {
       double v = static_cast<double>(((*counters).*f.field).load(std::memory_order_relaxed));
       fam.metric.push_back(counter_metric(v, {{"topic", name}}));

@@ -3,7 +3,8 @@
 //
 // Kafka's BrokerTopicMetrics (bytes in/out, messages in, produce and fetch
 // requests, failed produce and fetch requests) exist per topic and once for
-// all topics; a TopicMetrics handle adds to both. Per-partition log figures
+// all topics; a TopicMetrics handle adds to both. Replication bytes in/out
+// exist for all topics only, as in Kafka. Per-partition log figures
 // (size, offsets, segments) are not kept here: the broker reads them from
 // the logs at scrape time (broker/log_metrics.h), so they are true from the
 // moment a log is opened.
@@ -39,6 +40,10 @@ struct TopicCounters {
   std::atomic<std::uint64_t> failed_fetch{0};
   std::atomic<std::uint64_t> total_produce{0};
   std::atomic<std::uint64_t> total_fetch{0};
+  // Replication traffic, all topics only (Kafka's ReplicationBytesIn/OutPerSec
+  // have no topic tag): fetched by followers here, appended here as follower.
+  std::atomic<std::uint64_t> replication_bytes_out{0};
+  std::atomic<std::uint64_t> replication_bytes_in{0};
   // Set by TopicTable::remove_topic: a cache holding this handle should look
   // the topic up again (a topic created again has fresh counters).
   std::atomic<bool> removed{false};
@@ -55,6 +60,9 @@ class TopicMetrics {
   void add_bytes_in(std::uint64_t n) const { add(&TopicCounters::bytes_in, n); }
   void add_bytes_out(std::uint64_t n) const { add(&TopicCounters::bytes_out, n); }
   void add_messages_in(std::uint64_t n) const { add(&TopicCounters::messages_in, n); }
+  // Follower fetches: counted for all topics only, never in bytes out (as Kafka).
+  void add_replication_bytes_out(std::uint64_t n) const { add_all(&TopicCounters::replication_bytes_out, n); }
+  void add_replication_bytes_in(std::uint64_t n) const { add_all(&TopicCounters::replication_bytes_in, n); }
   void failed_produce() const { add(&TopicCounters::failed_produce, 1); }
   void failed_fetch() const { add(&TopicCounters::failed_fetch, 1); }
   // One produce / fetch request part (a topic-partition of a request, as
@@ -72,6 +80,9 @@ class TopicMetrics {
  private:
   void add(std::atomic<std::uint64_t> TopicCounters::*field, std::uint64_t n) const {
     if (topic_) (topic_.get()->*field).fetch_add(n, std::memory_order_relaxed);
+    add_all(field, n);
+  }
+  void add_all(std::atomic<std::uint64_t> TopicCounters::*field, std::uint64_t n) const {
     if (all_) (all_.get()->*field).fetch_add(n, std::memory_order_relaxed);
   }
 
@@ -91,7 +102,7 @@ class TopicTable {
   // Drops the topic's counters (their series leave the exposition).
   void remove_topic(std::string_view name);
 
-  // Appends the seven counter families.
+  // Appends the counter families (seven per topic, two for all topics only).
   void collect(std::vector<prometheus::MetricFamily>& out) const;
 
  private:

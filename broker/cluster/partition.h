@@ -127,6 +127,13 @@ class Partition {
   // starting from its own HW).
   void set_high_watermark(int64_t hw, bool allow_backwards = false);
 
+  // A follower appended a transactional or control batch from its leader
+  // (sticky). Followers keep no producer state, so such a partition has no
+  // last stable offset or aborted list here: a follower that holds one does
+  // not serve read_committed consumers (broker/fetch/partition_read.h).
+  void note_replicated_transactional() { replicated_txn_.store(true, std::memory_order_release); }
+  bool holds_replicated_transactional() const { return replicated_txn_.load(std::memory_order_acquire); }
+
  private:
   const storage::TopicPartition tp_;
   const protocol::Uuid topic_id_;
@@ -139,6 +146,7 @@ class Partition {
   std::atomic<int64_t> confirmed_ms_{0};
   std::atomic<bool> hw_follows_leo_{true};
   std::atomic<int64_t> high_watermark_{0};
+  std::atomic<bool> replicated_txn_{false};
   mutable std::mutex role_mu_;  // guards role_state_ (the pointer)
   std::shared_ptr<const PartitionRoleState> role_state_;
 };

@@ -538,6 +538,17 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(V::at_least(1)));
   k.push_back(key("broker.rack", T::kString, kNull, S::kReplication,
                   "The rack of this broker, registered in ZooKeeper and answered in Metadata."));
+  k.push_back(key("replica.selector.class", T::kClass, kNull, S::kReplication,
+                  "Fetch from follower (KIP-392): with Kafka's RackAwareReplicaSelector, a leader names the "
+                  "most caught-up in-sync replica in a consumer's client.rack as its preferred read replica; "
+                  "unset, consumers read from leaders. No other class can be loaded.")
+                  .valid(V::custom("org.apache.kafka.common.replica.RackAwareReplicaSelector or empty",
+                                   [](const Value& v) {
+                                     const auto* s = std::get_if<std::string>(&v);
+                                     return s != nullptr &&
+                                            (s->empty() ||
+                                             *s == "org.apache.kafka.common.replica.RackAwareReplicaSelector");
+                                   })));
   k.push_back(key("controlled.shutdown.enable", T::kBoolean, "true", S::kReplication,
                   "Cluster mode: on SIGTERM/SIGINT ask the controller to move this broker's leaderships away "
                   "(ControlledShutdown) before stopping."));

@@ -21,6 +21,14 @@
 // dropped table in flight, a moment after a role change) a read_committed
 // fetch gets no records, to retry. The LSO is reported at both levels (the
 // HW when the state is not loaded).
+// Consumers read from the leader; a Fetch v11+ (Kafka's ClientMetadata) may
+// also be served by a follower, up to its HW (KIP-392; read_committed only
+// while the follower holds no replicated transactional batch, since
+// followers keep no producer state: else NOT_LEADER_OR_FOLLOWER, and the
+// client goes back to the leader). A leader with replica.selector.class
+// (read_replica.h) may instead answer a consumer with a preferred read
+// replica and no records (for read_committed only while the partition has
+// no transactional state): the fetch is then answered at once.
 // Replica fetches (replica_id >= 0) are served only by a replicated leader
 // (broker/replica/leader_replicas.h tracks the partition), else
 // NOT_LEADER_OR_FOLLOWER (a single node has no followers); they read up to
@@ -46,6 +54,7 @@
 
 #include "broker/broker.h"
 #include "broker/fetch/epoch_check.h"
+#include "broker/fetch/read_replica.h"
 #include "broker/fetch/session_cache.h"
 #include "broker/produce/produce_service.h"
 #include "broker/replica/leader_replicas.h"
@@ -61,6 +70,7 @@ struct PartitionOutcome {
   storage::ReadResult read;           // zero-copy record slices
   std::vector<produce::AbortedTxn> aborted;  // read_committed: aborted transactions in the range read
   std::vector<uint8_t> converted;     // Fetch v0-v3: the down-converted bytes
+  int32_t preferred_read_replica = -1;  // KIP-392: set (no records) when a follower should serve it
   std::string topic;                  // resolved name (for metrics, v13+ responses); else the client's
   // The topic exists on this broker: only then may a per-topic metrics
   // series be named after `topic` (a client may name anything).
@@ -90,11 +100,21 @@ struct ReadOptions {
   int64_t max_bytes = std::numeric_limits<int32_t>::max();
   replica::LeaderReplicas* leaders = nullptr;  // set for replica fetches
   produce::ProduceService* producers = nullptr;  // the LSO's source (looked up when null)
+  // Fetch v11+ from a consumer (Kafka's ClientMetadata): followers serve it
+  // too, and a leader may name a preferred read replica (selector, when
+  // replica.selector.class is set) for a client in client_rack arriving on
+  // listener.
+  bool client_metadata = false;
+  std::string client_rack;
+  std::string listener;
+  const ReadReplicaSelector* selector = nullptr;
 };
 
 struct ReadTotals {
   uint64_t bytes = 0;
-  bool any_error = false;
+  // An error, a diverging follower or a preferred read replica: answered
+  // without waiting for min_bytes.
+  bool answer_now = false;
 };
 
 inline std::shared_ptr<Partition> resolve(Broker& broker, const FetchPartitionState& s, bool by_id,
@@ -124,11 +144,15 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     o.topic = s.topic;
     protocol::ErrorCode err = protocol::ErrorCode::NONE;
     std::shared_ptr<Partition> p = resolve(broker, s, opts.by_topic_id, &err, &o.topic, &o.topic_exists);
-    // Consumers read from the leader only (cluster mode; always true on one node).
-    if (!opts.from_replica && (p || err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+    // Consumers read from the leader (always true on one node), or with
+    // client metadata (v11+) from a follower too.
+    const bool follower_read = opts.client_metadata && p && p->role() == ReplicaRole::kFollower;
+    if (!opts.from_replica && !follower_read && (p || err == protocol::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
       if (auto le = ReplicaManager::leader_error(broker, p.get(), o.topic, s.partition); le != protocol::ErrorCode::NONE)
         err = le;
     if (p && err == protocol::ErrorCode::NONE) err = check_current_leader_epoch(s.current_leader_epoch, p->leader_epoch());
+    if (follower_read && err == protocol::ErrorCode::NONE && opts.read_committed && p->holds_replicated_transactional())
+      err = protocol::ErrorCode::NOT_LEADER_OR_FOLLOWER;
     if (p && err == protocol::ErrorCode::NONE && opts.from_replica &&
         (!p->is_leader() || opts.leaders == nullptr || !opts.leaders->tracks(*p) ||
          !ReplicaManager::may_serve(broker, *p)))
@@ -146,7 +170,7 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
           o.last_stable_offset = p->last_stable_offset();
           o.log_start_offset = p->log_start_offset();
           o.error = err;
-          totals.any_error = true;  // not an error, but answered at once: the follower must truncate
+          totals.answer_now = true;  // not an error, but answered at once: the follower must truncate
           continue;
         }
       }
@@ -154,7 +178,19 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     if (p && err == protocol::ErrorCode::NONE) {
       auto& producers = opts.producers != nullptr ? *opts.producers : broker.service<produce::ProduceService>();
       std::optional<int64_t> lso;
-      if (!opts.from_replica) lso = producers.last_stable_offset(*p, /*load=*/opts.read_committed);
+      if (follower_read) lso = p->high_watermark();  // no transactional batch here (checked above)
+      else if (!opts.from_replica) lso = producers.last_stable_offset(*p, /*load=*/opts.read_committed);
+      if (opts.selector != nullptr && !opts.from_replica && !follower_read &&
+          (!opts.read_committed || producers.known_txn_free(*p))) {
+        if (auto id = opts.selector->select(*p, opts.client_rack, opts.listener, s.fetch_offset)) {
+          o.preferred_read_replica = *id;
+          o.high_watermark = p->high_watermark();
+          o.last_stable_offset = lso.value_or(o.high_watermark);
+          o.log_start_offset = p->log_start_offset();
+          totals.answer_now = true;
+          continue;
+        }
+      }
       const int64_t hw = opts.from_replica    ? std::numeric_limits<int64_t>::max()
                          : opts.read_committed ? lso.value_or(s.fetch_offset)
                                                : p->high_watermark();
@@ -176,14 +212,14 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
           o.high_watermark = p->high_watermark();
           o.last_stable_offset = opts.from_replica ? p->last_stable_offset() : lso.value_or(o.high_watermark);
           o.log_start_offset = p->log_start_offset();
-          if (opts.read_committed && o.read.bytes > 0)
+          if (opts.read_committed && o.read.bytes > 0 && !follower_read)
             o.aborted = producers.aborted_transactions(*p, s.fetch_offset, hw);
         }
       }
     }
     o.error = err;
     if (err != protocol::ErrorCode::NONE) {
-      totals.any_error = true;
+      totals.answer_now = true;
       o.read = storage::ReadResult{};
     }
     totals.bytes += o.read.bytes;

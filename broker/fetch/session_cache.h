@@ -70,6 +70,7 @@ struct PartitionSummary {
   bool error = false;
   int64_t high_watermark = -1;
   int64_t log_start_offset = -1;
+  bool must_respond = false;  // a diverging epoch or a preferred read replica (Kafka's mustRespond)
 };
 
 class FetchSessionCache {
@@ -184,7 +185,7 @@ class FetchSessionCache {
         return p.same_partition(plan[i], s.uses_topic_ids);
       });
       if (pos == s.partitions.end()) continue;  // forgotten by a concurrent request
-      bool must = r.has_records || r.error;
+      bool must = r.has_records || r.error || r.must_respond;
       if (pos->sent_high_watermark != r.high_watermark || pos->sent_log_start_offset != r.log_start_offset)
         must = true;
       pos->sent_high_watermark = r.error ? -1 : r.high_watermark;

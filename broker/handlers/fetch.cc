@@ -23,8 +23,13 @@
 // (broker/replica/leader_replicas.h), which may move the HW the answer
 // carries.
 //
+// Consumers' fetches v11+ carry a rack (KIP-392): followers serve them up
+// to their HW, and a leader with replica.selector.class may answer with a
+// preferred read replica instead of records (fetch/read_replica.h).
+//
 // Topics are named (v0-12) or by id (v13+). Metrics: bytes out per topic
-// (and all topics), failed fetches per topic for partition errors.
+// (and all topics) for consumers, replication bytes out (all topics) for
+// followers, failed fetches per topic for partition errors.
 #include <chrono>
 #include <map>
 #include <memory>
@@ -37,6 +42,7 @@
 #include "broker/broker.h"
 #include "broker/fetch/down_convert.h"
 #include "broker/fetch/partition_read.h"
+#include "broker/fetch/read_replica.h"
 #include "broker/produce/produce_service.h"
 #include "broker/fetch/session_cache.h"
 #include "broker/fetch/waiting_room.h"
@@ -135,7 +141,7 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
       d.aborted_transactions->push_back(t);
     }
   }
-  d.preferred_read_replica = -1;
+  d.preferred_read_replica = o.preferred_read_replica;
   if (o.diverged && pf.version >= 12) {
     d.diverging_epoch.epoch = o.diverging_epoch;
     d.diverging_epoch.end_offset = o.diverging_end_offset;
@@ -165,7 +171,8 @@ void respond(PendingFetch& pf) {
   std::vector<fetch::PartitionSummary> summaries;
   summaries.reserve(pf.outcomes.size());
   for (const PartitionOutcome& o : pf.outcomes)
-    summaries.push_back({o.read.bytes > 0, o.error != ErrorCode::NONE, o.high_watermark, o.log_start_offset});
+    summaries.push_back({o.read.bytes > 0, o.error != ErrorCode::NONE, o.high_watermark, o.log_start_offset,
+                         o.diverged || o.preferred_read_replica >= 0});
 
   std::vector<bool> include(pf.plan.size(), true);
   FetchResponse resp;
@@ -198,7 +205,8 @@ void respond(PendingFetch& pf) {
       m.fetch_request();
       if (o.error != ErrorCode::NONE) m.failed_fetch();
       const uint64_t n = o.converted.empty() ? o.read.bytes : o.converted.size();
-      if (n > 0) m.add_bytes_out(n);
+      if (n > 0 && pf.opts.from_replica) m.add_replication_bytes_out(n);
+      else if (n > 0) m.add_bytes_out(n);
     }
     if (o.error != ErrorCode::NONE && first_error == 0) first_error = protocol::to_wire(o.error);
     if (!include[i]) continue;
@@ -258,6 +266,15 @@ void handle_fetch(RequestContext&& ctx) {
   Broker& broker = *ctx.broker;
   if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
   else pf->opts.producers = &broker.service<produce::ProduceService>();
+  if (!pf->opts.from_replica && pf->version >= 11) {  // KIP-392 client metadata
+    pf->opts.client_metadata = true;
+    const auto& selector = broker.service<fetch::ReadReplicaSelector>();
+    if (selector.enabled() && !req.rack_id.empty()) {
+      pf->opts.selector = &selector;
+      pf->opts.client_rack = req.rack_id;
+      pf->opts.listener = ctx.listener;
+    }
+  }
 
   std::vector<FetchPartitionState> requested;
   for (const auto& t : req.topics)
@@ -297,7 +314,7 @@ void handle_fetch(RequestContext&& ctx) {
 
   fetch::ReadTotals totals = read_all(*pf);
   if (req.max_wait_ms <= 0 || pf->plan.empty() || totals.bytes >= static_cast<uint64_t>(std::max(req.min_bytes, 0)) ||
-      totals.any_error) {
+      totals.answer_now) {
     respond(*pf);
     return;
   }
@@ -306,7 +323,7 @@ void handle_fetch(RequestContext&& ctx) {
   w->executor = pf->ctx.executor;
   w->attempt = [pf](bool force) {
     fetch::ReadTotals t = read_all(*pf);
-    if (!force && t.bytes < static_cast<uint64_t>(std::max(pf->min_bytes, 0)) && !t.any_error) return false;
+    if (!force && t.bytes < static_cast<uint64_t>(std::max(pf->min_bytes, 0)) && !t.answer_now) return false;
     respond(*pf);
     return true;
   };

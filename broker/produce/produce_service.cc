@@ -153,6 +153,13 @@ int64_t ProduceService::known_last_stable_offset(const Partition& p) {
   return std::min(hw, st->table.first_unstable_offset(hw));
 }
 
+bool ProduceService::known_txn_free(const Partition& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(p.log_ptr().get());
+  return it != states_.end() && it->second->log.lock() == p.log_ptr() &&
+         it->second->txn_free.load(std::memory_order_acquire);
+}
+
 std::vector<AbortedTxn> ProduceService::aborted_transactions(Partition& p, int64_t from, int64_t upper) {
   auto st = partition_state(p);
   if (st->txn_free.load(std::memory_order_acquire)) return {};

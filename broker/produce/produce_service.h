@@ -145,6 +145,9 @@ class ProduceService : public ReplicaRoleListener {
   // For metrics: the LSO when p's state exists and is loaded, else the HW
   // (creates nothing, loads nothing).
   int64_t known_last_stable_offset(const Partition& p);
+  // Whether p's table is loaded and holds nothing transactional (creates
+  // nothing, loads nothing: false when not known).
+  bool known_txn_free(const Partition& p);
   // Aborted transactions overlapping [from, upper) (read_committed fetch).
   std::vector<AbortedTxn> aborted_transactions(Partition& p, int64_t from, int64_t upper);
   // Appends a COMMIT/ABORT marker for producer_id to p (a blocking write:

@@ -19,6 +19,7 @@
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/list_offsets.h"
+#include "protocol/records/record_batch.h"
 #include "protocol/wire/reader.h"
 #include "protocol/wire/writer.h"
 #include "replication/net/reconnecting_client.h"
@@ -258,6 +259,7 @@ class FetcherThread {
     if (d.records.size() > 0 && !d.records.is_external()) {
       // append_as_follower does not modify the buffer; it is our own frame.
       std::span<uint8_t> bytes(const_cast<uint8_t*>(d.records.bytes.data()), d.records.bytes.size());
+      if (has_transactional_batch(bytes)) p->note_replicated_transactional();
       auto appended = p->log().append_as_follower(bytes, now);
       if (!appended.is_ok() && appended.status().code() == storage::StatusCode::kOffsetOutOfRange &&
           straddles_empty_log(*p, bytes)) {
@@ -274,6 +276,7 @@ class FetcherThread {
         delay(p->tp(), p);
         return;
       }
+      broker_.metrics().all_topics().add_replication_bytes_in(bytes.size());
     }
     const int64_t leo = p->log_end_offset();
     p->set_high_watermark(std::min(d.high_watermark, leo));
@@ -282,6 +285,18 @@ class FetcherThread {
       if (target > p->log_start_offset()) (void)p->log().advance_log_start_offset(target);
     }
     response_lag_ = std::max<int64_t>(response_lag_, d.high_watermark - leo);
+  }
+
+  // Whether any v2 batch of a fetched records blob is transactional or a
+  // control batch (the low byte of the attributes, at byte 22 of the header).
+  static bool has_transactional_batch(std::span<const uint8_t> bytes) {
+    protocol::BatchSplitter split(bytes);
+    protocol::RecordsEntry e;
+    while (split.next(&e) == protocol::SplitStatus::kEntry) {
+      if (e.magic == 2 && e.bytes.size() > 22 && 
+          (e.bytes[22] & (protocol::batch_v2::kTransactionalBit | protocol::batch_v2::kControlBit)) != 0) return true;
+    }
+    return false;
   }
 
   static int64_t read_be64(const uint8_t* b) {

@@ -242,6 +242,22 @@ void LeaderReplicas::on_append(const Partition& part) {
   wake_waiters(part.tp());
 }
 
+std::optional<int32_t> LeaderReplicas::preferred_read_replica(const Partition& p, std::string_view client_rack,
+                                                              const std::optional<std::string>& leader_rack,
+                                                              int64_t fetch_offset,
+                                                              const replication::LiveRacks& live) const {
+  auto e = find(p.tp());
+  if (!e) return std::nullopt;
+  std::vector<replication::ReplicaView> followers;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    followers = replication::read_candidates(e->st, fetch_offset, steady_now_ms(), live);
+  }
+  if (followers.empty()) return std::nullopt;
+  const replication::ReplicaView leader{node_id_, leader_rack, p.log_end_offset(), 0};
+  return replication::select_read_replica(client_rack, leader, followers);
+}
+
 ErrorCode LeaderReplicas::acks_all_check_before_append(const Partition& p) const {
   auto e = find(p.tp());
   if (!e) return ErrorCode::NONE;

@@ -53,12 +53,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "broker/cluster/partition.h"
 #include "broker/cluster/replica_roles.h"
 #include "protocol/error_code.h"
+#include "replication/replica_selector.h"
 #include "replication/replica_state.h"
 
 namespace ciuickafka::replication::net {
@@ -105,6 +107,15 @@ class LeaderReplicas : public ReplicaRoleListener {
   // Moves the HW when it can.
   protocol::ErrorCode on_follower_fetch(const Partition& p, int32_t replica_id, int64_t fetch_offset,
                                         int64_t log_start_offset, int64_t leader_leo, bool has_current_leader_epoch);
+
+  // KIP-392: the follower a consumer in client_rack fetching p at
+  // fetch_offset should read from (replication/replica_selector.h), or
+  // nullopt when this leader serves it. leader_rack: this broker's
+  // broker.rack; live: the live brokers with an endpoint on the client's
+  // listener, with their racks.
+  std::optional<int32_t> preferred_read_replica(const Partition& p, std::string_view client_rack,
+                                                const std::optional<std::string>& leader_rack, int64_t fetch_offset,
+                                                const replication::LiveRacks& live) const;
 
   // acks=all before the append: NOT_ENOUGH_REPLICAS when the ISR is below
   // min.insync.replicas; NONE for a partition not tracked here.

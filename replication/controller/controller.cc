@@ -178,6 +178,12 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
     return;
   // Reading each path arms its watch; changes since activate() are caught
   // by the diffs against the context.
+  // Kafka's initializePartitionReassignments: /admin/reassign_partitions
+  // first (it supplants API reassignments of the same partitions), then the
+  // other in-flight ones from the topic znodes.
+  std::set<TopicPartitionRef> from_zk;
+  if (!process_reassign_znode(gen, true, &from_zk)) return;
+  if (!run_step(gen, "resume reassignments", [&] { return psm_->resume_reassignments(from_zk); })) return;
   process_brokers(gen);
   process_topics(gen);
   process_deletions(gen);
@@ -186,16 +192,19 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
 
 zk::WatchFn Controller::watcher(uint64_t gen, Watch w) {
   std::weak_ptr<Inbox> inbox = inbox_;
-  return [this, inbox, gen, w](zk::EventType, const std::string&) {
+  return [this, inbox, gen, w](zk::EventType type, const std::string&) {
     auto in = inbox.lock();
     if (!in) return;
-    post_to(in, gen, [this, gen, w] {
+    post_to(in, gen, [this, gen, w, type] {
       armed_[static_cast<int>(w)] = false;
       switch (w) {
         case Watch::kBrokers: process_brokers(gen); break;
         case Watch::kTopics: process_topics(gen); break;
         case Watch::kDeletions: process_deletions(gen); break;
         case Watch::kPreferred: process_preferred(gen); break;
+        // Created (or deleted: it may exist again by now); a data change
+        // only re-arms the watch.
+        case Watch::kReassign: process_reassign_znode(gen, type != zk::EventType::kDataChanged); break;
       }
     });
   };

@@ -18,7 +18,13 @@
 //                                   as Kafka does; markers of unknown topics
 //                                   are deleted too);
 //   /admin/preferred_replica_election (exists/data) -> elect_preferred, then
-//                                   the znode is deleted (fenced).
+//                                   the znode is deleted (fenced);
+//   /admin/reassign_partitions (exists) -> reassign() of its entries when it
+//                                   is created (or found at activation); its
+//                                   data changes are not acted on (Kafka's
+//                                   handler reacts to creation only); the
+//                                   controller removes finished entries and
+//                                   deletes it when none is left.
 // Each watch event re-reads the path (ZooKeeper watches carry no data).
 //
 // A step returning Outcome::kResign deactivates the controller, drops its
@@ -35,7 +41,15 @@
 // alter_partition() answers an AlterPartition request on the event thread
 // (alter_partition_rules.h in Kafka's order; fenced conditional writes of
 // the state znodes; UpdateMetadata of the changed partitions to every live
-// broker) and calls done with the response (from the event thread).
+// broker) and calls done with the response (from the event thread); then
+// reassignments whose target the new ISRs cover complete.
+//
+// Reassignment (controller_reassign_events.cc): on activation, after
+// startup(), the /admin/reassign_partitions entries start and the other
+// in-flight reassignments (adding/removing replicas in the topic znodes)
+// resume; alter_partition_reassignments() and
+// list_partition_reassignments() answer AlterPartitionReassignments (45) and
+// ListPartitionReassignments (46), NOT_CONTROLLER when not active.
 //
 // Thread-safety: every public method may be called from any thread; the
 // state machine and the session are used only on the event thread.
@@ -55,8 +69,10 @@
 #include <vector>
 
 #include "protocol/generated/alter_partition.h"
+#include "protocol/generated/alter_partition_reassignments.h"
 #include "protocol/generated/controlled_shutdown.h"
 #include "protocol/generated/elect_leaders.h"
+#include "protocol/generated/list_partition_reassignments.h"
 #include "replication/controller/channel.h"
 #include "replication/controller/controller_state.h"
 #include "replication/zk/session.h"
@@ -120,6 +136,18 @@ class Controller {
   using ElectLeadersDone = std::function<void(protocol::ElectLeadersResponse)>;
   void elect_leaders(protocol::ElectLeadersRequest request, int16_t version, ElectLeadersDone done);
 
+  // AlterPartitionReassignments (key 45) on the event thread: the
+  // top-level NOT_CONTROLLER when not active, else one answer per partition
+  // (PartitionStateMachine::ReassignItem), given once the new assignments
+  // are written. ListPartitionReassignments (key 46): the partitions asked
+  // for (null: all) that are being reassigned, with their replicas, adding
+  // and removing replicas. done runs exactly once.
+  using AlterReassignmentsDone = std::function<void(protocol::AlterPartitionReassignmentsResponse)>;
+  void alter_partition_reassignments(protocol::AlterPartitionReassignmentsRequest request,
+                                     AlterReassignmentsDone done);
+  using ListReassignmentsDone = std::function<void(protocol::ListPartitionReassignmentsResponse)>;
+  void list_partition_reassignments(protocol::ListPartitionReassignmentsRequest request, ListReassignmentsDone done);
+
   // The auto leader rebalance check (leader_rebalance.h), normally run by
   // the timer thread first_rebalance_check_delay_ms after activation and
   // then every leader_imbalance_check_interval_ms when
@@ -141,7 +169,7 @@ class Controller {
     uint64_t generation = 0;  // 0: run whatever the generation
     std::function<void()> fn;
   };
-  enum class Watch : uint8_t { kBrokers, kTopics, kDeletions, kPreferred };
+  enum class Watch : uint8_t { kBrokers, kTopics, kDeletions, kPreferred, kReassign };
 
   bool post(uint64_t generation, std::function<void()> fn);  // false: stopped
   void run();
@@ -161,6 +189,14 @@ class Controller {
   void arm_topic(uint64_t gen, const std::string& topic);
   void process_deletions(uint64_t gen);
   void process_preferred(uint64_t gen);
+  // /admin/reassign_partitions: re-arms its exists watch; when run and the
+  // znode is there, starts its entries (*started: those that started).
+  // false when the activation ended.
+  bool process_reassign_znode(uint64_t gen, bool run, std::set<TopicPartitionRef>* started = nullptr);
+  void do_alter_reassignments(uint64_t gen, const protocol::AlterPartitionReassignmentsRequest& req,
+                              const AlterReassignmentsDone& done);
+  void do_list_reassignments(uint64_t gen, const protocol::ListPartitionReassignmentsRequest& req,
+                             const ListReassignmentsDone& done);
   void do_controlled_shutdown(uint64_t gen, const protocol::ControlledShutdownRequest& req,
                               const ControlledShutdownDone& done);
   void do_elect_leaders(uint64_t gen, const protocol::ElectLeadersRequest& req, int16_t version,
@@ -211,7 +247,7 @@ class Controller {
   // Event-thread state.
   std::shared_ptr<zk::Session> session_;
   std::unique_ptr<PartitionStateMachine> psm_;
-  bool armed_[4] = {false, false, false, false};
+  bool armed_[5] = {false, false, false, false, false};
   std::set<std::string> topic_armed_;  // topics with a data watch set
 };
 

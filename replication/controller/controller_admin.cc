@@ -180,7 +180,9 @@ PartitionStateMachine::Write PartitionStateMachine::delete_topics(const std::vec
     std::vector<zk::Op> ops;
     auto t = ctx_.topics.find(topic);
     if (t != ctx_.topics.end()) {
-      bool eligible = true;
+      // A reassignment in progress makes it wait too (Kafka's
+      // markTopicIneligibleForDeletion); its completion resumes it.
+      bool eligible = !topic_reassigning(topic);
       for (const auto& [p, info] : t->second.partitions)
         for (int32_t b : info.assignment.replicas) eligible = eligible && online.contains(b);
       if (!eligible) {

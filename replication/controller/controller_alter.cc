@@ -9,7 +9,8 @@
 // request's partition epoch; a znode that moved answers
 // INVALID_UPDATE_VERSION; other ZooKeeper failures UNKNOWN_SERVER_ERROR (the
 // leader asks again). The new states go to every live broker in one
-// UpdateMetadata.
+// UpdateMetadata. Once answered, reassignments whose target replicas are
+// now all in the ISR complete (Kafka's maybeCompleteReassignment).
 #include <utility>
 
 #include "protocol/error_code.h"
@@ -154,6 +155,14 @@ void Controller::do_alter_partition(uint64_t gen, const AlterPartitionRequest& r
     for (auto& t : resp.topics)
       for (auto& p : t.partitions) p.leader_recovery_state = 0;
   done(std::move(resp));
+  // After answering, as Kafka: a new ISR may now cover a reassignment's target.
+  std::vector<TopicPartitionRef> moved;
+  for (const auto& w : writes) {
+    const PartitionInfo* info = psm_ ? psm_->context().partition(w.partition.topic, w.partition.partition) : nullptr;
+    if (w.new_zk_version >= 0 && info && being_reassigned(info->assignment)) moved.push_back(w.partition);
+  }
+  if (!moved.empty())
+    run_step(gen, "reassignment completion", [&] { return psm_->maybe_complete_reassignments(moved); });
 }
 
 }  // namespace ciuickafka::replication::controller

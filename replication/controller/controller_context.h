@@ -27,6 +27,18 @@
 
 namespace ciuickafka::replication::controller {
 
+// Kafka's ReplicaAssignment rules over a partition's full assignment
+// (RS, AR, RR): the original replicas ORS = RS - AR, the target TRS =
+// RS - RR, and a new target T giving RS = distinct(T ++ ORS), AR = RS - ORS,
+// RR = RS - T (so cancelling, T = ORS, gives back AR = RR = []).
+std::vector<int32_t> origin_replicas(const PartitionReplicas& a);
+std::vector<int32_t> target_replicas(const PartitionReplicas& a);
+bool being_reassigned(const PartitionReplicas& a);
+PartitionReplicas reassign_to(const PartitionReplicas& current, const std::vector<int32_t>& target);
+// Kafka's validateReplicas, the list's own rules: the INVALID_REPLICA_ASSIGNMENT
+// message for an empty list, duplicate or negative ids; nothing when fine.
+std::optional<std::string> malformed_reassignment(const std::vector<int32_t>& replicas);
+
 struct PartitionInfo {
   PartitionReplicas assignment;
   std::optional<PartitionState> state;  // absent: NewPartition (no state znode yet)

@@ -383,7 +383,16 @@ StepResult PartitionStateMachine::on_broker_startup(const std::vector<LiveBroker
       if (!to.empty()) batch.add_leader_and_isr(ctx_, to, topic, p, false);
     }
   }
-  if (elect_offline_and_new(unclean, batch, &r) != Write::kStop && !ctx_.pending_deletions.empty()) {
+  // Reassignments whose target has a replica on a joined broker go on
+  // (Kafka's maybeResumeReassignments), then pending deletions are retried.
+  const std::set<int32_t> joined_set(joined.begin(), joined.end());
+  auto targets_joined = [&](const PartitionReplicas& a) {
+    for (int32_t b : target_replicas(a))
+      if (joined_set.contains(b)) return true;
+    return false;
+  };
+  if (elect_offline_and_new(unclean, batch, &r) != Write::kStop &&
+      resume_where(targets_joined, {}, batch, &r) != Write::kStop && !ctx_.pending_deletions.empty()) {
     std::vector<std::string> pending(ctx_.pending_deletions.begin(), ctx_.pending_deletions.end());
     delete_topics(pending, batch, &r);
   }

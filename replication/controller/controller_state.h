@@ -35,6 +35,12 @@
 //   StopReplica answer (and retries failed ones) before deleting znodes.
 //   Replicas on dead brokers still make the deletion wait (pending).
 // - Dead replicas of a topic being deleted are not removed from its ISRs.
+// - Reassignment: a removed replica gets one StopReplica(delete=true) where
+//   Kafka sends delete=false then delete=true; a completion that finds no
+//   live ISR member of TRS to lead waits (the reassignment stays in flight)
+//   where Kafka goes on and may leave the partition leaderless. The topic
+//   znode is written conditionally on its version (re-read on a conflict);
+//   Kafka writes it unconditionally from its cache.
 //
 // Thread-safety: none; the controller runs every step on its one event
 // thread (the ZooKeeper calls block).
@@ -42,6 +48,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +129,41 @@ class PartitionStateMachine {
   };
   StepResult write_alter_partition(std::vector<AlterWrite>& writes);
 
+  // ---- partition reassignment (KIP-455; controller_reassign.cc), Kafka's
+  // onPartitionReassignment. U: the topic znode gets RS = ORS + TRS with
+  // adding/removing replicas (fenced conditional set), replicas a replaced
+  // reassignment no longer needs are stopped and deleted. A (TRS not yet in
+  // the ISR): leader epoch + 1, LeaderAndIsr to ORS and (is_new) AR. B (TRS
+  // in the ISR): a leader in TRS (elected when the current one is not in
+  // TRS or not online; the ISR is kept), RR leave the ISR and get
+  // StopReplica(delete), the znode gets RS = TRS, the partition leaves
+  // /admin/reassign_partitions, UpdateMetadata to every live broker. A B
+  // step that cannot elect a leader in TRS leaves the reassignment in flight.
+  struct ReassignItem {
+    TopicPartitionRef partition;
+    std::optional<std::vector<int32_t>> target;  // nullopt: cancel (back to ORS)
+    // Answer, Kafka's: NONE, INVALID_REPLICA_ASSIGNMENT (empty, duplicate or
+    // negative ids, adding a broker not online), NO_REASSIGNMENT_IN_PROGRESS
+    // (cancelling nothing), UNKNOWN_TOPIC_OR_PARTITION (unknown, or the topic
+    // is being deleted), UNKNOWN_SERVER_ERROR (a ZooKeeper write failed).
+    int16_t error_code = 0;
+    std::optional<std::string> error_message;
+  };
+  // AlterPartitionReassignments (validate = true: Kafka's validateReplicas;
+  // those partitions also leave /admin/reassign_partitions, the latest
+  // request wins) or /admin/reassign_partitions (validate = false, as
+  // Kafka: its failed entries are removed from the znode).
+  StepResult reassign(std::vector<ReassignItem>& items, bool validate);
+  // In-flight reassignments (adding/removing replicas in the topic znodes)
+  // not in skip are driven again: on failover after startup() and the
+  // /admin/reassign_partitions znode (Kafka's initializePartitionReassignments).
+  StepResult resume_reassignments(const std::set<TopicPartitionRef>& skip);
+  // After an ISR change: the reassigning ones among these partitions whose
+  // TRS is now in the ISR complete (Kafka's maybeCompleteReassignment).
+  StepResult maybe_complete_reassignments(const std::vector<TopicPartitionRef>& partitions);
+  // Partitions whose assignment has adding or removing replicas.
+  std::vector<TopicPartitionRef> reassigning() const;
+
   const ControllerContext& context() const { return ctx_; }
   const ControllerIdentity& identity() const { return id_; }
   bool resigned() const { return resigned_; }
@@ -140,6 +183,18 @@ class PartitionStateMachine {
   Write elect_offline_and_new(const UncleanAllowed& unclean, RequestBatch& batch, StepResult* r);
   Write remove_from_isrs(int32_t broker, RequestBatch& batch, StepResult* r);
   Write delete_topics(const std::vector<std::string>& names, RequestBatch& batch, StepResult* r);
+  // Reassignment steps (controller_reassign.cc).
+  Write on_partition_reassignment(const std::string& topic, int32_t p, PartitionReplicas ra,
+                                  RequestBatch& batch, StepResult* r);
+  Write write_assignment(const std::string& topic, int32_t p, const PartitionReplicas& a, StepResult* r);
+  Write bump_leader_epoch(const std::string& topic, int32_t p, StepResult* r, bool* changed);
+  Write stop_removed_replicas(const std::string& topic, int32_t p, const std::vector<int32_t>& removed,
+                              RequestBatch& batch, StepResult* r);
+  Write remove_from_zk_reassignment(const std::function<bool(const PartitionReassignment&)>& remove,
+                                    StepResult* r);
+  Write resume_where(const std::function<bool(const PartitionReplicas&)>& pred,
+                     const std::set<TopicPartitionRef>& skip, RequestBatch& batch, StepResult* r);
+  bool topic_reassigning(const std::string& topic) const;
   bool stop_on(FenceOutcome outcome, zk::Code code, StepResult* r);
   StepResult resigned_result() const;
   void finish(RequestBatch& batch, StepResult* r) const;

@@ -40,6 +40,23 @@ Scenarios:
               ZooKeeper directly (as kafka-configs.sh --zookeeper does) is
               applied by all three; a change made while a broker is down is
               applied when it restarts.
+  reassign    partition reassignment (KIP-455). Two replication-factor-2
+              topics on brokers [1, 2], 1,000 acknowledged records each.
+              Kafka 3.9's own kafka-reassign-partitions (Java AdminClient:
+              AlterPartitionReassignments, then --verify through
+              ListPartitionReassignments) moves the first to [2, 3]: the
+              tool reports it started and then in progress or completed; the
+              topic znode ends as exactly [2, 3] with no adding/removing
+              replicas, the leader (broker 1) is replaced by 2, the ISR is
+              [2, 3] and broker 1's log directory for it is deleted. The
+              second is moved to [2, 4] by writing /admin/reassign_partitions
+              with kazoo while broker 4 is not running: the topic znode shows
+              adding [4] and removing [1], --verify says it is in
+              progress, and its leader's reassigningpartitions gauge is 1
+              (underreplicatedpartitions 0); broker 4 starts, catches up, and the move completes:
+              the znode is [2, 4] and /admin/reassign_partitions is gone.
+              Then broker 2 is killed -9 and every acknowledged record of
+              both topics is read back from the new replicas (3 and 4) alone.
 """
 
 import json
@@ -428,7 +445,122 @@ def scenario_configs(ctx, zk):
     everywhere("retention.ms", "456789", "a change made while broker3 was down")
 
 
-SCENARIOS = {"topics": scenario_topics, "failover": scenario_failover, "configs": scenario_configs}
+def reassign_tool(ctx, name, *commands):
+    """One JVM running Kafka 3.9's ReassignPartitionsCommand once per (label, args); {label: stdout}."""
+    from test_java_clients import java_dir
+    from test_kafka_tools import Batch
+    cp = os.path.join(java_dir("clients", "3.9.1"), "ck-java-it.jar") + os.pathsep + \
+        os.path.join(java_dir("tools", "3.9.1"), "*")
+    batch = Batch(ctx, cp, name)
+    for label, args in commands:
+        batch.add(label, "org.apache.kafka.tools.reassign.ReassignPartitionsCommand", *args)
+    batch.run()
+    return {label: batch.out(label) for label, _ in commands}
+
+
+def topic_znode(kz, topic):
+    t = zk_json(kz, "/brokers/topics/%s" % topic)
+    return t["partitions"], t.get("adding_replicas") or {}, t.get("removing_replicas") or {}
+
+
+def scenario_reassign(ctx, zk):
+    from confluent_kafka.admin import NewTopic
+    brokers = start_cluster(ctx, zk)
+    by_id = {i + 1: b for i, b in enumerate(brokers)}
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    a = admin(brokers)
+    fs = a.create_topics([NewTopic(t, 1, replica_assignment=[[1, 2]]) for t in ("mv-api", "mv-zk")],
+                         request_timeout=30)
+    for t, f in fs.items():
+        f.result(30)
+    for t in ("mv-api", "mv-zk"):
+        wait_leaders(brokers, t, 1, want_isr=2)
+        check(partition_states(kz, t)[0]["leader"] == 1, "%s led by broker 1: %s" % (t, partition_states(kz, t)))
+    acked = {"mv-api": {}, "mv-zk": {}}
+    for t in acked:
+        produce(brokers, t, 0, 1000, acked[t])
+        check(len(acked[t]) == 1000, "%s: %d of 1000 acknowledged" % (t, len(acked[t])))
+
+    # 1. Kafka's tool, through AlterPartitionReassignments on the controller.
+    plan = json.dumps({"version": 1, "partitions": [{"topic": "mv-api", "partition": 0, "replicas": [2, 3]}]})
+    plan_file = os.path.join(ctx.work, "mv-api.json")
+    with open(plan_file, "w") as f:
+        f.write(plan)
+    boot = ",".join(b.bootstrap for b in brokers)
+    out = reassign_tool(ctx, "reassign-api",
+                        ("execute", ["--bootstrap-server", boot, "--reassignment-json-file", plan_file, "--execute"]),
+                        ("verify", ["--bootstrap-server", boot, "--reassignment-json-file", plan_file, "--verify",
+                                    "--preserve-throttles"]))
+    check("Successfully started partition reassignment for mv-api-0" in out["execute"],
+          "execute output:\n%s" % out["execute"])
+    check("Reassignment of partition mv-api-0 is" in out["verify"], "verify output:\n%s" % out["verify"])
+    print("[test] kafka-reassign-partitions --verify right after --execute: %s" %
+          [l for l in out["verify"].splitlines() if "mv-api-0" in l], flush=True)
+    wait_until(lambda: topic_znode(kz, "mv-api") == ({"0": [2, 3]}, {}, {}), 60,
+               "mv-api's znode to be exactly [2, 3]", interval=0.1)
+    st = partition_states(kz, "mv-api")[0]
+    check(st["leader"] == 2 and sorted(st["isr"]) == [2, 3], "mv-api after the move: %s" % st)
+    wait_until(lambda: not log_dirs(by_id[1], "mv-api"), 30, "broker 1 to delete its mv-api-0 log")
+    check(log_dirs(by_id[3], "mv-api") == [0], "broker 3 holds mv-api-0")
+    out = reassign_tool(ctx, "reassign-api-done",
+                        ("verify", ["--bootstrap-server", boot, "--reassignment-json-file", plan_file, "--verify",
+                                    "--preserve-throttles"]))
+    check("Reassignment of partition mv-api-0 is completed" in out["verify"], "verify output:\n%s" % out["verify"])
+    wait_leaders(brokers, "mv-api", 1, want_isr=2)
+    for b in brokers:
+        check(metadata(b, "mv-api")[0][1] == [2, 3], "%s: Metadata replicas %s" % (b.name, metadata(b, "mv-api")))
+
+    # 2. /admin/reassign_partitions, to a broker that is not running yet.
+    b4 = ctx.broker({"node.id": "4", "zookeeper.connect": zk.connect + CHROOT,
+                     "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": "5000"},
+                    name="broker4", start=False)
+    kz.create("/admin/reassign_partitions", json.dumps(
+        {"version": 1, "partitions": [{"topic": "mv-zk", "partition": 0, "replicas": [2, 4]}]}).encode())
+    wait_until(lambda: topic_znode(kz, "mv-zk") == ({"0": [2, 4, 1]}, {"0": [4]}, {"0": [1]}), 30,
+               "mv-zk's znode to show RS = [2, 4, 1], adding [4], removing [1]", interval=0.1)
+    zk_plan = os.path.join(ctx.work, "mv-zk.json")
+    with open(zk_plan, "w") as f:
+        f.write(json.dumps({"version": 1, "partitions": [{"topic": "mv-zk", "partition": 0, "replicas": [2, 4]}]}))
+    out = reassign_tool(ctx, "reassign-zk",
+                        ("verify", ["--bootstrap-server", boot, "--reassignment-json-file", zk_plan, "--verify",
+                                    "--preserve-throttles"]))
+    check("Reassignment of partition mv-zk-0 is still in progress" in out["verify"],
+          "verify output:\n%s" % out["verify"])
+    check(kz.exists("/admin/reassign_partitions"), "/admin/reassign_partitions removed before the move finished")
+    # Its leader counts it as reassigning, not as under-replicated: the ISR
+    # [1, 2] is the whole original replica set (Kafka's rule). The leader is
+    # 1, or 2 when the auto leader rebalance (5 s after the controller's
+    # activation) has already moved it to the head of RS = [2, 4, 1].
+    def leader_gauge():
+        leader = by_id[partition_states(kz, "mv-zk")[0]["leader"]]
+        return harness.scrape(leader, "kafka_server_replicamanager_reassigningpartitions") == 1 and \
+            harness.scrape(leader, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+    wait_until(leader_gauge, 10, "mv-zk's leader to report reassigningpartitions 1, underreplicatedpartitions 0")
+    b4.start()
+    wait_until(lambda: topic_znode(kz, "mv-zk") == ({"0": [2, 4]}, {}, {}), 60,
+               "mv-zk's znode to be exactly [2, 4] once broker 4 caught up", interval=0.1)
+    wait_until(lambda: not kz.exists("/admin/reassign_partitions"), 10, "/admin/reassign_partitions to be deleted")
+    st = partition_states(kz, "mv-zk")[0]
+    check(st["leader"] == 2 and sorted(st["isr"]) == [2, 4], "mv-zk after the move: %s" % st)
+    wait_until(lambda: not log_dirs(by_id[1], "mv-zk"), 30, "broker 1 to delete its mv-zk-0 log")
+
+    # 3. The new replicas alone hold every acknowledged record.
+    by_id[2].kill()
+    wait_until(lambda: partition_states(kz, "mv-api")[0]["leader"] == 3 and
+               partition_states(kz, "mv-zk")[0]["leader"] == 4, SESSION_MS / 1000 + 20,
+               "brokers 3 and 4 to lead once broker 2 is gone", interval=0.1)
+    for t, holder in (("mv-api", by_id[3]), ("mv-zk", b4)):
+        got = read_all([holder], t, acked[t])
+        missing = [k for k in acked[t] if got.get(k) != acked[t][k]]
+        check(not missing, "%s from broker %s alone: %d acknowledged records missing, e.g. %s" % (
+            t, holder.name, len(missing), missing[:5]))
+        print("[test] %s: all %d acknowledged records read back from %s alone" % (t, len(acked[t]), holder.name),
+              flush=True)
+
+
+SCENARIOS = {"topics": scenario_topics, "failover": scenario_failover, "configs": scenario_configs,
+             "reassign": scenario_reassign}
 
 
 def main(ctx):

@@ -94,6 +94,17 @@ TEST_CASE("ciuic.log.index.cache.bytes: 64 MiB by default, a bad value named wit
         "invalid value \"lots\" for ciuic.log.index.cache.bytes: expected an integer >= 0 (from --override)");
 }
 
+TEST_CASE("replica.selector.class: unset, empty or Kafka's rack-aware selector; another class named with its key") {
+  CHECK(load_ok(input("")).config.is_null("replica.selector.class"));
+  const std::string rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+  CHECK(load_ok(input("replica.selector.class=" + rack_aware + "\n")).config.get_string("replica.selector.class") ==
+        rack_aware);
+  CHECK(load_ok(input("replica.selector.class=\n")).config.get_string("replica.selector.class").empty());
+  CHECK(load_error(input("replica.selector.class=com.example.MySelector\n")) ==
+        "invalid value \"com.example.MySelector\" for replica.selector.class: expected "
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector or empty (from server.properties:1)");
+}
+
 TEST_CASE("later duplicates in one source win") {
   CHECK(load_ok(input("num.partitions=2\nnum.partitions=9\n")).config.get_int("num.partitions") == 9);
   CHECK(load_ok(input("", {"num.partitions=2", "num.partitions=8"})).config.get_int("num.partitions") == 8);

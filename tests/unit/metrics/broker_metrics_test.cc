@@ -49,6 +49,23 @@ TEST_CASE("topic counters appear per topic and in the all-topics aggregate") {
   CHECK(has_line(text, "kafka_server_brokertopicmetrics_failedfetchrequests_total{topic=\"eval\"} 2"));
 }
 
+TEST_CASE("replication bytes count for all topics only, never in bytes out") {
+  m::Registry r;
+  m::BrokerMetrics bm(r);
+  auto t = bm.topic("train");
+  t.add_replication_bytes_out(300);
+  t.add_replication_bytes_in(70);
+  t.add_bytes_out(9);
+
+  std::string text = r.text();
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_replicationbytesout_total 300"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_replicationbytesin_total 70"));
+  CHECK(text.find("replicationbytesout_total{topic=") == std::string::npos);
+  CHECK(text.find("replicationbytesin_total{topic=") == std::string::npos);
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesout_total 9"));
+  CHECK(has_line(text, "kafka_server_brokertopicmetrics_bytesout_total{topic=\"train\"} 9"));
+}
+
 TEST_CASE("topic handles are cached: the same name gives the same counters") {
   m::Registry r;
   m::BrokerMetrics bm(r);

@@ -2,8 +2,8 @@
 // event thread, watches, resignation, retries, AlterPartition) on the
 // in-memory ZooKeeper, with a fake RequestSender that records what it was
 // asked to send. Also ControlledShutdown, ElectLeaders and the auto
-// leader rebalance timer. Brokers register as real ones do (ephemeral /brokers/ids/N
-// from their own sessions, so their epochs are czxids).
+// leader rebalance timer. The fake sender and the fixture are in
+// controller_runtime_util.h (shared with controller_reassign_test.cc).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,119 +11,12 @@
 #include <mutex>
 #include <thread>
 
-#include "controller_test_util.h"
+#include "tests/unit/replication/controller_runtime_util.h"
 #include "protocol/error_code.h"
 #include "replication/controller/controller.h"
 #include "replication/membership_codec.h"
 
 namespace ciuickafka::replication::controller::test {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-bool wait_until(const std::function<bool()>& pred, int ms = 5000) {
-  const auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
-
-class FakeSender : public RequestSender {
- public:
-  void set_brokers(const std::vector<LiveBroker>& live) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    brokers_.clear();
-    for (const auto& b : live) brokers_[b.id] = b.epoch;
-  }
-  void send(const ControlRequests& r) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sent_.push_back(r);
-  }
-  void clear() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    brokers_.clear();
-    ++clears_;
-  }
-  std::vector<ControlRequests> sent() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return sent_;
-  }
-  size_t sent_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return sent_.size();
-  }
-  std::map<int32_t, int64_t> brokers() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return brokers_;
-  }
-  // A LeaderAndIsr to broker b, sent at index >= from, for topic-p; its
-  // leader (or -100 when none).
-  int32_t lai_leader(int32_t b, const std::string& topic, int32_t p, size_t from = 0) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    int32_t leader = -100;
-    for (size_t i = from; i < sent_.size(); ++i) {
-      auto it = sent_[i].leader_and_isr.find(b);
-      if (it == sent_[i].leader_and_isr.end()) continue;
-      for (const auto& t : it->second.topic_states)
-        if (t.topic_name == topic)
-          for (const auto& s : t.partition_states)
-            if (s.partition_index == p) leader = s.leader;
-    }
-    return leader;
-  }
-  bool metadata_to(int32_t b, size_t from = 0) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = from; i < sent_.size(); ++i)
-      if (sent_[i].update_metadata.contains(b)) return true;
-    return false;
-  }
-  bool anything_to(int32_t b, size_t from) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = from; i < sent_.size(); ++i)
-      if (sent_[i].update_metadata.contains(b) || sent_[i].leader_and_isr.contains(b) ||
-          sent_[i].stop_replica.contains(b))
-        return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<ControlRequests> sent_;
-  std::map<int32_t, int64_t> brokers_;
-  int clears_ = 0;
-};
-
-struct Runtime : Fixture {
-  std::map<int32_t, std::unique_ptr<zk::Session>> broker_sessions;
-  FakeSender sender;
-  std::atomic<int> resigned{0};
-
-  LiveBroker register_broker(int32_t id) {
-    broker_sessions[id] = connect();
-    LiveBroker b = broker(id);
-    REQUIRE(broker_sessions[id]->create(broker_id_path(id), encode_registration(b.endpoints, b.rack, 1),
-                                        zk::CreateMode::kEphemeral) == zk::Code::kOk);
-    zk::Stat st;
-    REQUIRE(tool->exists(broker_id_path(id), &st) == zk::Code::kOk);
-    b.epoch = st.czxid;
-    return b;
-  }
-  void unregister(int32_t id) { broker_sessions.erase(id); }  // closing the session drops the node
-
-  std::unique_ptr<Controller> make(ControllerOptions o = {}) {
-    return std::make_unique<Controller>(sender, o, [this](const std::string&) { ++resigned; });
-  }
-  std::shared_ptr<zk::Session> controller_session() { return std::shared_ptr<zk::Session>(connect()); }
-  int64_t epoch_of(int32_t id) {
-    zk::Stat st;
-    REQUIRE(tool->exists(broker_id_path(id), &st) == zk::Code::kOk);
-    return st.czxid;
-  }
-};
-
-}  // namespace
 
 TEST_CASE("Controller: a topic written under /brokers/topics gets states and requests", "[controller][runtime]") {
   Runtime f;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "broker/broker.h"
+#include "broker/replica/leader_replicas.h"
 #include "protocol/generated/controlled_shutdown.h"
 #include "protocol/generated/delete_records.h"
 #include "protocol/generated/describe_cluster.h"
@@ -90,7 +91,7 @@ TEST_CASE("Metadata in cluster mode answers from the metadata cache") {
   CHECK(dc.brokers.size() == 2);
 }
 
-TEST_CASE("cluster mode: Produce, Fetch, ListOffsets, DeleteRecords on a follower are NOT_LEADER_OR_FOLLOWER") {
+TEST_CASE("cluster mode: Produce, Fetch v0-10, ListOffsets, DeleteRecords on a follower are NOT_LEADER_OR_FOLLOWER") {
   ClusterFixture c;
   auto lai = leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}, {"p", 1, 2, 1, {2, 1}, {2, 1}}});
   auto r = c.f().call<protocol::LeaderAndIsrResponse>(lai, 7);
@@ -127,11 +128,18 @@ TEST_CASE("cluster mode: Produce, Fetch, ListOffsets, DeleteRecords on a followe
     ft.partitions.push_back(fp);
   }
   fr.topics.push_back(ft);
-  auto fetched = c.f().call<protocol::FetchResponse>(fr, 11);
+  // v10 carries no client metadata: consumers read from leaders only.
+  auto fetched = c.f().call<protocol::FetchResponse>(fr, 10);
   REQUIRE(fetched.responses.size() == 1);
   REQUIRE(fetched.responses[0].partitions.size() == 2);
   CHECK(fetched.responses[0].partitions[0].error_code == 0);
   CHECK(fetched.responses[0].partitions[1].error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  // v11+ (KIP-392): a follower serves consumers too, up to its HW.
+  fetched = c.f().call<protocol::FetchResponse>(fr, 11);
+  REQUIRE(fetched.responses[0].partitions.size() == 2);
+  CHECK(fetched.responses[0].partitions[1].error_code == 0);
+  CHECK(fetched.responses[0].partitions[1].high_watermark == 0);
+  CHECK(fetched.responses[0].partitions[1].preferred_read_replica == -1);
 
   protocol::ListOffsetsRequest lo;
   lo.replica_id = -1;
@@ -157,6 +165,98 @@ TEST_CASE("cluster mode: Produce, Fetch, ListOffsets, DeleteRecords on a followe
   CHECK(del.topics.at(0).partitions.at(0).error_code == to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
 }
 
+
+// A consumer Fetch of p-0 (led here, replicas [1,2]) at offset 0, version v, from rack.
+protocol::FetchResponse::PartitionData consumer_fetch(ClusterFixture& c, int16_t v, const std::string& rack) {
+  protocol::FetchRequest fr;
+  fr.replica_id = -1;
+  fr.max_wait_ms = 0;
+  fr.min_bytes = 0;
+  fr.max_bytes = 1 << 20;
+  if (v >= 11) fr.rack_id = rack;
+  protocol::FetchRequest::FetchTopic ft;
+  ft.topic = "p";
+  protocol::FetchRequest::FetchPartition fp;
+  fp.partition = 0;
+  fp.partition_max_bytes = 1 << 20;
+  ft.partitions.push_back(fp);
+  fr.topics.push_back(ft);
+  auto resp = c.f().call<protocol::FetchResponse>(fr, v);
+  REQUIRE(resp.responses.size() == 1);
+  REQUIRE(resp.responses[0].partitions.size() == 1);
+  return resp.responses[0].partitions[0];
+}
+
+TEST_CASE("cluster mode, KIP-392: the leader names its in-sync follower of the client's rack") {
+  ClusterFixture c({"broker.rack=r1", "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector"});
+  c.rm().add_role_listener(&c.broker().service<replica::LeaderReplicas>());  // as Broker::start_cluster does
+  REQUIRE(c.f().call<protocol::LeaderAndIsrResponse>(leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}}), 7)
+              .topics.at(0)
+              .partition_errors.at(0)
+              .error_code == 0);
+  auto um = update_metadata({{"p", 0, 1, 1, {1, 2}, {1, 2}}}, {1, 2});
+  um.live_brokers[0].rack = "r1";
+  um.live_brokers[1].rack = "r2";
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == 0);
+  auto to_leader = only_partition(c.f().call<protocol::ProduceResponse>(produce_request("p", 0, make_batch({})), 9));
+  REQUIRE(to_leader.error_code == 0);
+
+  // Broker 2 has not fetched yet: its position is unknown, so the leader
+  // serves (nothing yet: the HW waits for broker 2).
+  auto d = consumer_fetch(c, 11, "r2");
+  CHECK(d.error_code == 0);
+  CHECK(d.preferred_read_replica == -1);
+  CHECK(d.high_watermark == 0);
+
+  // Broker 2 fetches at the leader's LEO (3: the batch holds three records):
+  // now it holds offset 0, and the HW moves to 3.
+  protocol::FetchRequest follower;
+  follower.replica_id = 2;
+  follower.max_wait_ms = 0;
+  follower.max_bytes = 1 << 20;
+  protocol::FetchRequest::FetchTopic ft;
+  ft.topic = "p";
+  protocol::FetchRequest::FetchPartition fp;
+  fp.partition = 0;
+  fp.fetch_offset = 3;
+  fp.current_leader_epoch = 1;
+  fp.partition_max_bytes = 1 << 20;
+  ft.partitions.push_back(fp);
+  follower.topics.push_back(ft);
+  REQUIRE(c.f().call<protocol::FetchResponse>(follower, 11).responses.at(0).partitions.at(0).error_code == 0);
+
+  d = consumer_fetch(c, 11, "r2");
+  CHECK(d.error_code == 0);
+  CHECK(d.preferred_read_replica == 2);
+  CHECK(d.records.size() == 0);
+  CHECK(d.high_watermark == 3);
+  // The leader's own rack, no rack, a rack nobody is in, and Fetch v10: the leader serves.
+  for (const char* rack : {"r1", "", "r9"}) {
+    INFO(rack);
+    d = consumer_fetch(c, 11, rack);
+    CHECK(d.error_code == 0);
+    CHECK(d.high_watermark == 3);
+    CHECK(d.preferred_read_replica == -1);
+    CHECK(d.records.size() > 0);
+  }
+  d = consumer_fetch(c, 10, "");
+  CHECK(d.records.size() > 0);
+}
+
+TEST_CASE("cluster mode, KIP-392: without replica.selector.class the leader names nobody") {
+  ClusterFixture c({"broker.rack=r1"});
+  c.rm().add_role_listener(&c.broker().service<replica::LeaderReplicas>());
+  REQUIRE(c.f().call<protocol::LeaderAndIsrResponse>(leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}}), 7)
+              .topics.at(0)
+              .partition_errors.at(0)
+              .error_code == 0);
+  auto um = update_metadata({{"p", 0, 1, 1, {1, 2}, {1, 2}}}, {1, 2});
+  um.live_brokers[1].rack = "r2";
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == 0);
+  auto d = consumer_fetch(c, 11, "r2");
+  CHECK(d.error_code == 0);
+  CHECK(d.preferred_read_replica == -1);
+}
 
 TEST_CASE("cluster mode, not the active controller: ControlledShutdown and ElectLeaders answer NOT_CONTROLLER") {
   ClusterFixture c;
