@@ -27,6 +27,7 @@ ADD_OFFSETS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT = 25, 26, 27, 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, DESCRIBE_LOG_DIRS, CREATE_PARTITIONS = 32, 33, 35, 37
 DELETE_GROUPS, ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 42, 43, 44, 47
 DESCRIBE_CLUSTER, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 60, 61, 65, 66
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
@@ -463,15 +464,38 @@ def cluster_info(c):
             c.step(ELECT_LEADERS, v, "invalid election type", body([{"Topic": "diff-m", "Partitions": [0]}], 5))
 
 
+def reassignments(c):
+    """KIP-455 on one broker: the only possible replica list is [0], a no-op
+    move; another broker is not alive; cancelling finds nothing in progress."""
+    for v in c.versions(ALTER_PARTITION_REASSIGNMENTS):
+        def body(parts, topic="diff-m"):
+            return {"TimeoutMs": 10000, "Topics": [{"Name": topic, "Partitions": [
+                {"PartitionIndex": p, "Replicas": r} for p, r in parts]}]}
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "to the broker it is on", body([(0, [0])]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "to a broker not alive", body([(0, [5])]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "duplicate replica", body([(0, [0, 0])]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "empty replica list", body([(0, [])]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "cancel, nothing in progress", body([(1, None)]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "unknown partition", body([(9, [0])]))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "unknown topic", body([(0, [0])], topic="diff-none"))
+        c.step(ALTER_PARTITION_REASSIGNMENTS, v, "empty topic list", {"TimeoutMs": 10000, "Topics": []})
+    for v in c.versions(LIST_PARTITION_REASSIGNMENTS):
+        c.step(LIST_PARTITION_REASSIGNMENTS, v, "all (null)", {"TimeoutMs": 10000, "Topics": None})
+        c.step(LIST_PARTITION_REASSIGNMENTS, v, "named partitions", {"TimeoutMs": 10000, "Topics": [
+            {"Name": "diff-m", "PartitionIndexes": [0, 1]}, {"Name": "diff-none", "PartitionIndexes": [0]}]})
+        c.step(LIST_PARTITION_REASSIGNMENTS, v, "empty list", {"TimeoutMs": 10000, "Topics": []})
+
+
 def groups(c):
     """The classic group protocol, one group per version step: join (v4+:
     MEMBER_ID_REQUIRED first), sync, heartbeat, commit, fetch, describe,
     leave, delete, with the invalid cases between."""
     wait_coordinator(c, "diff-g-warmup")
-    n = max(max(c.versions(x)) for x in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP,
-                                          OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS))
-    steps = sorted(set(range(n + 1)) if c.full else set(
-        [0] + [min(x, n) for a in (JOIN_GROUP, OFFSET_COMMIT, OFFSET_FETCH) for x in c.versions(a)]))
+    # Step i runs each group API at version min(i, its newest): every version
+    # of each with --all, and each API's own subset versions in CI.
+    apis = (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS,
+            FIND_COORDINATOR, LIST_GROUPS, DELETE_GROUPS)
+    steps = sorted(set().union(*[set(c.versions(a)) for a in apis]))
     for i in steps:
         jv, sv, hv, lv = (c.clamp(JOIN_GROUP, i), c.clamp(SYNC_GROUP, i), c.clamp(HEARTBEAT, i),
                           c.clamp(LEAVE_GROUP, i))
@@ -616,8 +640,8 @@ def transactions(c):
             c.step(INIT_PRODUCER_ID, v, "bump an unknown producer", {
                 "TransactionalId": None, "TransactionTimeoutMs": -1, "ProducerId": 999999, "ProducerEpoch": 3})
     txv = max(c.versions(INIT_PRODUCER_ID))
-    steps = sorted(set(range(max(c.versions(ADD_PARTITIONS_TO_TXN)) + 1)) if c.full
-                   else set([0, max(c.versions(ADD_PARTITIONS_TO_TXN)), 3]))
+    steps = sorted(set().union(*[set(c.versions(a)) for a in (ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN,
+                                                               END_TXN, TXN_OFFSET_COMMIT)]))
     for i in steps:
         tid = "diff-tx-%d" % i
         tag = "(txn step %d)" % i
@@ -782,5 +806,5 @@ def protocol_errors(c):
 
 
 SCENARIOS = [api_versions, metadata, create_topics, produce, fetch, list_offsets, offset_for_leader_epoch,
-             delete_records, create_partitions, delete_topics, configs, cluster_info, groups, transactions,
+             delete_records, create_partitions, delete_topics, configs, cluster_info, reassignments, groups, transactions,
              deleted_topic, protocol_errors]

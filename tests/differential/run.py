@@ -250,6 +250,16 @@ def compare(schemas, kafka, ours, args, work):
                 continue  # the same fact as an "advertised range" row below, listed once there
             rows.append((api, item.version, item.case, path, a, b))
 
+    # Every API both advertise must have corpus steps at every version the run
+    # covers: an API newly served by both fails here until it gets cases.
+    if not args.only:
+        for k in sorted(common):
+            want = set(c.versions(k))
+            missing = sorted(want - per_api.get(name[k], set()))
+            if missing:
+                rows.append((name[k], missing[0], "(corpus)", "<no step>", "advertised by both",
+                             "no corpus step at v%s" % ",".join(map(str, missing))))
+
     # The advertised ranges are differences too (ApiVersions' answer), listed apart.
     for k, api, a, b in advert_rows:
         rows.append(("ApiVersions", -1, "advertised range", "ApiKeys[ApiKey=%d %s]" % (k, api), a, b))
