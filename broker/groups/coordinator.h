@@ -168,6 +168,11 @@ class GroupCoordinator : public ReplicaRoleListener {
   bool txn_offset_pending(const std::string& group_id, const std::string& topic, int32_t partition);
   using OffsetDeleteDone = std::function<void(protocol::OffsetDeleteResponse)>;
   void delete_offsets(const protocol::OffsetDeleteRequest& req, OffsetDeleteDone done);
+  // Topic `topic` was deleted: every group's committed offsets for it go
+  // (tombstones appended, not awaited), as Kafka's onPartitionsDeleted, so a
+  // topic re-created with the name starts with no committed positions.
+  // Single node: DeleteTopics calls it once the topic is removed.
+  void topic_deleted(const std::string& topic);
 
   // --- the classic protocol (membership.cc)
   void join(const protocol::JoinGroupRequest& req, int16_t version, const ClientInfo& client, JoinCallback done);

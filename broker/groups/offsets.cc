@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "broker/broker.h"
 #include "broker/cluster/replica_manager.h"
@@ -256,6 +259,39 @@ void GroupCoordinator::delete_offsets(const protocol::OffsetDeleteRequest& req, 
     if (e != ErrorCode::NONE) resp.error_code = protocol::to_wire(e);
     done(std::move(resp));
   });
+}
+
+void GroupCoordinator::topic_deleted(const std::string& topic) {
+  std::vector<std::shared_ptr<Group>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, g] : groups_) all.push_back(g);
+  }
+  for (const auto& gp : all) {
+    std::lock_guard<std::mutex> lock(gp->mu);
+    Group& g = *gp;
+    std::set<int32_t> partitions;
+    for (auto it = g.offsets.begin(); it != g.offsets.end();) {
+      if (it->first.first != topic) {
+        ++it;
+        continue;
+      }
+      partitions.insert(it->first.second);
+      it = g.offsets.erase(it);
+    }
+    for (auto it = g.pending_offsets.begin(); it != g.pending_offsets.end();) {
+      if (it->first.first != topic) {
+        ++it;
+        continue;
+      }
+      partitions.insert(it->first.second);
+      it = g.pending_offsets.erase(it);
+    }
+    if (partitions.empty()) continue;
+    std::vector<OffsetsRecord> tombstones;
+    for (int32_t p : partitions) tombstones.push_back(offset_commit_record(g.id, topic, p, std::nullopt));
+    append(g.id, tombstones);
+  }
 }
 
 }  // namespace ciuickafka::broker::groups

@@ -10,7 +10,8 @@
 //   - a topic named twice in one request: INVALID_REQUEST for it.
 // Single node: deletion is complete when we answer (the logs are renamed to
 // -delete and removed later by the log manager); the topic's metric series
-// go with it. Cluster mode: the topic is marked in /admin/delete_topics (on
+// go with it, and so do the groups' committed offsets for it (as Kafka's
+// group coordinator drops a deleted partition's offsets). Cluster mode: the topic is marked in /admin/delete_topics (on
 // the admin worker, broker/cluster/zk_topics.h) and the controller deletes
 // it; a topic already marked is success again.
 #include <map>
@@ -19,6 +20,7 @@
 #include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
+#include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "protocol/error_code.h"
@@ -104,6 +106,7 @@ Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin
                   "Topic " + topic->name + " is a kafka internal topic and is not allowed to be marked for deletion.");
   TopicError e = broker.topics().remove(topic->name);
   if (e.ok() || e.code == ErrorCode::KAFKA_STORAGE_ERROR) broker.metrics().remove_topic(topic->name);
+  if (e.ok()) broker.service<groups::GroupCoordinator>().topic_deleted(topic->name);
   return result(t, e.code, e.message);
 }
 

@@ -16,7 +16,8 @@
 // exist the moment create() returns, so we answer NONE with the partitions at
 // once and producers (librdkafka, kafka-python, sarama) start without a
 // retry round. Invalid names are INVALID_TOPIC_EXCEPTION, unknown topics that
-// are not created UNKNOWN_TOPIC_OR_PARTITION.
+// are not created UNKNOWN_TOPIC_OR_PARTITION. A topic named (or id given)
+// twice is answered once: Kafka reads the request's topics into a set.
 //
 // Cluster mode (ZooKeeper): topics and partitions come from the metadata
 // cache the controller's UpdateMetadata fills (Kafka's ZkMetadataCache):
@@ -31,6 +32,10 @@
 //
 // Authorized operations (v8+ topic, v8-10 cluster): the full set when asked
 // for (we have no authorizer), INT32_MIN otherwise.
+#include <set>
+#include <string>
+#include <vector>
+
 #include "broker/admin/auto_create.h"
 #include "broker/admin/cluster_info.h"
 #include "broker/broker.h"
@@ -47,6 +52,18 @@ using protocol::ErrorCode;
 using protocol::MetadataRequest;
 using protocol::MetadataResponse;
 using protocol::to_wire;
+
+// The requested topics without repeats (first occurrence kept), as Kafka's
+// set of requested names and ids.
+std::vector<const MetadataRequest::MetadataRequestTopic*> distinct_topics(const MetadataRequest& req) {
+  std::vector<const MetadataRequest::MetadataRequestTopic*> out;
+  std::set<std::string> names;
+  std::set<protocol::Uuid> ids;
+  for (const auto& rt : *req.topics) {
+    if (rt.name.has_value() ? names.insert(*rt.name).second : ids.insert(rt.topic_id).second) out.push_back(&rt);
+  }
+  return out;
+}
 
 MetadataResponse::MetadataResponseTopic describe_topic(const Topic& t, int32_t node, bool with_ops) {
   MetadataResponse::MetadataResponseTopic out;
@@ -127,7 +144,8 @@ void cluster_topics(Broker& broker, const MetadataRequest& req, const std::strin
   }
   const bool may_create = broker.config().get_bool("auto.create.topics.enable") &&
                           (version < 4 || req.allow_auto_topic_creation);
-  for (const auto& rt : *req.topics) {
+  for (const auto* rtp : distinct_topics(req)) {
+    const auto& rt = *rtp;
     if (!rt.name.has_value()) {
       if (const CachedTopic* t = snap->topic(rt.topic_id)) {
         resp.topics.push_back(describe_cached(*snap, *t, listener, version, with_ops));
@@ -195,7 +213,8 @@ void handle_metadata(RequestContext&& ctx) {
 
   const bool may_create = broker.config().get_bool("auto.create.topics.enable") &&
                           (version < 4 || req.allow_auto_topic_creation);
-  for (const auto& rt : *req.topics) {
+  for (const auto* rtp : distinct_topics(req)) {
+    const auto& rt = *rtp;
     if (!rt.name.has_value()) {
       // By topic id (v10+).
       if (auto t = broker.topics().find(rt.topic_id)) {

@@ -208,3 +208,31 @@ TEST_CASE("advertised endpoint: a listener bound to port 0 advertises the publis
   REQUIRE(resp.brokers.size() == 1);
   CHECK(resp.brokers[0].port == 19092);
 }
+
+// Found by the differential test against Kafka 3.9.1 (tests/differential):
+// Kafka reads the requested topics into a set, so a name (or id) asked for
+// twice is answered once; we answered it twice.
+TEST_CASE("Metadata answers a topic named twice once, as Kafka does", "[admin][metadata]") {
+  test::BrokerFixture f;
+  REQUIRE(test::create_topic(f, "twice", 2).error_code == 0);
+  for (int16_t v : {1, 4, 9, 12}) {
+    CAPTURE(v);
+    auto resp = f.call<MetadataResponse>(named({"twice", "twice", "nope!", "nope!"}, v < 4), v);
+    REQUIRE(resp.topics.size() == 2);
+    CHECK(resp.topics[0].name == "twice");
+    CHECK(resp.topics[0].partitions.size() == 2);
+    CHECK(resp.topics[1].name == "nope!");
+    CHECK(resp.topics[1].error_code == code(ErrorCode::INVALID_TOPIC_EXCEPTION));
+  }
+  auto ids = f.call<MetadataResponse>(named({"twice"}, false), 12);
+  REQUIRE(ids.topics.size() == 1);
+  MetadataRequest by_id;
+  by_id.topics = std::vector<MetadataRequest::MetadataRequestTopic>(2);
+  for (auto& t : *by_id.topics) {
+    t.name = std::nullopt;
+    t.topic_id = ids.topics[0].topic_id;
+  }
+  auto resp = f.call<MetadataResponse>(by_id, 12);
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].name == "twice");
+}

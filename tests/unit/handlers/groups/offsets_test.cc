@@ -8,6 +8,7 @@
 #include "broker/groups/partition_for.h"
 #include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
+#include "protocol/generated/delete_topics.h"
 #include "protocol/generated/find_coordinator.h"
 #include "protocol/records/record_batch.h"
 #include "storage/log.h"
@@ -233,4 +234,45 @@ TEST_CASE("requests before the load finishes are told to retry", "[groups]") {
     r = f.call<protocol::OffsetFetchResponse>(fetch_request("g", "t", {0}), 6);
   }
   CHECK(r.topics[0].partitions[0].committed_offset == 3);
+}
+
+// Found by the differential test against Kafka 3.9.1 (tests/differential,
+// scenario deleted_topic): Kafka removes a deleted topic's committed offsets
+// from every group (tombstones in __consumer_offsets), so OffsetFetch
+// answers -1 for them and a topic re-created with the same name does not
+// inherit the old positions. We kept them.
+TEST_CASE("deleting a topic deletes the groups' committed offsets for it", "[groups]") {
+  BrokerFixture f(base_overrides());
+  make_topic(f, "gone", 2);
+  make_topic(f, "stays", 1);
+  coordinator(f);
+  for (const char* g : {"g1", "g2"}) {
+    REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request(g, "gone", 0, 10, "m"), 8)
+                .topics[0].partitions[0].error_code == 0);
+    REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request(g, "gone", 1, 11, "m"), 8)
+                .topics[0].partitions[0].error_code == 0);
+    REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request(g, "stays", 0, 5, "m"), 8)
+                .topics[0].partitions[0].error_code == 0);
+  }
+  protocol::DeleteTopicsRequest del;
+  del.topic_names = {"gone"};
+  REQUIRE(f.call<protocol::DeleteTopicsResponse>(del, 4).responses.at(0).error_code == 0);
+
+  auto check_gone = [&] {
+    for (const char* g : {"g1", "g2"}) {
+      CAPTURE(g);
+      auto r = f.call<protocol::OffsetFetchResponse>(fetch_request(g, "gone", {0, 1}), 6);
+      REQUIRE(r.topics.size() == 1);
+      CHECK(r.topics[0].partitions[0].committed_offset == -1);
+      CHECK(r.topics[0].partitions[1].committed_offset == -1);
+      auto s = f.call<protocol::OffsetFetchResponse>(fetch_request(g, "stays", {0}), 6);
+      CHECK(s.topics[0].partitions[0].committed_offset == 5);
+    }
+  };
+  check_gone();
+  make_topic(f, "gone", 2);  // re-created: starts with no committed positions
+  check_gone();
+  f.restart();  // the tombstones are in __consumer_offsets
+  coordinator(f);
+  check_gone();
 }
