@@ -7,6 +7,7 @@
 #include "broker/broker.h"
 #include "broker/replica/leader_replicas.h"
 #include "protocol/generated/controlled_shutdown.h"
+#include "protocol/generated/create_topics.h"
 #include "protocol/generated/delete_records.h"
 #include "protocol/generated/describe_cluster.h"
 #include "protocol/generated/elect_leaders.h"
@@ -256,6 +257,31 @@ TEST_CASE("cluster mode, KIP-392: without replica.selector.class the leader name
   auto d = consumer_fetch(c, 11, "r2");
   CHECK(d.error_code == 0);
   CHECK(d.preferred_read_replica == -1);
+}
+
+TEST_CASE("cluster mode: CreateTopics places replicas on the brokers Metadata names (the controller's list)") {
+  // This broker never registered, so its own view of /brokers/ids is empty;
+  // the controller's UpdateMetadata says 1, 2 and 3 are alive. Kafka's
+  // ZkAdminManager takes the metadata cache's list, so CreateTopics and
+  // Metadata agree about who is alive.
+  ClusterFixture c;
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
+  protocol::CreateTopicsRequest req;
+  protocol::CreateTopicsRequest::CreatableTopic t;
+  t.name = "rf3";
+  t.num_partitions = 2;
+  t.replication_factor = 3;
+  req.topics.push_back(t);
+  req.validate_only = true;
+  req.timeout_ms = 0;
+  auto resp = c.f().call<protocol::CreateTopicsResponse>(req, 7);
+  REQUIRE(resp.topics.size() == 1);
+  INFO(resp.topics[0].error_message.value_or(""));
+  CHECK(resp.topics[0].error_code == 0);
+  // Four is more than the controller says are alive.
+  req.topics[0].replication_factor = 4;
+  resp = c.f().call<protocol::CreateTopicsResponse>(req, 7);
+  CHECK(resp.topics.at(0).error_code == to_wire(ErrorCode::INVALID_REPLICATION_FACTOR));
 }
 
 TEST_CASE("cluster mode, not the active controller: ControlledShutdown and ElectLeaders answer NOT_CONTROLLER") {
