@@ -430,11 +430,9 @@ def main(ctx):
         wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
         # Each broker learns of the registrations through its own ZooKeeper
         # watch (ciuic_cluster_live_brokers) and, from the controller, its
-        # metadata cache (Metadata's broker list). CreateTopics assigns
-        # replicas over the former, so until it counts three, RF 3 is
-        # INVALID_REPLICATION_FACTOR even where Metadata already names all
-        # three (Kafka's ZkAdminManager assigns over the metadata cache).
-        # Wait for both on every broker.
+        # metadata cache (Metadata's broker list, which CreateTopics assigns
+        # replicas over, as Kafka's ZkAdminManager does). Wait for both on
+        # every broker, so every later step sees a settled cluster.
         wait_until(lambda: all(harness.scrape(b, "ciuic_cluster_live_brokers") == 3 and
                                brokers_known(b) == [1, 2, 3] for b in brokers), 30,
                    "every broker's view and Metadata to name brokers 1, 2, 3", interval=0.1)

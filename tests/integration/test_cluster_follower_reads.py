@@ -252,18 +252,7 @@ def scenario(ctx, zk):
 
 
 def main(ctx):
-    zk = zookeeper.ZooKeeper(ctx.work).start()
-    try:
-        scenario(ctx, zk)
-        for b in ctx.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))
-                b.stop()
-    finally:
-        for b in ctx.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                b.kill()
-        zk.stop()
+    zookeeper.run(ctx, scenario)
 
 
 if __name__ == "__main__":

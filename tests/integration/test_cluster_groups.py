@@ -31,7 +31,6 @@ Scenarios:
 """
 
 import os
-import signal
 import struct
 import sys
 import time
@@ -284,19 +283,7 @@ SCENARIOS = {"failover": scenario_failover, "live": scenario_live, "unavailable"
 
 
 def main(ctx):
-    check(ctx.args and ctx.args[0] in SCENARIOS, "scenario: one of %s" % sorted(SCENARIOS))
-    zk = zookeeper.ZooKeeper(ctx.work).start()
-    try:
-        SCENARIOS[ctx.args[0]](ctx, zk)
-        for b in ctx.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                b.stop()
-    finally:
-        for b in ctx.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                b.proc.send_signal(signal.SIGCONT)
-                b.kill()
-        zk.stop()
+    zookeeper.run_scenario(ctx, SCENARIOS)
 
 
 if __name__ == "__main__":

@@ -192,20 +192,7 @@ SCENARIOS = {"controlled": scenario_controlled, "controller": scenario_controlle
 
 
 def main(ctx):
-    check(ctx.args and ctx.args[0] in SCENARIOS, "scenario: one of %s" % sorted(SCENARIOS))
-    zk = zookeeper.ZooKeeper(ctx.work).start()
-    try:
-        SCENARIOS[ctx.args[0]](ctx, zk)
-        for b in ctx.brokers:
-            if b.proc is not None:
-                check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))
-                b.stop()
-    finally:
-        for b in ctx.brokers:
-            if b.proc is not None and b.proc.poll() is None:
-                b.proc.send_signal(signal.SIGCONT)
-                b.kill()
-        zk.stop()
+    zookeeper.run_scenario(ctx, SCENARIOS)
 
 
 if __name__ == "__main__":

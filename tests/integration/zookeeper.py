@@ -99,3 +99,29 @@ class ZooKeeper:
                 pass
         self._clients = []
         self.kill()
+
+
+def run(ctx, scenario):
+    """Runs scenario(ctx, zk) against a fresh ZooKeeper. Afterwards every broker
+    still running must be alive, and is stopped cleanly (SIGTERM, exit 0) while
+    ZooKeeper is still there to see it leave; on a failure the brokers are
+    resumed (in case one was paused) and killed. ZooKeeper stops either way."""
+    zk = ZooKeeper(ctx.work).start()
+    try:
+        scenario(ctx, zk)
+        for b in ctx.brokers:
+            if b.proc is not None:
+                check(b.alive(), "broker %s died (exit %s)" % (b.name, b.proc.poll()))
+                b.stop()
+    finally:
+        for b in ctx.brokers:
+            if b.proc is not None and b.proc.poll() is None:
+                b.proc.send_signal(signal.SIGCONT)
+                b.kill()
+        zk.stop()
+
+
+def run_scenario(ctx, scenarios):
+    """run() with the scenario the test's first argument names."""
+    check(ctx.args and ctx.args[0] in scenarios, "scenario: one of %s" % sorted(scenarios))
+    run(ctx, scenarios[ctx.args[0]])
