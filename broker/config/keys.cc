@@ -620,7 +620,8 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Where Prometheus metrics are served (path /metrics).")
                   .valid(host_port_validator()));
   k.push_back(key("ciuic.acks.all.fsync", T::kBoolean, "true", S::kCiuic,
-                  "acks=all produce waits for a group-commit fsync of its batch before answering."));
+                  "acks=all produce waits for a group-commit fsync of its batch before answering (in a cluster: on the "
+                  "leader, and followers sync what they fetched before reporting it)."));
   k.push_back(key("ciuic.produce.validate.compressed", T::kBoolean, "true", S::kCiuic,
                   "Compressed batches kept as sent (compression.type=producer) are decompressed and every record "
                   "checked (structure, offset deltas, timestamps), as Kafka's LogValidator does; false checks only "

@@ -37,15 +37,19 @@
 // acks=-1 on a replicated leader (Partition::hw_follows_leo() false: other
 // replicas exist; broker/replica/leader_replicas.h): before the append,
 // NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; after it,
-// the request waits (no thread does) until the HW reaches each partition's
+// the request waits (no thread does) for the leader's own fsync when
+// ciuic.acks.all.fsync is on, then until the HW reaches each partition's
 // last offset + 1 (NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
 // below min ISR meanwhile), leadership is lost (NOT_LEADER_OR_FOLLOWER) or
 // timeout_ms passes (REQUEST_TIMED_OUT), as Kafka's delayed produce does.
-// Single-node partitions are unchanged.
+// Followers fsync what they fetched before reporting it (their next fetch
+// offset), so with the option on an acknowledged record is on the disk of
+// every ISR member. Single-node partitions are unchanged.
 //
 // Every refused partition is logged at WARN when the answer goes out
 // (partition, Kafka's error name, client id and peer), rate-limited to 5
 // lines per client, topic and error in 10 s (metrics/log/rate_limit.h).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -350,7 +354,9 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
     if (pp->acks == -1 && partition && !partition->hw_follows_leo()) {
       replica_slots.emplace_back(t, p);
       replica_targets.push_back(replica::ReplicationTarget{partition, target.end_offset});
-      return;
+      // With ciuic.acks.all.fsync the leader's own copy is synced too (the
+      // followers sync theirs before they report it: fetcher_manager.cc).
+      if (!pp->fsync) return;
     }
     slots.emplace_back(t, p);
     targets.push_back(std::move(target));
@@ -378,16 +384,21 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
     ctx.respond(first_error(pp->resp) != 0 ? Response::close() : Response::none());
     return;
   }
-  // Replicated partitions next (after any fsync wait): their HW.
-  auto then_replicas = [pp, replica_slots = std::move(replica_slots),
+  // Replicated partitions next (after any fsync wait): their HW, within
+  // what is left of timeout_ms.
+  const auto waits_from = std::chrono::steady_clock::now();
+  auto then_replicas = [pp, waits_from, replica_slots = std::move(replica_slots),
                         replica_targets = std::move(replica_targets)]() mutable {
     if (replica_targets.empty()) {
       log_rejections(pp->ctx, pp->resp, pp->acks);
       pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
       return;
     }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - waits_from).count();
+    const int32_t left = static_cast<int32_t>(std::max<int64_t>(0, int64_t{pp->timeout_ms} - waited));
     pp->ctx.broker->service<replica::LeaderReplicas>().wait_for_replication(
-        std::move(replica_targets), pp->timeout_ms,
+        std::move(replica_targets), left,
         [pp, replica_slots = std::move(replica_slots)](const std::vector<ErrorCode>& results) {
           for (size_t i = 0; i < results.size(); ++i) {
             if (results[i] == ErrorCode::NONE) continue;

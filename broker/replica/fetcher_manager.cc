@@ -45,6 +45,7 @@ class FetcherThread {
     wait_max_ms_ = c.get_int("replica.fetch.wait.max.ms");
     min_bytes_ = c.get_int("replica.fetch.min.bytes");
     backoff_ms_ = c.get_int("replica.fetch.backoff.ms");
+    fsync_ = c.get_bool("ciuic.acks.all.fsync");
     std::string err;
     interrupter_ = replication::net::Interrupter::create(&err);
     if (!interrupter_) CK_LOG_WARN("replication", "replica fetcher: %s", err.c_str());
@@ -219,6 +220,7 @@ class FetcherThread {
         continue;
       }
       response_lag_ = 0;
+      appended_.clear();
       std::vector<std::shared_ptr<Partition>> out_of_range;
       for (auto& t : resp.responses) {
         for (auto& d : t.partitions) {
@@ -238,6 +240,7 @@ class FetcherThread {
       lag_.store(response_lag_);
       // The response (and its records) is no longer needed: its memory goes before the ListOffsets calls.
       response = replication::net::RawResponse{};
+      make_durable();
       for (const auto& p : out_of_range) handle_out_of_range(client, p);
     }
   }
@@ -277,6 +280,7 @@ class FetcherThread {
         return;
       }
       broker_.metrics().all_topics().add_replication_bytes_in(bytes.size());
+      if (fsync_) appended_.push_back(p);
     }
     const int64_t leo = p->log_end_offset();
     p->set_high_watermark(std::min(d.high_watermark, leo));
@@ -285,6 +289,51 @@ class FetcherThread {
       if (target > p->log_start_offset()) (void)p->log().advance_log_start_offset(target);
     }
     response_lag_ = std::max<int64_t>(response_lag_, d.high_watermark - leo);
+  }
+
+  // With ciuic.acks.all.fsync: what this response appended is fdatasync'd
+  // (group commit: the partitions' syncs run together) before the next
+  // fetch reports the new log end offsets to the leader, whose HW, and so
+  // its acks=all answers, follow those offsets. A partition whose sync
+  // failed (the error is sticky) is not fetched again: it falls out of the
+  // ISR rather than report what it may lose.
+  void make_durable() {
+    if (appended_.empty()) return;
+    struct Latch {
+      std::mutex mu;
+      std::condition_variable cv;
+      size_t left = 0;
+    };
+    auto latch = std::make_shared<Latch>();
+    latch->left = appended_.size();
+    auto failed = std::make_shared<std::vector<char>>(appended_.size(), 0);
+    for (size_t i = 0; i < appended_.size(); ++i) {
+      const auto& p = appended_[i];
+      broker_.logs().sync_to(p->log_ptr(), p->log_end_offset(), [latch, failed, i](storage::Status st) {
+        std::lock_guard<std::mutex> lock(latch->mu);
+        if (!st.is_ok()) (*failed)[i] = 1;
+        if (--latch->left == 0) latch->cv.notify_all();
+      });
+    }
+    {
+      std::unique_lock<std::mutex> lock(latch->mu);
+      latch->cv.wait(lock, [&] { return latch->left == 0; });
+    }
+    for (size_t i = 0; i < appended_.size(); ++i) {
+      if (!(*failed)[i]) continue;
+      const auto& p = appended_[i];
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) break;  // the committer stopped first: shutting down
+        auto it = parts_.find(p->tp());
+        if (it != parts_.end() && it->second.partition == p) it->second.delayed_until = Clock::time_point::max();
+      }
+      CK_LOG_ERROR("replication",
+                   "replica fetcher %s-%d: fdatasync failed; the partition is not fetched again (so never reported "
+                   "past offset %lld) until it is assigned here anew",
+                   p->topic().c_str(), p->index(), static_cast<long long>(p->log().recovery_point()));
+    }
+    appended_.clear();
   }
 
   // Whether any v2 batch of a fetched records blob is transactional or a
@@ -411,6 +460,8 @@ class FetcherThread {
   std::shared_ptr<replication::net::Interrupter> interrupter_;
   std::atomic<bool> exited_{false};
   int64_t response_lag_ = 0;  // the fetch thread's own
+  bool fsync_ = true;         // ciuic.acks.all.fsync
+  std::vector<std::shared_ptr<Partition>> appended_;  // by the last response, to sync (the fetch thread's own)
   std::atomic<int64_t> lag_{0};
   std::thread thread_;
 };
