@@ -146,7 +146,7 @@ class StructEmitter:
             elem = "v_.emplace_back().decode(%s, version);" % rd
         min_size = self.sizer.element(f, vctx)
         nullable = N if f.is_nullable_type else "false"
-        loop = ["v_.reserve(static_cast<size_t>(n_));",
+        loop = ["if (codec::charge_elements(%s, v_, n_)) v_.reserve(static_cast<size_t>(n_));" % rd,
                 "for (int32_t i_ = 0; i_ < n_ && %s.ok(); ++i_) %s" % (rd, elem)]
         lines = ["const int32_t n_ = codec::read_array_length(%s, %s, %s, %d);"
                  % (rd, C, nullable, min_size)]
@@ -259,7 +259,7 @@ class StructEmitter:
                 T = ["codec::read_unknown_tagged(r, unknown_tagged_fields);"]
             else:
                 T = ["codec::TaggedReader tr_(r);", "codec::TaggedEntry e_;",
-                     "while (tr_.next(e_)) {", "  Reader sub_(e_.data);", "  switch (e_.tag) {"]
+                     "while (tr_.next(e_)) {", "  Reader sub_ = tr_.sub(e_);", "  switch (e_.tag) {"]
                 for f, tc, vs in tagged:
                     case = [] if tc == "true" else ["if (%s) break;" % negate(tc)]
                     case += self.read(f, f.cname, "sub_", vs, True)

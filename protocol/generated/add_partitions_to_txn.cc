@@ -25,7 +25,7 @@ void AddPartitionsToTxnRequest::AddPartitionsToTxnTopic::decode(Reader& r, int16
   {
     const int32_t n_ = codec::read_array_length(r, version >= 3, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 3) {
@@ -68,7 +68,7 @@ void AddPartitionsToTxnRequest::AddPartitionsToTxnTransaction::decode(Reader& r,
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -135,7 +135,7 @@ void AddPartitionsToTxnRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 14);
       auto& v_ = transactions;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -152,7 +152,7 @@ void AddPartitionsToTxnRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 3, false, 3);
       auto& v_ = v3_and_below_topics;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -239,7 +239,7 @@ void AddPartitionsToTxnResponse::AddPartitionsToTxnTopicResult::decode(Reader& r
   {
     const int32_t n_ = codec::read_array_length(r, version >= 3, false, 6);
     auto& v_ = results_by_partition;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 3) {
@@ -276,7 +276,7 @@ void AddPartitionsToTxnResponse::AddPartitionsToTxnResult::decode(Reader& r, int
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topic_results;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -336,7 +336,7 @@ void AddPartitionsToTxnResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 3);
       auto& v_ = results_by_transaction;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -344,7 +344,7 @@ void AddPartitionsToTxnResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 3, false, 3);
       auto& v_ = results_by_topic_v3_and_below;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

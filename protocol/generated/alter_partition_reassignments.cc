@@ -30,7 +30,7 @@ void AlterPartitionReassignmentsRequest::ReassignablePartition::decode(Reader& r
       replicas.reset();
     } else {
       auto& v_ = replicas.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -70,7 +70,7 @@ void AlterPartitionReassignmentsRequest::ReassignableTopic::decode(Reader& r, in
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 6);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -113,7 +113,7 @@ void AlterPartitionReassignmentsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -180,7 +180,7 @@ void AlterPartitionReassignmentsResponse::ReassignableTopicResponse::decode(Read
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 8);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -227,7 +227,7 @@ void AlterPartitionReassignmentsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -25,7 +25,7 @@ void AlterReplicaLogDirsRequest::AlterReplicaLogDirTopic::decode(Reader& r, int1
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 2) {
@@ -64,7 +64,7 @@ void AlterReplicaLogDirsRequest::AlterReplicaLogDir::decode(Reader& r, int16_t v
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -109,7 +109,7 @@ void AlterReplicaLogDirsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 3);
     auto& v_ = dirs;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -180,7 +180,7 @@ void AlterReplicaLogDirsResponse::AlterReplicaLogDirTopicResult::decode(Reader& 
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 6);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -227,7 +227,7 @@ void AlterReplicaLogDirsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 3);
     auto& v_ = results;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {

@@ -223,7 +223,7 @@ void ApiVersionsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 3, false, 6);
     auto& v_ = api_keys;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -233,14 +233,14 @@ void ApiVersionsResponse::decode(Reader& r, int16_t version) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 3) break;
           {
             const int32_t n_ = codec::read_array_length(sub_, true, false, 6);
             auto& v_ = supported_features;
-            v_.reserve(static_cast<size_t>(n_));
+            if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
             for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
           }
           tr_.finish_known(sub_);
@@ -257,7 +257,7 @@ void ApiVersionsResponse::decode(Reader& r, int16_t version) {
           {
             const int32_t n_ = codec::read_array_length(sub_, true, false, 6);
             auto& v_ = finalized_features;
-            v_.reserve(static_cast<size_t>(n_));
+            if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
             for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
           }
           tr_.finish_known(sub_);

@@ -49,14 +49,14 @@ void BrokerHeartbeatRequest::decode(Reader& r, int16_t version) {
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         if (version < 1) break;
         {
           const int32_t n_ = codec::read_array_length(sub_, true, false, 16);
           auto& v_ = offline_log_dirs;
-          v_.reserve(static_cast<size_t>(n_));
+          if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
           for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.push_back(sub_.read_uuid());
         }
         tr_.finish_known(sub_);

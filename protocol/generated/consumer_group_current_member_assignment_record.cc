@@ -50,7 +50,7 @@ void ConsumerGroupCurrentMemberAssignmentValue::TopicPartitions::decode(Reader& 
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -99,13 +99,13 @@ void ConsumerGroupCurrentMemberAssignmentValue::decode(Reader& r, int16_t versio
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = assigned_partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = partitions_pending_revocation;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -30,7 +30,7 @@ void ConsumerGroupDescribeRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = group_ids;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
   }
   include_authorized_operations = r.read_bool();
@@ -69,7 +69,7 @@ void ConsumerGroupDescribeResponse::TopicPartitions::decode(Reader& r, int16_t /
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -103,7 +103,7 @@ void ConsumerGroupDescribeResponse::Assignment::decode(Reader& r, int16_t versio
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 19);
     auto& v_ = topic_partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -150,7 +150,7 @@ void ConsumerGroupDescribeResponse::Member::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = subscribed_topic_names;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
   }
   subscribed_topic_regex = codec::read_nullable_string(r, true, true);
@@ -209,7 +209,7 @@ void ConsumerGroupDescribeResponse::DescribedGroup::decode(Reader& r, int16_t ve
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 16);
     auto& v_ = members;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   authorized_operations = r.read_int32();
@@ -260,7 +260,7 @@ void ConsumerGroupDescribeResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 20);
     auto& v_ = groups;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -23,7 +23,7 @@ void ConsumerGroupHeartbeatRequest::TopicPartitions::decode(Reader& r, int16_t /
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -90,7 +90,7 @@ void ConsumerGroupHeartbeatRequest::decode(Reader& r, int16_t version) {
       subscribed_topic_names.reset();
     } else {
       auto& v_ = subscribed_topic_names.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
     }
   }
@@ -101,7 +101,7 @@ void ConsumerGroupHeartbeatRequest::decode(Reader& r, int16_t version) {
       topic_partitions.reset();
     } else {
       auto& v_ = topic_partitions.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -154,7 +154,7 @@ void ConsumerGroupHeartbeatResponse::TopicPartitions::decode(Reader& r, int16_t 
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -187,7 +187,7 @@ void ConsumerGroupHeartbeatResponse::Assignment::decode(Reader& r, int16_t versi
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = topic_partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

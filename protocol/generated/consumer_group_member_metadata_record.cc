@@ -78,7 +78,7 @@ void ConsumerGroupMemberMetadataValue::ClassicMemberMetadata::decode(Reader& r, 
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = supported_protocols;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -144,7 +144,7 @@ void ConsumerGroupMemberMetadataValue::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = subscribed_topic_names;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
   }
   subscribed_topic_regex = codec::read_nullable_string(r, true, true);
@@ -153,7 +153,7 @@ void ConsumerGroupMemberMetadataValue::decode(Reader& r, int16_t version) {
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         if (sub_.read_uvarint() == 0) {

@@ -47,7 +47,7 @@ void ConsumerGroupPartitionMetadataValue::PartitionMetadata::decode(Reader& r, i
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = racks;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -86,7 +86,7 @@ void ConsumerGroupPartitionMetadataValue::TopicMetadata::decode(Reader& r, int16
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 6);
     auto& v_ = partition_metadata;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -129,7 +129,7 @@ void ConsumerGroupPartitionMetadataValue::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 23);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

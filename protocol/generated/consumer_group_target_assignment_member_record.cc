@@ -50,7 +50,7 @@ void ConsumerGroupTargetAssignmentMemberValue::TopicPartition::decode(Reader& r,
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -91,7 +91,7 @@ void ConsumerGroupTargetAssignmentMemberValue::decode(Reader& r, int16_t version
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = topic_partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -19,7 +19,7 @@ void ConsumerProtocolSubscription::TopicPartition::decode(Reader& r, int16_t /*v
   {
     const int32_t n_ = codec::read_array_length(r, false, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
 }
@@ -61,7 +61,7 @@ void ConsumerProtocolSubscription::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, false, false, 2);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, false));
   }
   user_data = codec::read_nullable_bytes(r, false, true);
@@ -69,7 +69,7 @@ void ConsumerProtocolSubscription::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, false, false, 6);
       auto& v_ = owned_partitions;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

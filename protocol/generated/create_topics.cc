@@ -25,7 +25,7 @@ void CreateTopicsRequest::CreatableReplicaAssignment::decode(Reader& r, int16_t 
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 4);
     auto& v_ = broker_ids;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 5) {
@@ -102,13 +102,13 @@ void CreateTopicsRequest::CreatableTopic::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 6);
     auto& v_ = assignments;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 3);
     auto& v_ = configs;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 5) {
@@ -162,7 +162,7 @@ void CreateTopicsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 10);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   timeout_ms = r.read_int32();
@@ -291,7 +291,7 @@ void CreateTopicsResponse::CreatableTopicResult::decode(Reader& r, int16_t versi
         configs.reset();
       } else {
         auto& v_ = configs.emplace();
-        v_.reserve(static_cast<size_t>(n_));
+        if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
         for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
       }
     }
@@ -300,7 +300,7 @@ void CreateTopicsResponse::CreatableTopicResult::decode(Reader& r, int16_t versi
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 5) break;
@@ -384,7 +384,7 @@ void CreateTopicsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 4);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 5) {

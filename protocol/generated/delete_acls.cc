@@ -85,7 +85,7 @@ void DeleteAclsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 8);
     auto& v_ = filters;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -186,7 +186,7 @@ void DeleteAclsResponse::DeleteAclsFilterResult::decode(Reader& r, int16_t versi
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 11);
     auto& v_ = matching_acls;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -234,7 +234,7 @@ void DeleteAclsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 5);
     auto& v_ = filter_results;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {

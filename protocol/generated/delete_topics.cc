@@ -68,7 +68,7 @@ void DeleteTopicsRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 18);
       auto& v_ = topics;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -76,7 +76,7 @@ void DeleteTopicsRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 1);
       auto& v_ = topic_names;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, version >= 4));
     }
   }
@@ -186,7 +186,7 @@ void DeleteTopicsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
     auto& v_ = responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 4) {

@@ -67,7 +67,7 @@ void DescribeClientQuotasRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 4);
     auto& v_ = components;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   strict = r.read_bool();
@@ -172,13 +172,13 @@ void DescribeClientQuotasResponse::EntryData::decode(Reader& r, int16_t version)
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 3);
     auto& v_ = entity;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 10);
     auto& v_ = values;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -237,7 +237,7 @@ void DescribeClientQuotasResponse::decode(Reader& r, int16_t version) {
       entries.reset();
     } else {
       auto& v_ = entries.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

@@ -34,7 +34,7 @@ void DescribeConfigsRequest::DescribeConfigsResource::decode(Reader& r, int16_t 
       configuration_keys.reset();
     } else {
       auto& v_ = configuration_keys.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, version >= 4));
     }
   }
@@ -93,7 +93,7 @@ void DescribeConfigsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
     auto& v_ = resources;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -207,7 +207,7 @@ void DescribeConfigsResponse::DescribeConfigsResourceResult::decode(Reader& r, i
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
       auto& v_ = synonyms;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -276,7 +276,7 @@ void DescribeConfigsResponse::DescribeConfigsResult::decode(Reader& r, int16_t v
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 7);
     auto& v_ = configs;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 4) {
@@ -326,7 +326,7 @@ void DescribeConfigsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 7);
     auto& v_ = results;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 4) {

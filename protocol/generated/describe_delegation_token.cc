@@ -70,7 +70,7 @@ void DescribeDelegationTokenRequest::decode(Reader& r, int16_t version) {
       owners.reset();
     } else {
       auto& v_ = owners.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -172,7 +172,7 @@ void DescribeDelegationTokenResponse::DescribedDelegationToken::decode(Reader& r
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 3);
     auto& v_ = renewers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -232,7 +232,7 @@ void DescribeDelegationTokenResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 2, false, 30);
     auto& v_ = tokens;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   throttle_time_ms = r.read_int32();

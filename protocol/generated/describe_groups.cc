@@ -35,7 +35,7 @@ void DescribeGroupsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 1);
     auto& v_ = groups;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, version >= 5));
   }
   if (version >= 3) {
@@ -142,7 +142,7 @@ void DescribeGroupsResponse::DescribedGroup::decode(Reader& r, int16_t version) 
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 7);
     auto& v_ = members;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 3) {
@@ -203,7 +203,7 @@ void DescribeGroupsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 5, false, 12);
     auto& v_ = groups;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 5) {

@@ -23,7 +23,7 @@ void DescribeProducersRequest::TopicRequest::decode(Reader& r, int16_t /*version
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partition_indexes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -64,7 +64,7 @@ void DescribeProducersRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -143,7 +143,7 @@ void DescribeProducersResponse::PartitionResponse::decode(Reader& r, int16_t ver
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 37);
     auto& v_ = active_producers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -180,7 +180,7 @@ void DescribeProducersResponse::TopicResponse::decode(Reader& r, int16_t version
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 9);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -223,7 +223,7 @@ void DescribeProducersResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -89,7 +89,7 @@ void DescribeTopicPartitionsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 2);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   response_partition_limit = r.read_int32();
@@ -155,13 +155,13 @@ void DescribeTopicPartitionsResponse::DescribeTopicPartitionsResponsePartition::
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = replica_nodes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = isr_nodes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   {
@@ -170,7 +170,7 @@ void DescribeTopicPartitionsResponse::DescribeTopicPartitionsResponsePartition::
       eligible_leader_replicas.reset();
     } else {
       auto& v_ = eligible_leader_replicas.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -180,14 +180,14 @@ void DescribeTopicPartitionsResponse::DescribeTopicPartitionsResponsePartition::
       last_known_elr.reset();
     } else {
       auto& v_ = last_known_elr.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = offline_replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -248,7 +248,7 @@ void DescribeTopicPartitionsResponse::DescribeTopicPartitionsResponseTopic::deco
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 20);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   topic_authorized_operations = r.read_int32();
@@ -330,7 +330,7 @@ void DescribeTopicPartitionsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 26);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (r.read_int8() < 0) {

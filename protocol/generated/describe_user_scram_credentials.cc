@@ -61,7 +61,7 @@ void DescribeUserScramCredentialsRequest::decode(Reader& r, int16_t version) {
       users.reset();
     } else {
       auto& v_ = users.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -133,7 +133,7 @@ void DescribeUserScramCredentialsResponse::DescribeUserScramCredentialsResult::d
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 6);
     auto& v_ = credential_infos;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -182,7 +182,7 @@ void DescribeUserScramCredentialsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 6);
     auto& v_ = results;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -64,7 +64,7 @@ void EndQuorumEpochRequest::PartitionData::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, false, false, 4);
       auto& v_ = preferred_successors;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -72,7 +72,7 @@ void EndQuorumEpochRequest::PartitionData::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 21);
       auto& v_ = preferred_candidates;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -120,7 +120,7 @@ void EndQuorumEpochRequest::TopicData::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 14);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -202,14 +202,14 @@ void EndQuorumEpochRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 5);
       auto& v_ = leader_endpoints;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -292,7 +292,7 @@ void EndQuorumEpochResponse::TopicData::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 14);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -382,21 +382,21 @@ void EndQuorumEpochResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 1) break;
           {
             const int32_t n_ = codec::read_array_length(sub_, true, false, 8);
             auto& v_ = node_endpoints;
-            v_.reserve(static_cast<size_t>(n_));
+            if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
             for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
           }
           tr_.finish_known(sub_);

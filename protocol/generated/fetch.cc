@@ -84,7 +84,7 @@ void FetchRequest::FetchPartition::decode(Reader& r, int16_t version) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 17) break;
@@ -156,7 +156,7 @@ void FetchRequest::FetchTopic::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 12, false, 16);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 12) {
@@ -210,7 +210,7 @@ void FetchRequest::ForgottenTopic::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 12, false, 4);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 12) {
@@ -321,14 +321,14 @@ void FetchRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 12, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 7) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 12, false, 3);
       auto& v_ = forgotten_topics_data;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -339,7 +339,7 @@ void FetchRequest::decode(Reader& r, int16_t version) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 12) break;
@@ -603,7 +603,7 @@ void FetchResponse::PartitionData::decode(Reader& r, int16_t version) {
         aborted_transactions.reset();
       } else {
         auto& v_ = aborted_transactions.emplace();
-        v_.reserve(static_cast<size_t>(n_));
+        if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
         for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
       }
     }
@@ -616,7 +616,7 @@ void FetchResponse::PartitionData::decode(Reader& r, int16_t version) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 12) break;
@@ -721,7 +721,7 @@ void FetchResponse::FetchableTopicResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 12, false, 18);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 12) {
@@ -836,21 +836,21 @@ void FetchResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 12, false, 3);
     auto& v_ = responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 12) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 16) break;
           {
             const int32_t n_ = codec::read_array_length(sub_, true, false, 11);
             auto& v_ = node_endpoints;
-            v_.reserve(static_cast<size_t>(n_));
+            if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
             for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
           }
           tr_.finish_known(sub_);

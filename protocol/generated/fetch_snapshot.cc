@@ -64,7 +64,7 @@ void FetchSnapshotRequest::PartitionSnapshot::decode(Reader& r, int16_t version)
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         if (version < 1) break;
@@ -115,7 +115,7 @@ void FetchSnapshotRequest::TopicSnapshot::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 30);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -169,13 +169,13 @@ void FetchSnapshotRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         cluster_id = codec::read_nullable_string(sub_, true, true);
@@ -299,7 +299,7 @@ void FetchSnapshotResponse::PartitionSnapshot::decode(Reader& r, int16_t version
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         current_leader.decode(sub_, version);
@@ -351,7 +351,7 @@ void FetchSnapshotResponse::TopicSnapshot::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 37);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -439,20 +439,20 @@ void FetchSnapshotResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         if (version < 1) break;
         {
           const int32_t n_ = codec::read_array_length(sub_, true, false, 8);
           auto& v_ = node_endpoints;
-          v_.reserve(static_cast<size_t>(n_));
+          if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
           for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
         }
         tr_.finish_known(sub_);

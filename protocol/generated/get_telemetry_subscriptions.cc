@@ -76,7 +76,7 @@ void GetTelemetrySubscriptionsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = accepted_compression_types;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int8());
   }
   push_interval_ms = r.read_int32();
@@ -85,7 +85,7 @@ void GetTelemetrySubscriptionsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = requested_metrics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -55,21 +55,21 @@ void LeaderAndIsrRequest::LeaderAndIsrPartitionState::decode(Reader& r, int16_t 
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
     auto& v_ = isr;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   partition_epoch = r.read_int32();
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
     auto& v_ = replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 3) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
       auto& v_ = adding_replicas;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -77,7 +77,7 @@ void LeaderAndIsrRequest::LeaderAndIsrPartitionState::decode(Reader& r, int16_t 
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 4);
       auto& v_ = removing_replicas;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -152,7 +152,7 @@ void LeaderAndIsrRequest::LeaderAndIsrTopicState::decode(Reader& r, int16_t vers
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 26);
     auto& v_ = partition_states;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 4) {
@@ -270,7 +270,7 @@ void LeaderAndIsrRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, false, false, 30);
       auto& v_ = ungrouped_partition_states;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -278,14 +278,14 @@ void LeaderAndIsrRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 3);
       auto& v_ = topic_states;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
   {
     const int32_t n_ = codec::read_array_length(r, version >= 4, false, 10);
     auto& v_ = live_leaders;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 4) {
@@ -382,7 +382,7 @@ void LeaderAndIsrResponse::LeaderAndIsrTopicError::decode(Reader& r, int16_t ver
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 7);
     auto& v_ = partition_errors;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -436,7 +436,7 @@ void LeaderAndIsrResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 4, false, 8);
       auto& v_ = partition_errors;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -444,7 +444,7 @@ void LeaderAndIsrResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 18);
       auto& v_ = topics;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

@@ -40,7 +40,7 @@ void ListGroupsRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 1);
       auto& v_ = states_filter;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
     }
   }
@@ -48,7 +48,7 @@ void ListGroupsRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 1);
       auto& v_ = types_filter;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, true));
     }
   }
@@ -158,7 +158,7 @@ void ListGroupsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 3, false, 3);
     auto& v_ = groups;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 3) {

@@ -76,7 +76,7 @@ void ListOffsetsRequest::ListOffsetsTopic::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 12);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
@@ -130,7 +130,7 @@ void ListOffsetsRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
@@ -191,7 +191,7 @@ void ListOffsetsResponse::ListOffsetsPartitionResponse::decode(Reader& r, int16_
     {
       const int32_t n_ = codec::read_array_length(r, false, false, 8);
       auto& v_ = old_style_offsets;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int64());
     }
   }
@@ -252,7 +252,7 @@ void ListOffsetsResponse::ListOffsetsTopicResponse::decode(Reader& r, int16_t ve
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 10);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
@@ -303,7 +303,7 @@ void ListOffsetsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {

@@ -23,7 +23,7 @@ void ListPartitionReassignmentsRequest::ListPartitionReassignmentsTopics::decode
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partition_indexes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -73,7 +73,7 @@ void ListPartitionReassignmentsRequest::decode(Reader& r, int16_t version) {
       topics.reset();
     } else {
       auto& v_ = topics.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -118,19 +118,19 @@ void ListPartitionReassignmentsResponse::OngoingPartitionReassignment::decode(Re
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = adding_replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = removing_replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -169,7 +169,7 @@ void ListPartitionReassignmentsResponse::OngoingTopicReassignment::decode(Reader
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 8);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -216,7 +216,7 @@ void ListPartitionReassignmentsResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -88,7 +88,7 @@ void MetadataRequest::decode(Reader& r, int16_t version) {
       topics.reset();
     } else {
       auto& v_ = topics.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -210,20 +210,20 @@ void MetadataResponse::MetadataResponsePartition::decode(Reader& r, int16_t vers
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 4);
     auto& v_ = replica_nodes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 4);
     auto& v_ = isr_nodes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 5) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 9, false, 4);
       auto& v_ = offline_replicas;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -292,7 +292,7 @@ void MetadataResponse::MetadataResponseTopic::decode(Reader& r, int16_t version)
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 18);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 8) {
@@ -368,7 +368,7 @@ void MetadataResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 10);
     auto& v_ = brokers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 2) {
@@ -380,7 +380,7 @@ void MetadataResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 8);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 8 && version <= 10) {

@@ -25,7 +25,7 @@ void OffsetFetchRequest::OffsetFetchRequestTopic::decode(Reader& r, int16_t vers
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 4);
     auto& v_ = partition_indexes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 6) {
@@ -62,7 +62,7 @@ void OffsetFetchRequest::OffsetFetchRequestTopics::decode(Reader& r, int16_t /*v
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 4);
     auto& v_ = partition_indexes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -116,7 +116,7 @@ void OffsetFetchRequest::OffsetFetchRequestGroup::decode(Reader& r, int16_t vers
       topics.reset();
     } else {
       auto& v_ = topics.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -197,7 +197,7 @@ void OffsetFetchRequest::decode(Reader& r, int16_t version) {
         topics.reset();
       } else {
         auto& v_ = topics.emplace();
-        v_.reserve(static_cast<size_t>(n_));
+        if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
         for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
       }
     }
@@ -206,7 +206,7 @@ void OffsetFetchRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 3);
       auto& v_ = groups;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -312,7 +312,7 @@ void OffsetFetchResponse::OffsetFetchResponseTopic::decode(Reader& r, int16_t ve
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 16);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
@@ -386,7 +386,7 @@ void OffsetFetchResponse::OffsetFetchResponseTopics::decode(Reader& r, int16_t v
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 20);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -422,7 +422,7 @@ void OffsetFetchResponse::OffsetFetchResponseGroup::decode(Reader& r, int16_t ve
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   error_code = r.read_int16();
@@ -485,7 +485,7 @@ void OffsetFetchResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 6, false, 3);
       auto& v_ = topics;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -496,7 +496,7 @@ void OffsetFetchResponse::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, true, false, 5);
       auto& v_ = groups;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

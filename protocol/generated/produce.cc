@@ -57,7 +57,7 @@ void ProduceRequest::TopicProduceData::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 6);
     auto& v_ = partition_data;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 9) {
@@ -113,7 +113,7 @@ void ProduceRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 3);
     auto& v_ = topic_data;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 9) {
@@ -249,7 +249,7 @@ void ProduceResponse::PartitionProduceResponse::decode(Reader& r, int16_t versio
     {
       const int32_t n_ = codec::read_array_length(r, version >= 9, false, 6);
       auto& v_ = record_errors;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -260,7 +260,7 @@ void ProduceResponse::PartitionProduceResponse::decode(Reader& r, int16_t versio
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 10) break;
@@ -326,7 +326,7 @@ void ProduceResponse::TopicProduceResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 14);
     auto& v_ = partition_responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 9) {
@@ -420,7 +420,7 @@ void ProduceResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 9, false, 3);
     auto& v_ = responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -430,14 +430,14 @@ void ProduceResponse::decode(Reader& r, int16_t version) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 10) break;
           {
             const int32_t n_ = codec::read_array_length(sub_, true, false, 11);
             auto& v_ = node_endpoints;
-            v_.reserve(static_cast<size_t>(n_));
+            if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
             for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
           }
           tr_.finish_known(sub_);

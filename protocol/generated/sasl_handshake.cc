@@ -51,7 +51,7 @@ void SaslHandshakeResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, false, false, 2);
     auto& v_ = mechanisms;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(codec::read_string(r, false));
   }
 }

@@ -25,7 +25,7 @@ void ShareAcknowledgeRequest::AcknowledgementBatch::decode(Reader& r, int16_t /*
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 1);
     auto& v_ = acknowledge_types;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int8());
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -61,7 +61,7 @@ void ShareAcknowledgeRequest::AcknowledgePartition::decode(Reader& r, int16_t ve
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = acknowledgement_batches;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -96,7 +96,7 @@ void ShareAcknowledgeRequest::AcknowledgeTopic::decode(Reader& r, int16_t versio
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 6);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -143,7 +143,7 @@ void ShareAcknowledgeRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -243,7 +243,7 @@ void ShareAcknowledgeResponse::ShareAcknowledgeTopicResponse::decode(Reader& r, 
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 17);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -326,13 +326,13 @@ void ShareAcknowledgeResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 18);
     auto& v_ = responses;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 11);
     auto& v_ = node_endpoints;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);

@@ -49,7 +49,7 @@ void TransactionLogValue::PartitionsSchema::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 4);
     auto& v_ = partition_ids;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 1) {
@@ -111,7 +111,7 @@ void TransactionLogValue::decode(Reader& r, int16_t version) {
       transaction_partitions.reset();
     } else {
       auto& v_ = transaction_partitions.emplace();
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }

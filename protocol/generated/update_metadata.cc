@@ -44,21 +44,21 @@ void UpdateMetadataRequest::UpdateMetadataPartitionState::decode(Reader& r, int1
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 4);
     auto& v_ = isr;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   zk_version = r.read_int32();
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 4);
     auto& v_ = replicas;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 4) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 6, false, 4);
       auto& v_ = offline_replicas;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
     }
   }
@@ -117,7 +117,7 @@ void UpdateMetadataRequest::UpdateMetadataTopicState::decode(Reader& r, int16_t 
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 24);
     auto& v_ = partition_states;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
@@ -221,7 +221,7 @@ void UpdateMetadataRequest::UpdateMetadataBroker::decode(Reader& r, int16_t vers
     {
       const int32_t n_ = codec::read_array_length(r, version >= 6, false, 8);
       auto& v_ = endpoints;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -319,7 +319,7 @@ void UpdateMetadataRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, false, false, 30);
       auto& v_ = ungrouped_partition_states;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
@@ -327,21 +327,21 @@ void UpdateMetadataRequest::decode(Reader& r, int16_t version) {
     {
       const int32_t n_ = codec::read_array_length(r, version >= 6, false, 3);
       auto& v_ = topic_states;
-      v_.reserve(static_cast<size_t>(n_));
+      if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
       for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
     }
   }
   {
     const int32_t n_ = codec::read_array_length(r, version >= 6, false, 7);
     auto& v_ = live_brokers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 6) {
     codec::TaggedReader tr_(r);
     codec::TaggedEntry e_;
     while (tr_.next(e_)) {
-      Reader sub_(e_.data);
+      Reader sub_ = tr_.sub(e_);
       switch (e_.tag) {
         case 0: {
           if (version < 8) break;

@@ -97,7 +97,7 @@ void UpdateRaftVoterRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 5);
     auto& v_ = listeners;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   k_raft_version_feature.decode(r, version);
@@ -189,7 +189,7 @@ void UpdateRaftVoterResponse::decode(Reader& r, int16_t version) {
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         current_leader.decode(sub_, version);

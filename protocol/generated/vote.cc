@@ -78,7 +78,7 @@ void VoteRequest::TopicData::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 25);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -127,7 +127,7 @@ void VoteRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -203,7 +203,7 @@ void VoteResponse::TopicData::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 16);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::read_unknown_tagged(r, unknown_tagged_fields);
@@ -289,20 +289,20 @@ void VoteResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, true, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   codec::TaggedReader tr_(r);
   codec::TaggedEntry e_;
   while (tr_.next(e_)) {
-    Reader sub_(e_.data);
+    Reader sub_ = tr_.sub(e_);
     switch (e_.tag) {
       case 0: {
         if (version < 1) break;
         {
           const int32_t n_ = codec::read_array_length(sub_, true, false, 8);
           auto& v_ = node_endpoints;
-          v_.reserve(static_cast<size_t>(n_));
+          if (codec::charge_elements(sub_, v_, n_)) v_.reserve(static_cast<size_t>(n_));
           for (int32_t i_ = 0; i_ < n_ && sub_.ok(); ++i_) v_.emplace_back().decode(sub_, version);
         }
         tr_.finish_known(sub_);

@@ -25,7 +25,7 @@ void WriteTxnMarkersRequest::WritableTxnMarkerTopic::decode(Reader& r, int16_t v
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 4);
     auto& v_ = partition_indexes;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.push_back(r.read_int32());
   }
   if (version >= 1) {
@@ -69,7 +69,7 @@ void WriteTxnMarkersRequest::WritableTxnMarker::decode(Reader& r, int16_t versio
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   coordinator_epoch = r.read_int32();
@@ -118,7 +118,7 @@ void WriteTxnMarkersRequest::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 17);
     auto& v_ = markers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -189,7 +189,7 @@ void WriteTxnMarkersResponse::WritableTxnMarkerTopicResult::decode(Reader& r, in
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 6);
     auto& v_ = partitions;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -228,7 +228,7 @@ void WriteTxnMarkersResponse::WritableTxnMarkerResult::decode(Reader& r, int16_t
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 3);
     auto& v_ = topics;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {
@@ -273,7 +273,7 @@ void WriteTxnMarkersResponse::decode(Reader& r, int16_t version) {
   {
     const int32_t n_ = codec::read_array_length(r, version >= 1, false, 10);
     auto& v_ = markers;
-    v_.reserve(static_cast<size_t>(n_));
+    if (codec::charge_elements(r, v_, n_)) v_.reserve(static_cast<size_t>(n_));
     for (int32_t i_ = 0; i_ < n_ && r.ok(); ++i_) v_.emplace_back().decode(r, version);
   }
   if (version >= 1) {

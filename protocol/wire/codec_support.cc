@@ -205,7 +205,12 @@ void TaggedReader::keep_unknown(UnknownTaggedFields& out, const TaggedEntry& e) 
 }
 
 void TaggedReader::finish_known(const Reader& sub) {
-  if (!sub.ok() || !sub.at_end()) r_.fail(WireError::kBadTaggedFields);
+  r_.set_budget(std::min(r_.budget(), sub.budget()));
+  if (sub.error() == WireError::kAllocationBudget) {
+    r_.fail(WireError::kAllocationBudget);
+  } else if (!sub.ok() || !sub.at_end()) {
+    r_.fail(WireError::kBadTaggedFields);
+  }
 }
 
 TaggedWriter::TaggedWriter(Writer& w, const UnknownTaggedFields& unknown, uint32_t known_count)

@@ -61,6 +61,12 @@ void write_null_array(Writer& w, bool compact, bool nullable);
 size_t array_length_size(size_t n, bool compact);
 size_t null_array_size(bool compact);
 int32_t read_array_length(Reader& r, bool compact, bool nullable, size_t min_element_size);
+// Charges n elements of the vector's type to r's allocation budget (see
+// reader.h): true when the caller may reserve them; false with r failed.
+template <class Vec>
+bool charge_elements(Reader& r, const Vec&, int32_t n) {
+  return n <= 0 || r.charge(static_cast<uint64_t>(n) * sizeof(typename Vec::value_type));
+}
 
 // Bytes taken by the unknown tagged fields, headers included.
 size_t unknown_tagged_size(const UnknownTaggedFields& unknown);
@@ -82,7 +88,11 @@ class TaggedReader {
   // False at the end of the section or on error.
   bool next(TaggedEntry& e);
   static void keep_unknown(UnknownTaggedFields& out, const TaggedEntry& e);
-  // A known field was decoded from `sub`: it must have consumed all of it.
+  // A reader over a known field's bytes that continues this section's
+  // reader's allocation budget.
+  Reader sub(const TaggedEntry& e) const { return Reader(e.data, r_.budget()); }
+  // A known field was decoded from `sub`: it must have consumed all of it;
+  // what it charged is taken from the parent's budget.
   void finish_known(const Reader& sub);
 
  private:

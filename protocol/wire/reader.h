@@ -8,6 +8,16 @@
 // way LevelDB readers report corruption instead of aborting. No read can touch
 // memory outside the span, whatever the input.
 //
+// Allocation budget: a count is capped by the bytes left (each element takes
+// at least its minimum wire size), but an element can be far bigger decoded
+// than encoded (an empty topic is 3 bytes on the wire and ~80 in memory), so
+// a 100 MiB frame of tiny elements could make a decoder allocate gigabytes.
+// The generated decoders charge every array's elements (count x the decoded
+// element's size) to the Reader before reserving them; past the budget
+// (kBudgetPerInputByte x the input + kBudgetBase) the read fails with
+// kAllocationBudget, as malformed. A tagged field's sub-reader continues its
+// parent's budget (codec::TaggedReader).
+//
 // Thread-safety: a Reader is a cursor; one thread uses it at a time.
 #pragma once
 
@@ -25,8 +35,16 @@ namespace ciuickafka::protocol {
 
 class Reader {
  public:
+  // What decoding may allocate for arrays: 4 bytes per input byte (the
+  // most a real client's request needs is about 2: a Metadata request naming
+  // topics of 10 characters) plus 16 MiB for small inputs.
+  static constexpr uint64_t kBudgetPerInputByte = 4;
+  static constexpr uint64_t kBudgetBase = uint64_t{16} << 20;
+
   Reader() = default;
-  explicit Reader(std::span<const uint8_t> buf) : buf_(buf) {}
+  explicit Reader(std::span<const uint8_t> buf)
+      : buf_(buf), budget_(kBudgetBase + kBudgetPerInputByte * buf.size()) {}
+  Reader(std::span<const uint8_t> buf, uint64_t budget) : buf_(buf), budget_(budget) {}
 
   bool ok() const { return error_ == WireError::kNone; }
   WireError error() const { return error_; }
@@ -36,6 +54,19 @@ class Reader {
     if (error_ == WireError::kNone) error_ = e;
     pos_ = buf_.size();
   }
+
+  // Takes bytes from the allocation budget; false (and kAllocationBudget)
+  // when they exceed what is left.
+  bool charge(uint64_t bytes) {
+    if (bytes > budget_) {
+      fail(WireError::kAllocationBudget);
+      return false;
+    }
+    budget_ -= bytes;
+    return true;
+  }
+  uint64_t budget() const { return budget_; }
+  void set_budget(uint64_t b) { budget_ = b; }
 
   size_t position() const { return pos_; }
   size_t remaining() const { return buf_.size() - pos_; }
@@ -90,6 +121,7 @@ class Reader {
   std::span<const uint8_t> buf_;
   size_t pos_ = 0;
   WireError error_ = WireError::kNone;
+  uint64_t budget_ = kBudgetBase;
 };
 
 }  // namespace ciuickafka::protocol

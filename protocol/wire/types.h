@@ -29,6 +29,7 @@ enum class WireError : uint8_t {
   kValueTooLarge,      // encode: a string or array too long for its length prefix
   kFrameTooLarge,      // a frame bigger than the configured limit
   kTrailingBytes,      // bytes left over after a complete message
+  kAllocationBudget,   // decoding would allocate more than the input's budget (Reader::charge)
 };
 
 std::string_view to_string(WireError e);

@@ -20,6 +20,7 @@ std::string_view to_string(WireError e) {
     case WireError::kValueTooLarge: return "value too large for its encoding";
     case WireError::kFrameTooLarge: return "frame larger than the limit";
     case WireError::kTrailingBytes: return "trailing bytes after the message";
+    case WireError::kAllocationBudget: return "decoding would allocate more than the allocation budget";
   }
   return "unknown wire error";
 }

@@ -9,7 +9,9 @@ while an attacker from 127.0.0.2:
   B. sends a complete 64 MiB Produce frame on each of 16 of them at the same
      time (1 GiB in all; without the byte budget the broker would hold all of
      it); each is answered;
-  C. sends 100,000 unknown topic names in four Fetch requests.
+  C. sends 100,000 unknown topic names in four Fetch requests;
+  D. sends one 64 MiB Produce v9 frame of ~22 million empty topics: the
+     decoders' allocation budget refuses it as malformed (connection closed).
 Checked: the broker stays up, the refusals are counted, no per-topic series
 appears for the unknown names, the normal client loses nothing and is never
 stalled for long, and the broker's RSS (VmRSS from /proc, sampled every
@@ -203,6 +205,30 @@ def test(ctx):
     check("unknown-" not in text, "a per-topic series was created for an unknown topic name")
     print("[membound] C: 100,000 unknown topic names fetched in %.1fs; scrape %d bytes, no series for them"
           % (time.monotonic() - t0, len(text)), flush=True)
+
+    # D. A 64 MiB Produce v9 frame of ~22 million empty topics (3 bytes each
+    # on the wire, ~80 decoded): refused by the decoders' allocation budget
+    # (4 bytes per input byte + 16 MiB) as malformed, the connection closed,
+    # instead of reserving ~1.7 GB.
+    t0 = time.monotonic()
+    phases.append(("D", t0))
+    n_topics = (HUGE - 64) // 3
+    body = bytearray(b"\x00" + struct.pack(">hi", -1, 30000))
+    n = n_topics + 1
+    while n >= 0x80:  # the compact array's length, an unsigned varint
+        body.append((n & 0x7f) | 0x80)
+        n >>= 7
+    body.append(n)
+    body += b"\x01\x01\x00" * n_topics + b"\x00"
+    header = struct.pack(">hhi", kw.API_PRODUCE, 9, 8) + kw.string("ck-it") + b"\x00"  # request header v2
+    s = attacker_conn(b.port)
+    s.settimeout(60)
+    s.sendall(struct.pack(">i", len(header) + len(body)) + header + bytes(body))
+    del body
+    check(harness.closed_within(s, 30), "the 64 MiB frame of empty topics was not refused (no close in 30 s)")
+    s.close()
+    print("[membound] D: a %d MiB Produce v9 frame of %d empty topics refused in %.1fs"
+          % (HUGE >> 20, n_topics, time.monotonic() - t0), flush=True)
 
     phases.append(("end", time.monotonic()))
     for s in kept[HUGE_CONNS:]:
