@@ -3,6 +3,8 @@
 #include "broker/server/connection.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cstdio>
 #include <cstring>
 
@@ -184,13 +186,35 @@ void Connection::dispatch_frame_now() {
   ctx.peer = peer_;
   ctx.connection_id = id_;
   ctx.received = std::chrono::steady_clock::now();
-  std::weak_ptr<Connection> weak = weak_from_this();
-  ctx.respond = [gate = opt_.gate, weak, seq](Response r) {
-    gate->post([weak, seq, r = std::move(r)]() mutable {
-      BusyScope busy;
-      if (auto c = weak.lock()) c->on_response(seq, std::move(r));
-    });
+  // The answer goes to this connection's thread. Every copy of respond
+  // shares one Answer: when the last copy goes without having been called
+  // (a handler dropped the request, or async work holding it threw and was
+  // unwound), the request is answered with a close, so its slot can never
+  // stall the connection (a busy slot also keeps the idle timer off).
+  struct Answer {
+    std::shared_ptr<PostGate> gate;
+    std::weak_ptr<Connection> weak;
+    uint64_t seq = 0;
+    std::atomic<bool> given{false};
+    void give(Response r) {
+      given.store(true, std::memory_order_relaxed);
+      gate->post([weak = weak, seq = seq, r = std::move(r)]() mutable {
+        BusyScope busy;
+        if (auto c = weak.lock()) c->on_response(seq, std::move(r));
+      });
+    }
+    ~Answer() {
+      if (given.load(std::memory_order_relaxed)) return;
+      if (weak.expired()) return;  // the connection is gone (shutdown): nothing to answer
+      CK_LOG_ERROR("network", "a request was dropped unanswered (a handler bug); closing its connection");
+      give(Response::close());
+    }
   };
+  auto answer = std::make_shared<Answer>();
+  answer->gate = opt_.gate;
+  answer->weak = weak_from_this();
+  answer->seq = seq;
+  ctx.respond = [answer](Response r) { answer->give(std::move(r)); };
   frame_.reset();
   frame_size_ = -1;
   frame_filled_ = 0;
@@ -198,7 +222,11 @@ void Connection::dispatch_frame_now() {
   frame_counted_ = false;
   try {
     opt_.dispatch(std::move(ctx));
-  } catch (...) {  // a handler bug must not take the thread down
+  } catch (const std::exception& e) {  // a handler bug must not take the thread down
+    CK_LOG_ERROR("network", "a handler threw: %s", e.what());
+    on_response(seq, Response::close());  // (its Answer may close it too: the first answer stands)
+  } catch (...) {
+    CK_LOG_ERROR("network", "a handler threw");
     on_response(seq, Response::close());
   }
 }

@@ -7,7 +7,9 @@
 // dropped safely.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <condition_variable>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 
@@ -228,6 +230,40 @@ TEST_CASE("stop() closes connections whose answers do not come within the grace 
   CHECK(c.closed_by_peer());
   // A late answer, after the server stopped, is dropped without harm.
   h.take(0).respond(echo(h.take(0)));
+}
+
+// A request must never be lost without an answer: the slot would stay busy
+// and the connection (and its idle timer) stall forever. Two ways a handler
+// bug loses one: it drops the context, or async work holding it throws
+// (the exception reaches Server::run_thread, which logs it and goes on).
+TEST_CASE("A request dropped unanswered, or lost in async work that threw, closes its connection") {
+  std::atomic<int> thrown{0};
+  Server::DispatchFn dispatch = [&thrown](RequestContext ctx) {
+    const int32_t c = correlation_of(ctx);
+    if (c == 0) return;  // dropped: the context dies here unanswered
+    if (c == 1) {        // async work that throws before it answers
+      auto exec = ctx.executor;
+      asio::post(exec, [ctx = std::move(ctx), &thrown]() mutable {
+        thrown.fetch_add(1);
+        throw std::runtime_error("injected failure in async work");
+      });
+      return;
+    }
+    ctx.respond(echo(ctx));  // the others are answered
+  };
+  ServerFixture fx({}, dispatch);
+  for (int32_t lost : {0, 1}) {
+    RawClient c(fx.port());
+    REQUIRE(c.send_all(test_frame(lost)));
+    CHECK(c.closed_by_peer());
+  }
+  CHECK(thrown.load() == 1);
+  // The network threads still serve.
+  RawClient ok(fx.port());
+  REQUIRE(ok.send_all(test_frame(7)));
+  auto a = ok.recv_frame();
+  REQUIRE(a);
+  CHECK(be32(a->data()) == 7);
 }
 
 TEST_CASE("An answer after the Server is destroyed is dropped") {
