@@ -184,8 +184,11 @@ bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std:
 // The new broker recovers from what the completed syncs kept.
 bool power_cut(const cfg::BrokerConfig& config, Running& r, ciuickafka::storage::io::MemFileSystem& mem, int n,
                std::string* error) {
-  CK_LOG_WARN("broker", "power cut %d (SIGUSR2, test build): everything not synced is lost", n);
-  mem.power_off();
+  std::string torn;
+  auto keep = ciuickafka::broker::test_hooks::power_cut_keep(n, &torn);
+  CK_LOG_WARN("broker", "power cut %d (SIGUSR2, test build): everything not synced is lost%s%s", n,
+              torn.empty() ? "" : "; ", torn.c_str());
+  mem.power_off(keep);
   r.server->stop(std::chrono::milliseconds(0));
   r.server.reset();
   r.exposer.reset();

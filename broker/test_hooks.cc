@@ -1,8 +1,10 @@
 // broker/test_hooks.cc: the in-memory file system of CK_TEST_MEMFS (test builds only).
 #include "broker/test_hooks.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,20 @@ storage::io::MemFileSystem* memfs() {
     return v != nullptr && std::strcmp(v, "1") == 0 ? new storage::io::MemFileSystem() : nullptr;
   }();
   return fs;
+}
+
+storage::io::MemFileSystem::KeepFn power_cut_keep(int cut, std::string* what) {
+  what->clear();
+  const char* v = std::getenv(kTornEnv);
+  if (v == nullptr || *v == '\0') return nullptr;
+  const uint64_t seed = std::strtoull(v, nullptr, 10);
+  *what = "each file keeps a random prefix of its unsynced tail (" + std::string(kTornEnv) + "=" +
+          std::to_string(seed) + ")";
+  // Called under the file system's lock, one file after another.
+  auto rng = std::make_shared<std::mt19937_64>(seed * 1000003u + static_cast<uint64_t>(cut));
+  return [rng](const std::string&, size_t tail) {
+    return std::uniform_int_distribution<size_t>(0, tail)(*rng);
+  };
 }
 
 std::unique_ptr<storage::io::FileSystem> borrow(storage::io::FileSystem& fs) {

@@ -14,7 +14,8 @@
 // MemFileSystem::power_off() keeps only what a completed sync covered, the
 // dying broker's shutdown fails harmlessly (every call is refused), then a
 // new Broker starts in the same process on what survived, with recovery as
-// after a real power loss. tests/integration/test_power_cut.py drives it.
+// after a real power loss (CK_TEST_MEMFS_TORN: see power_cut_keep).
+// tests/integration/test_power_cut.py drives it.
 // The log dirs' lock files (dir_lock.h) stay on the disk: they guard the
 // directories, whichever file system holds their contents.
 //
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "storage/io/file.h"
 #include "storage/io/mem_file.h"
@@ -39,6 +41,14 @@ storage::io::MemFileSystem* memfs();
 // A FileSystem that forwards every call to fs without owning it, for a
 // Broker (which owns its file system) over the process's memfs().
 std::unique_ptr<storage::io::FileSystem> borrow(storage::io::FileSystem& fs);
+
+// CK_TEST_MEMFS_TORN=SEED as well: what a power cut keeps of each file's
+// unsynced tail, a prefix of pseudo-random length (from SEED and the cut's
+// number, so a run can be repeated), as a disk that wrote part of its cache
+// back on its own would; its description in *what. Unset: nothing of the
+// tail survives (a null function), *what empty.
+inline constexpr char kTornEnv[] = "CK_TEST_MEMFS_TORN";
+storage::io::MemFileSystem::KeepFn power_cut_keep(int cut, std::string* what);
 
 // Creates dir and its missing parents on fs.
 storage::Status create_dirs(storage::io::FileSystem& fs, const std::string& dir);

@@ -4,6 +4,7 @@
 // power_cut() does it (without the network).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -105,4 +106,43 @@ TEST_CASE("test hooks: CK_TEST_MEMFS=1 keeps the broker's dirs in memory; a powe
   CHECK(b3->logs().open_stats().dirs_clean == 1);
   CHECK(b3->topics().partition("t", 0)->log().log_end_offset() == 3);
   CHECK(b3->shutdown());
+}
+
+TEST_CASE("test hooks: CK_TEST_MEMFS_TORN keeps a repeatable random prefix of each unsynced tail",
+          "[broker][test_hooks]") {
+  std::string what;
+  REQUIRE(::unsetenv(ck::broker::test_hooks::kTornEnv) == 0);
+  CHECK_FALSE(ck::broker::test_hooks::power_cut_keep(1, &what));  // unset: nothing of the tail survives
+  CHECK(what.empty());
+
+  REQUIRE(::setenv(ck::broker::test_hooks::kTornEnv, "42", 1) == 0);
+  auto a = ck::broker::test_hooks::power_cut_keep(1, &what);
+  auto b = ck::broker::test_hooks::power_cut_keep(1, &what);
+  REQUIRE(a);
+  CHECK(what.find("CK_TEST_MEMFS_TORN=42") != std::string::npos);
+  std::vector<size_t> ka, kb;
+  for (int i = 0; i < 50; ++i) {
+    ka.push_back(a("/d/f", 1000));
+    kb.push_back(b("/d/f", 1000));
+  }
+  CHECK(ka == kb);  // same seed and cut: the same prefixes
+  CHECK(*std::max_element(ka.begin(), ka.end()) <= 1000);
+  CHECK(*std::max_element(ka.begin(), ka.end()) != *std::min_element(ka.begin(), ka.end()));
+  // In a MemFileSystem's crash: a prefix of the unsynced tail, never more.
+  MemFileSystem fs;
+  REQUIRE(fs.create_dir("/d").is_ok());
+  auto f = fs.open("/d/f", OpenMode::kCreate);
+  REQUIRE(f.is_ok());
+  REQUIRE(fs.sync_dir("/d").is_ok());
+  const std::vector<uint8_t> synced(10, 's'), dirty(1000, 'd');
+  REQUIRE(f.value()->append(synced).is_ok());
+  REQUIRE(f.value()->sync().is_ok());
+  REQUIRE(f.value()->append(dirty).is_ok());
+  fs.power_off(ck::broker::test_hooks::power_cut_keep(2, &what));
+  fs.power_on();
+  const auto kept = fs.contents("/d/f").value();
+  REQUIRE(kept.size() >= 10);
+  REQUIRE(kept.size() <= 1010);
+  CHECK(std::vector<uint8_t>(kept.begin(), kept.begin() + 10) == synced);
+  REQUIRE(::unsetenv(ck::broker::test_hooks::kTornEnv) == 0);
 }
