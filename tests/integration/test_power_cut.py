@@ -35,7 +35,11 @@ Then every record is read back from each partition with a Consumer:
           records only: every record read back is intact, one that was
           produced, to that partition, at offsets 0..n-1, and where its
           offset was acknowledged for another record, that one was lost
-          (reported, not a failure: nothing was synced).
+          (reported, not a failure: nothing was synced). Seen so far:
+          recovery's cut of a torn tail is not itself synced, so at the
+          next cut the old torn bytes come back and recovery cuts there
+          again; cuts 2 and 3 then end each log where cut 1 did (allowed
+          with fsync off: those appends were never synced).
 """
 
 import os
