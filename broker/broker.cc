@@ -14,7 +14,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "metrics/log/log.h"
@@ -23,6 +22,9 @@
 #include "storage/checkpoint.h"
 #include "storage/fd_cache.h"
 #include "storage/index_cache.h"
+#ifdef CK_TEST_HOOKS
+#include "broker/test_hooks.h"
+#endif
 
 namespace ciuickafka::broker {
 namespace {
@@ -51,8 +53,10 @@ void collect_index_cache(std::vector<prometheus::MetricFamily>& out) {
 }
 
 // Reads `key=value` lines of a Kafka meta.properties; empty when absent.
-std::string read_meta(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
+std::string read_meta(storage::io::FileSystem& fs, const std::string& path, const std::string& key) {
+  auto bytes = storage::io::read_file(fs, path);
+  if (!bytes.is_ok()) return {};
+  std::istringstream in(std::string(bytes->begin(), bytes->end()));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
@@ -106,9 +110,32 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   // there (a second broker on the same dir stops here, having changed nothing).
   if (!b->dir_locks_.lock(dirs, error)) return nullptr;
 
+  // Everything below reads and writes the dirs through fs_.
+  storage::Status fs_status;
+#ifdef CK_TEST_HOOKS
+  // Test builds: CK_TEST_MEMFS=1 puts the dirs' contents on the process's
+  // in-memory file system (test_hooks.h).
+  if (storage::io::MemFileSystem* mem = test_hooks::memfs()) {
+    if (!c.is_null("zookeeper.connect")) {
+      *error = std::string(test_hooks::kMemFsEnv) + "=1: single-node mode only (zookeeper.connect is set)";
+      return nullptr;
+    }
+    b->fs_ = test_hooks::borrow(*mem);
+    for (const std::string& d : dirs) {
+      if (auto s = test_hooks::create_dirs(*b->fs_, d); !s.is_ok()) {
+        *error = "log.dirs: " + s.to_string();
+        return nullptr;
+      }
+    }
+    CK_LOG_WARN("broker", "%s=1: log dirs on an in-memory file system (test build; SIGUSR2 cuts the power)",
+                test_hooks::kMemFsEnv);
+  }
+#endif
+  if (!b->fs_) b->fs_ = storage::io::make_file_system(&fs_status);
+
   // Cluster id: meta.properties of any dir, else cluster.id, else new.
   for (const std::string& d : dirs) {
-    b->cluster_id_ = read_meta(d + "/" + kMetaProperties, "cluster.id");
+    b->cluster_id_ = read_meta(*b->fs_, d + "/" + kMetaProperties, "cluster.id");
     if (!b->cluster_id_.empty()) break;
   }
   if (b->cluster_id_.empty() && !c.is_null("cluster.id")) b->cluster_id_ = c.get_string("cluster.id");
@@ -120,9 +147,6 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     b->cluster_id_ = b->cluster_->cluster_id();
   }
   if (b->cluster_id_.empty()) b->cluster_id_ = replication::random_cluster_id();
-
-  storage::Status fs_status;
-  b->fs_ = storage::io::make_file_system(&fs_status);
 
   for (const std::string& d : dirs) {
     std::string meta = "#Written by CiuicKafka\nversion=0\nbroker.id=" + std::to_string(b->node_id_) +

@@ -10,6 +10,10 @@
 // controlled shutdown first (leaderships move, bounded), then stop accepting, let
 // in-flight requests finish (bounded), flush and checkpoint every log, write
 // the clean-shutdown marker, exit 0.
+//
+// Test builds only (CK_TEST_HOOKS): with CK_TEST_MEMFS=1 the log dirs live
+// on an in-memory file system and SIGUSR2 cuts the power and restarts the
+// broker in this process (power_cut below, broker/test_hooks.h).
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +34,9 @@
 #include "broker/config/env.h"
 #include "broker/config/properties.h"
 #include "broker/server/server.h"
+#ifdef CK_TEST_HOOKS
+#include "broker/test_hooks.h"
+#endif
 #include "metrics/exposer.h"
 #include "metrics/log/log.h"
 
@@ -82,6 +89,118 @@ std::string endpoint_text(const cfg::Endpoint& e) {
   const bool v6 = e.host.find(':') != std::string::npos;
   return e.name + "://" + (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
 }
+
+// A running broker: its state, the metrics endpoint and the listeners.
+struct Running {
+  std::unique_ptr<ciuickafka::broker::Broker> broker;
+  std::unique_ptr<ciuickafka::metrics::Exposer> exposer;
+  // Reset before the broker: connections use it.
+  std::unique_ptr<ciuickafka::broker::Server> server;
+};
+
+// Opens the broker (recovery), starts the metrics endpoint and the
+// listeners, joins the cluster, logs "started". On failure sets *error,
+// stops what was started, and returns false. *ports: the bound ports, "9092".
+bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std::string* ports_out) {
+  r.broker = ciuickafka::broker::Broker::open(std::move(config), error);
+  if (!r.broker) return false;
+  ciuickafka::broker::Broker* broker = r.broker.get();
+
+  const std::string& metrics_at = broker->config().get_string("ciuic.metrics.listener");
+  if (!metrics_at.empty()) {
+    auto started = ciuickafka::metrics::Exposer::start(metrics_at, broker->metrics_registry());
+    if (!started.ok()) {
+      broker->shutdown();
+      *error = "ciuic.metrics.listener=" + metrics_at + ": " + started.error;
+      return false;
+    }
+    r.exposer = std::move(started.exposer);
+  }
+
+  r.server = std::make_unique<ciuickafka::broker::Server>(*broker);
+  ciuickafka::broker::Server& server = *r.server;
+  if (!server.start(error)) {
+    r.server.reset();
+    broker->shutdown();
+    return false;
+  }
+  // Listeners on port 0 advertise the port they really got.
+  const std::vector<uint16_t> bound = server.bound_ports();
+  for (size_t i = 0; i < bound.size() && i < broker->listeners().bound.size(); ++i)
+    broker->service<ciuickafka::broker::admin::BoundPorts>().set(broker->listeners().bound[i].name, bound[i]);
+  {
+    std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
+    for (const auto& e : broker->listeners().advertised) {
+      const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
+      endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
+    }
+    if (!broker->start_cluster(std::move(endpoints), error)) {
+      server.stop(std::chrono::seconds(1));
+      r.server.reset();
+      broker->shutdown();
+      *error = "zookeeper.connect: " + *error;
+      return false;
+    }
+  }
+  // The transaction coordinator starts now (single node): transactions left
+  // undecided or mid-completion by the last run finish (their markers)
+  // without waiting for a client, and its metrics are there from the start.
+  if (broker->cluster() == nullptr) (void)ciuickafka::broker::txn::coordinator(*broker);
+  std::string ports;
+  for (uint16_t p : bound) {
+    if (!ports.empty()) ports += ',';
+    ports += std::to_string(p);
+  }
+  std::string listening, advertised;
+  for (size_t i = 0; i < broker->listeners().bound.size(); ++i) {
+    cfg::Endpoint e = broker->listeners().bound[i];
+    if (i < bound.size()) e.port = bound[i];
+    listening += (listening.empty() ? "" : ",") + endpoint_text(e);
+  }
+  for (const auto& e : broker->listeners().advertised) {
+    const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
+    advertised += (advertised.empty() ? "" : ",") + e.name + "://" + ep.host + ":" + std::to_string(ep.port);
+  }
+  lg::write(lg::Level::kInfo, "broker",
+            "started: node " + std::to_string(broker->node_id()) + ", cluster " + broker->cluster_id() +
+                ", listening on port(s) " + ports + ", " + std::to_string(broker->topics().list().size()) +
+                " topic(s)",
+            {{"listeners", listening},
+             {"advertised.listeners", advertised},
+             {"ciuic.metrics.listener", r.exposer ? metrics_at : std::string("off")},
+             {"mode", broker->config().is_null("zookeeper.connect") ? "single node" : "cluster (ZooKeeper)"}});
+
+  *ports_out = ports;
+  return true;
+}
+
+#ifdef CK_TEST_HOOKS
+// Test builds, CK_TEST_MEMFS=1, SIGUSR2 (broker/test_hooks.h): a power cut
+// and a restart in this process. Called on the main thread, after sigwait.
+// The cut comes first: from then on nothing the dying broker does reaches
+// the file system, and whatever it still answers was decided before. Then
+// the network goes as a dead machine's does (no grace), and the broker
+// object with it (its shutdown's flushes and clean-shutdown marker fail).
+// The new broker recovers from what the completed syncs kept.
+bool power_cut(const cfg::BrokerConfig& config, Running& r, ciuickafka::storage::io::MemFileSystem& mem, int n,
+               std::string* error) {
+  std::string torn;
+  auto keep = ciuickafka::broker::test_hooks::power_cut_keep(n, &torn);
+  CK_LOG_WARN("broker", "power cut %d (SIGUSR2, test build): everything not synced is lost%s%s", n,
+              torn.empty() ? "" : "; ", torn.c_str());
+  mem.power_off(keep);
+  r.server->stop(std::chrono::milliseconds(0));
+  r.server.reset();
+  r.exposer.reset();
+  r.broker->shutdown();
+  r.broker.reset();
+  mem.power_on();
+  std::string ports;
+  if (!start_broker(config, r, error, &ports)) return false;
+  CK_LOG_WARN("broker", "power cut %d: restarted after recovery, listening on port(s) %s", n, ports.c_str());
+  return true;
+}
+#endif
 
 }  // namespace
 
@@ -148,88 +267,44 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+#ifdef CK_TEST_HOOKS
+  // Test builds with CK_TEST_MEMFS=1: SIGUSR2 is the power cut, waited for
+  // with the stop signals (test_hooks.h).
+  ciuickafka::storage::io::MemFileSystem* const memfs = ciuickafka::broker::test_hooks::memfs();
+  if (memfs != nullptr) sigaddset(&stop_signals, SIGUSR2);
+#endif
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  std::string error;
-  auto broker = ciuickafka::broker::Broker::open(std::move(loaded.value().config), &error);
-  if (!broker) return fail(error);
-
-  std::unique_ptr<ciuickafka::metrics::Exposer> exposer;
-  const std::string& metrics_at = broker->config().get_string("ciuic.metrics.listener");
-  if (!metrics_at.empty()) {
-    auto started = ciuickafka::metrics::Exposer::start(metrics_at, broker->metrics_registry());
-    if (!started.ok()) {
-      broker->shutdown();
-      return fail("ciuic.metrics.listener=" + metrics_at + ": " + started.error);
-    }
-    exposer = std::move(started.exposer);
-  }
-
-  // Declared after the broker, reset before it: connections use the broker.
-  auto server_owner = std::make_unique<ciuickafka::broker::Server>(*broker);
-  ciuickafka::broker::Server& server = *server_owner;
-  if (!server.start(&error)) {
-    server_owner.reset();
-    broker->shutdown();
-    return fail(error);
-  }
-  // Listeners on port 0 advertise the port they really got.
-  const std::vector<uint16_t> bound = server.bound_ports();
-  for (size_t i = 0; i < bound.size() && i < broker->listeners().bound.size(); ++i)
-    broker->service<ciuickafka::broker::admin::BoundPorts>().set(broker->listeners().bound[i].name, bound[i]);
-  {
-    std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
-    for (const auto& e : broker->listeners().advertised) {
-      const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
-      endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
-    }
-    if (!broker->start_cluster(std::move(endpoints), &error)) {
-      server.stop(std::chrono::seconds(1));
-      server_owner.reset();
-      broker->shutdown();
-      return fail("zookeeper.connect: " + error);
-    }
-  }
-  // The transaction coordinator starts now (single node): transactions left
-  // undecided or mid-completion by the last run finish (their markers)
-  // without waiting for a client, and its metrics are there from the start.
-  if (broker->cluster() == nullptr) (void)ciuickafka::broker::txn::coordinator(*broker);
-  std::string ports;
-  for (uint16_t p : bound) {
-    if (!ports.empty()) ports += ',';
-    ports += std::to_string(p);
-  }
-  std::string listening, advertised;
-  for (size_t i = 0; i < broker->listeners().bound.size(); ++i) {
-    cfg::Endpoint e = broker->listeners().bound[i];
-    if (i < bound.size()) e.port = bound[i];
-    listening += (listening.empty() ? "" : ",") + endpoint_text(e);
-  }
-  for (const auto& e : broker->listeners().advertised) {
-    const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
-    advertised += (advertised.empty() ? "" : ",") + e.name + "://" + ep.host + ":" + std::to_string(ep.port);
-  }
-  lg::write(lg::Level::kInfo, "broker",
-            "started: node " + std::to_string(broker->node_id()) + ", cluster " + broker->cluster_id() +
-                ", listening on port(s) " + ports + ", " + std::to_string(broker->topics().list().size()) +
-                " topic(s)",
-            {{"listeners", listening},
-             {"advertised.listeners", advertised},
-             {"ciuic.metrics.listener", exposer ? metrics_at : std::string("off")},
-             {"mode", broker->config().is_null("zookeeper.connect") ? "single node" : "cluster (ZooKeeper)"}});
+  // Kept for the in-process restarts of a test build's power cut.
+  const cfg::BrokerConfig config = std::move(loaded.value().config);
+#ifdef CK_TEST_HOOKS
+  int power_cuts = 0;
+#endif
+  Running r;
+  std::string error, ports;
+  if (!start_broker(config, r, &error, &ports)) return fail(error);
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (;;) {
+    sigwait(&stop_signals, &sig);
+#ifdef CK_TEST_HOOKS
+    if (sig == SIGUSR2 && memfs != nullptr) {
+      if (!power_cut(config, r, *memfs, ++power_cuts, &error)) return fail("restart after a power cut: " + error);
+      continue;
+    }
+#endif
+    break;
+  }
   CK_LOG_INFO("broker", "%s received, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Cluster mode: hand leaderships over while the listeners still serve
   // (followers keep fetching); bounded, then the shutdown goes on anyway.
-  broker->controlled_shutdown();
-  server.stop(std::chrono::seconds(10));
-  server_owner.reset();
-  exposer.reset();
-  const bool clean = broker->shutdown();
-  broker.reset();
+  r.broker->controlled_shutdown();
+  r.server->stop(std::chrono::seconds(10));
+  r.server.reset();
+  r.exposer.reset();
+  const bool clean = r.broker->shutdown();
+  r.broker.reset();
   if (clean) {
     CK_LOG_INFO("broker", "stopped");
   } else {

@@ -81,6 +81,7 @@ class MemFile : public File {
   Status check(bool write) const {
     if (!node_) return Status::from_errno(EBADF, "use of closed file " + path());
     if (epoch_ != fs_->epoch_) return Status::from_errno(EIO, "file handle from before a crash: " + path());
+    if (fs_->off_) return fs_->off_status(path());
     if (write && !writable_) return Status::from_errno(EBADF, "write to read-only file " + path());
     return Status::ok();
   }
@@ -100,6 +101,7 @@ bool MemFileSystem::dir_exists(const std::string& dir) const { return dirs_.coun
 
 Result<std::unique_ptr<File>> MemFileSystem::open(const std::string& path, OpenMode mode) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("open " + path);
   if (dirs_.count(path)) return Status::from_errno(EISDIR, "open " + path);
   auto it = files_.find(path);
   const bool create = mode == OpenMode::kCreate || mode == OpenMode::kCreateTruncate ||
@@ -118,6 +120,7 @@ Result<std::unique_ptr<File>> MemFileSystem::open(const std::string& path, OpenM
 
 Result<std::vector<std::string>> MemFileSystem::list_dir(const std::string& dir) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("list dir " + dir);
   if (!dir_exists(dir)) return Status::from_errno(ENOENT, "opendir " + dir);
   std::vector<std::string> names;
   auto child = [&](const std::string& p) {
@@ -131,6 +134,7 @@ Result<std::vector<std::string>> MemFileSystem::list_dir(const std::string& dir)
 
 Status MemFileSystem::create_dir(const std::string& dir) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("create dir " + dir);
   if (dir_exists(dir)) return Status::ok();
   if (files_.count(dir)) return Status::from_errno(EEXIST, "mkdir " + dir);
   if (!dir_exists(parent_dir(dir))) return Status::from_errno(ENOENT, "mkdir " + dir);
@@ -140,6 +144,7 @@ Status MemFileSystem::create_dir(const std::string& dir) {
 
 Status MemFileSystem::remove_file(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("remove file " + path);
   if (dirs_.count(path)) return Status::from_errno(EISDIR, "unlink " + path);
   if (files_.erase(path) == 0) return Status::from_errno(ENOENT, "unlink " + path);
   return Status::ok();
@@ -147,6 +152,7 @@ Status MemFileSystem::remove_file(const std::string& path) {
 
 Status MemFileSystem::remove_dir(const std::string& dir) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("remove dir " + dir);
   if (!dir_exists(dir)) return Status::from_errno(ENOENT, "rmdir " + dir);
   for (const auto& [p, node] : files_)
     if (parent_dir(p) == dir) return Status::from_errno(ENOTEMPTY, "rmdir " + dir);
@@ -158,6 +164,7 @@ Status MemFileSystem::remove_dir(const std::string& dir) {
 
 Status MemFileSystem::rename(const std::string& from, const std::string& to) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("rename " + from);
   if (dirs_.count(from)) {
     if (dirs_.count(to) || files_.count(to) || !dir_exists(parent_dir(to)))
       return Status::from_errno(EEXIST, "rename " + from + " -> " + to);
@@ -186,6 +193,7 @@ Status MemFileSystem::rename(const std::string& from, const std::string& to) {
 
 Status MemFileSystem::sync_dir(const std::string& dir) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("sync dir " + dir);
   if (!dir_exists(dir)) return Status::from_errno(ENOENT, "open directory " + dir);
   for (auto it = durable_files_.begin(); it != durable_files_.end();) {
     if (parent_dir(it->first) == dir && !files_.count(it->first)) {
@@ -201,6 +209,7 @@ Status MemFileSystem::sync_dir(const std::string& dir) {
 
 Result<FileType> MemFileSystem::file_type(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (off_) return off_status("file type " + path);
   if (dirs_.count(path)) return FileType::kDirectory;
   if (files_.count(path)) return FileType::kFile;
   return FileType::kMissing;
@@ -237,6 +246,30 @@ uint64_t MemFileSystem::sync_count() const {
 
 void MemFileSystem::crash(const KeepFn& keep) {
   std::lock_guard lock(mu_);
+  crash_locked(keep);
+}
+
+void MemFileSystem::power_off(const KeepFn& keep) {
+  std::lock_guard lock(mu_);
+  off_ = true;
+  crash_locked(keep);
+}
+
+void MemFileSystem::power_on() {
+  std::lock_guard lock(mu_);
+  off_ = false;
+}
+
+bool MemFileSystem::is_powered_off() const {
+  std::lock_guard lock(mu_);
+  return off_;
+}
+
+Status MemFileSystem::off_status(const std::string& what) {
+  return Status::from_errno(EIO, what + ": the file system is powered off");
+}
+
+void MemFileSystem::crash_locked(const KeepFn& keep) {
   ++epoch_;
   // Several names may share a node; revert each node once.
   std::set<Node*> done;

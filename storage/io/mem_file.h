@@ -18,6 +18,13 @@
 // of it: a torn write), fail the Nth sync. Writes and syncs are counted
 // across the whole file system.
 //
+// A power cut for a process that goes on running (the broker's test-only
+// in-process restart, broker/test_hooks.h): power_off() is crash() and then
+// every call, through the file system or any handle, fails with EIO until
+// power_on(), so whatever the dying owner still tries (a shutdown's flushes,
+// its clean-shutdown marker) changes nothing; the next owner, after
+// power_on(), sees exactly what survived the crash.
+//
 // Thread-safety: the file system and its files share one mutex; any thread
 // may use them. The file system must outlive its files. Handles opened before
 // a crash() fail with EIO afterwards.
@@ -69,6 +76,10 @@ class MemFileSystem : public FileSystem {
   // how many of a file's unsynced tail bytes survive (clamped to the tail).
   using KeepFn = std::function<size_t(const std::string& path, size_t unsynced_tail)>;
   void crash(const KeepFn& keep = nullptr);
+  // crash(), atomically with refusing every later call (EIO) until power_on().
+  void power_off(const KeepFn& keep = nullptr);
+  void power_on();
+  bool is_powered_off() const;
 
   // Inspection for tests: the current and the synced image of a file.
   Result<std::vector<uint8_t>> contents(const std::string& path) const;
@@ -82,9 +93,12 @@ class MemFileSystem : public FileSystem {
   };
 
   bool dir_exists(const std::string& dir) const;  // mu_ held
+  void crash_locked(const KeepFn& keep);           // mu_ held
+  static Status off_status(const std::string& what);
 
   mutable std::mutex mu_;
   uint64_t epoch_ = 0;  // bumped by crash(); older handles are dead
+  bool off_ = false;    // between power_off() and power_on()
   std::map<std::string, std::shared_ptr<Node>> files_;
   std::map<std::string, std::shared_ptr<Node>> durable_files_;
   std::set<std::string> dirs_;

@@ -170,8 +170,9 @@ class Broker:
     """One broker process on its own ports and data directory."""
 
     def __init__(self, binary, workdir, overrides=None, name="broker",
-                 start_timeout=30.0, stop_timeout=20.0):
+                 start_timeout=30.0, stop_timeout=20.0, env=None):
         self.binary = binary
+        self.env = dict(env or {})  # added to the broker's environment
         self.name = name
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
@@ -211,6 +212,7 @@ class Broker:
         print("[harness] start #%d: %s" % (self.starts, " ".join(self.command())), flush=True)
         env = dict(os.environ)
         env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPPRESSIONS)
+        env.update(self.env)
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.dir, env=env)
         log.close()

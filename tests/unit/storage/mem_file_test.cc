@@ -147,3 +147,36 @@ TEST_CASE("mem fs: an unlinked file stays readable through an open handle", "[st
   CHECK(*f->read_at(0, buf) == 3);
   CHECK(f->fd() == -1);
 }
+
+TEST_CASE("mem fs: power_off crashes and refuses every call until power_on", "[storage][io][mem]") {
+  Fixture t;
+  auto f = t.open("/d/log");
+  REQUIRE(t.fs.sync_dir("/d").is_ok());
+  REQUIRE(f->append(bytes("kept|")).is_ok());
+  REQUIRE(f->sync().is_ok());
+  REQUIRE(f->append(bytes("lost")).is_ok());
+
+  t.fs.power_off();
+  CHECK(t.fs.is_powered_off());
+  // What a dying owner still tries changes nothing: an atomic replace (the
+  // way a clean-shutdown marker is written), a new file, a removal.
+  const std::vector<uint8_t> marker = bytes("clean");
+  CHECK(write_file_atomically(t.fs, "/d/marker", marker).err() == EIO);
+  CHECK(t.fs.open("/d/new", OpenMode::kCreate).status().err() == EIO);
+  CHECK(t.fs.remove_file("/d/log").err() == EIO);
+  CHECK(t.fs.list_dir("/d").status().err() == EIO);
+  CHECK(t.fs.file_type("/d/log").status().err() == EIO);
+  CHECK(t.fs.sync_dir("/d").err() == EIO);
+  CHECK(f->append(bytes("x")).err() == EIO);
+  CHECK(f->sync().err() == EIO);
+
+  t.fs.power_on();
+  CHECK_FALSE(t.fs.is_powered_off());
+  // The next owner sees exactly what the crash kept; the old handle stays dead.
+  CHECK(text(read_file(t.fs, "/d/log")) == "kept|");
+  CHECK(t.fs.file_type("/d/marker").value() == FileType::kMissing);
+  CHECK(f->append(bytes("x")).err() == EIO);
+  auto g = t.open("/d/log");
+  REQUIRE(g->append(bytes("again")).is_ok());
+  CHECK(text(t.fs.contents("/d/log")) == "kept|again");
+}
