@@ -45,7 +45,9 @@ void check_body(const ParsedRequestHeader& h, std::span<const uint8_t> body) {
     if (!w1.ok()) return;  // e.g. a decoded value this version cannot carry back
     if (w1.size() != msg.compute_size(version)) property_failed("compute_size != encoded size", key, version);
     T again;
-    Reader r2(w1.buffer());
+    // The same allocation budget as the first decode (the re-encoding may be
+    // shorter than a body with bytes the decoder skipped).
+    Reader r2(w1.buffer(), Reader::kBudgetBase + Reader::kBudgetPerInputByte * body.size());
     again.decode(r2, version);
     if (!r2.ok() || !r2.at_end()) property_failed("re-encoded body does not decode", key, version);
     Writer w2;
