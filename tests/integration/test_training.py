@@ -301,6 +301,111 @@ def live(ctx):
           (t_got - t_new), flush=True)
 
 
+def write_spread(b, topic, ids, partitions=2):
+    """Sample i to partition i % partitions (SampleWriter's sticky partitioner would put a small
+    burst in one partition)."""
+    from confluent_kafka import Producer
+    from ciuickafka_train import records
+    pr = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for i in ids:
+        pr.produce(topic, records.encode([i] + [i % 997] * 7), partition=i % partitions)
+    check(pr.flush(10) == 0, "records left unsent")
+
+
+def read_live(L, want, what, deadline_s=20.0):
+    """Batches of a live loader until `want` samples: [(partition, offset, id)], and the loader's
+    iterator (stopped: its workers shut down). A watchdog thread fails the test past the deadline."""
+    got = []
+    timer = threading.Timer(deadline_s, lambda: (print("[test] FAIL: %s: %d of %d after %.0f s" % (
+        what, len(got), want, deadline_s), flush=True), os._exit(1)))
+    timer.daemon = True
+    timer.start()
+    try:
+        it = iter(L)
+        while len(got) < want:
+            batch = next(it)
+            ids = batch["input_ids"][:, 0].tolist()
+            got += [(p, o, i) for (_, p, o), i in zip(batch["provenance"], ids)]
+    finally:
+        timer.cancel()
+    del it
+    return got
+
+
+def live_strides(ctx):
+    """Live mode with more readers than partitions: 2 ranks x 3 workers on 2 partitions. Each rank
+    takes one partition and its 3 workers deliver its offsets in strides (o % 3); every worker
+    delivers, every offset once, and the ranks resume exactly from their own states (same and
+    other num_workers) and from the merged state with 3 ranks x 1 worker (ranks sharing a partition)."""
+    b = ctx.broker()
+    b.create_topic("ls", 2)
+    write_spread(b, "ls", range(600))
+    marks = epoch_of(b, "ls")
+    check(all(hi > 60 for _, hi in marks.values()), "both partitions need records: %s" % marks)
+    seen = []
+    states = []
+    t0 = time.monotonic()
+    for r in range(2):
+        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=3, mode="live")
+        want = marks[r][1] // 2
+        got = read_live(L, want, "rank %d first half" % r)
+        units = L._assigned
+        check(len(units) == 3 and {u.partition for u in units} == {r} and sorted(u.ks[0] for u in units) == [0, 1, 2]
+              and all(u.share == 3 for u in units), "rank %d: not 3 strides of partition %d: %s" % (r, r, units))
+        st = L.state_dict()
+        rows = [x for x in st["strides"] if x[1] == r]
+        check(len(rows) == 3 and all(x[5] > x[2] for x in rows),
+              "rank %d: a worker delivered nothing (strides %s): readers beyond the partitions idle" % (r, rows))
+        check({p for p, _, _ in got} == {r}, "rank %d read another partition" % r)
+        seen += got
+        states.append(st)
+    print("[test] 2x3 on 2 partitions: every worker delivered (strides), %d samples in %.1f s"
+          % (len(seen), time.monotonic() - t0), flush=True)
+    write_spread(b, "ls", range(600, 800))
+    marks = epoch_of(b, "ls")
+    # own states, one with the same workers and one with 2 (strides re-cut from the frontier)
+    for r, workers in ((0, 3), (1, 2)):
+        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=workers, mode="live")
+        L.load_state_dict(states[r])
+        done = sum(1 for p, _, _ in seen if p == r)
+        seen += read_live(L, marks[r][1] - done, "rank %d resumed with %d workers" % (r, workers))
+    offs = [(p, o) for p, o, _ in seen]
+    check(len(offs) == len(set(offs)), "resume delivered %d twice" % (len(offs) - len(set(offs))))
+    check(set(offs) == {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}, "resume lost offsets")
+    check(sorted(i for *_, i in seen) == list(range(800)), "ids differ from those written")
+    print("[test] own-state resume (3 and 2 workers): 800 samples, each once", flush=True)
+    # merged halfway states -> 3 ranks x 1 worker: ranks 0 and 1 share partition 0's strides
+    merged = TopicLoader.merge_state_dicts(states)
+    halfway = set()
+    for st in states:
+        for t, p, a, b2 in st["delivered"]:
+            halfway |= {(p, o) for o in range(a, b2)}
+        for t, p, base, share, ks, nxt in st["strides"]:
+            halfway |= {(p, o) for o in range(base, nxt) if (o - base) % share in ks}
+    results, threads = [[] for _ in range(3)], []
+    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live",
+                          log_level=0)  # left running at the end: quiet once the broker stops
+               for r in range(3)]
+    for L in loaders:
+        L.load_state_dict(merged)
+
+    def run(i):
+        for batch in loaders[i]:
+            results[i] += [(p, o) for _, p, o in batch["provenance"]]
+    for i in range(3):
+        th = threading.Thread(target=run, args=(i,), daemon=True)
+        th.start()
+        threads.append(th)
+    need = sum(hi - lo for lo, hi in marks.values()) - len(halfway)
+    wait_until(lambda: sum(len(x) for x in results) >= need, 30, "3x1 merged resume: %d samples" % need)
+    rest = [x for r in results for x in r]
+    check(len(rest) == len(set(rest)) and not set(rest) & halfway, "merged resume delivered a sample twice")
+    check(halfway | set(rest) == {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)},
+          "merged resume lost offsets")
+    check(all(results[i] for i in range(3)), "a rank of 3x1 delivered nothing")
+    print("[test] merged resume 3x1 (2 ranks striding partition 0): the rest, each once", flush=True)
+
+
 def scrape_pct(port):
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
     for line in text.splitlines():
@@ -403,7 +508,7 @@ def errors(ctx):
 
 
 SCENARIOS = {"exactly_once": exactly_once, "resume": resume, "live": live, "starvation": starvation,
-             "errors": errors, "distributed": distributed}
+             "errors": errors, "distributed": distributed, "live_strides": live_strides}
 
 
 def main(ctx):

@@ -28,6 +28,7 @@ deleted under it raises OffsetsDeleted.
 One stream per worker, used by one thread: not thread-safe.
 """
 
+import bisect
 import random
 import time
 from collections import deque
@@ -69,11 +70,11 @@ def consumer_config(bootstrap, reader_tag, mode, extra):
 
 class _Active:
     __slots__ = ("unit", "key", "tp", "buf", "fetch_next", "fetched_all", "paused", "window", "wpos",
-                 "wlo", "whi", "next", "skip", "nbytes")
+                 "wlo", "whi", "next", "skip", "nbytes", "filter", "ex_lo", "ex_end")
 
     def __init__(self, unit, ti):
         self.unit = unit
-        self.key = (ti, unit.partition, unit.lo)
+        self.key = unit_key(ti, unit)
         self.tp = (unit.topic, unit.partition)
         self.buf = deque()
         self.fetch_next = unit.lo
@@ -85,6 +86,20 @@ class _Active:
         self.next = unit.lo
         self.skip = unit.skip
         self.nbytes = 0
+        # live strides: only some offsets of the partition are this unit's to deliver
+        self.filter = unit.share > 1 or bool(unit.exclude)
+        self.ex_lo = [a for a, _ in unit.exclude]
+        self.ex_end = unit.exclude[-1][1] if unit.exclude else 0
+
+    def mine(self, o):
+        u = self.unit
+        if u.share > 1 and (o - u.base) % u.share not in u.ks:
+            return False
+        if o < self.ex_end:
+            i = bisect.bisect_right(self.ex_lo, o) - 1
+            if i >= 0 and o < u.exclude[i][1]:
+                return False  # delivered before the checkpoint
+        return True
 
     def progress(self):
         if self.window is not None:
@@ -201,10 +216,13 @@ class Stream:
             if o >= a.unit.hi:
                 self._fetched(a)
                 continue
+            a.fetch_next = o + 1
+            if a.filter and not a.mine(o):
+                self.progress_at = time.monotonic()  # the broker answers; nothing to deliver
+                continue
             v = m.value()
             a.buf.append((o, v))
             a.nbytes += len(v)
-            a.fetch_next = o + 1
             got += 1
             if o + 1 >= a.unit.hi:
                 self._fetched(a)
@@ -455,6 +473,11 @@ class Stream:
             "hw": self.high_watermarks() if self.live else {},
             "reader": self.s["reader"],
         }
+
+
+def unit_key(ti, u):
+    """The cursor's key of a unit: strides of one partition share lo and differ by residue."""
+    return (ti, u.partition, u.lo, u.ks[0])
 
 
 def read_chunks(spec):
