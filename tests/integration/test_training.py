@@ -406,6 +406,95 @@ def live_strides(ctx):
     print("[test] merged resume 3x1 (2 ranks striding partition 0): the rest, each once", flush=True)
 
 
+def group_offsets(b, group):
+    """{(topic, partition): (offset, metadata)} of a group (OffsetFetch via kafka-python's admin),
+    and the group's state and member count (DescribeGroups)."""
+    from kafka import KafkaAdminClient
+    a = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
+    try:
+        offs = {(tp.topic, tp.partition): (om.offset, om.metadata)
+                for tp, om in a.list_consumer_group_offsets(group).items()}
+        desc = a.describe_consumer_groups([group])[0]
+        return offs, desc.state, len(desc.members)
+    finally:
+        a.close()
+
+
+def commit(ctx):
+    """commit_group: the loader commits the last state_dict()'s delivered prefix with the checkpoint
+    id as OffsetCommit metadata, without joining the group; lag tools see it; resuming comes from the
+    checkpoint, not the group; a rank never commits past what it can prove was delivered."""
+    from confluent_kafka import Consumer, TopicPartition
+    b = ctx.broker()
+    b.create_topic("cm", 2)
+    write_spread(b, "cm", range(400))
+    marks = epoch_of(b, "cm")
+    # 2 ranks x 1 worker: a whole partition each (unshuffled, in offset order)
+    L = TopicLoader(b.bootstrap, "cm", batch_size=10, rank=0, world_size=2, num_workers=1, commit_group="trainers")
+    it = iter(L)
+    got = [o for _ in range(5) for _, _, o in next(it)["provenance"]]
+    st = L.state_dict()
+    t0 = time.monotonic()
+    done = L.commit("ck-5")
+    took = time.monotonic() - t0
+    part = st["assigned"][0][1]
+    check(done == {("cm", part): max(got) + 1}, "committed %s, delivered up to %d" % (done, max(got)))
+    _ = [next(it) for _ in range(3)]  # delivered after the checkpoint: not in its commit
+    check(L.commit("ck-5") == done, "commit() committed the live cursor, not the last state_dict()")
+    offs, state, members = group_offsets(b, "trainers")
+    check(offs.get(("cm", part), (None,))[0] == max(got) + 1, "the group holds %s" % offs)
+    check("checkpoint=ck-5" in offs[("cm", part)][1] and "epoch=0" in offs[("cm", part)][1],
+          "metadata %r" % offs[("cm", part)][1])
+    check(members == 0 and state in ("Empty", ""), "the loader joined the group: %s, %d member(s)" % (state, members))
+    # a lag tool's view: committed offset vs the log end (confluent-kafka committed(), no join)
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "trainers", "enable.auto.commit": False})
+    try:
+        co = c.committed([TopicPartition("cm", part)], timeout=10)[0].offset
+    finally:
+        c.close()
+    lag = marks[part][1] - co
+    check(lag == marks[part][1] - 50, "lag %d" % lag)
+    print("[test] checkpoint ck-5 committed in %.2f s: cm[%d] offset %d metadata %r, lag %d, group %s with no "
+          "members" % (took, part, co, offs[("cm", part)][1], lag, state), flush=True)
+    del it
+    # resuming comes from the checkpoint even when the group says otherwise
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "trainers", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("cm", part, 3)], asynchronous=False)
+    finally:
+        c.close()
+    L2 = TopicLoader(b.bootstrap, "cm", batch_size=10, rank=0, world_size=2, num_workers=1, commit_group="trainers")
+    L2.load_state_dict(st)
+    rest = [o for batch in L2 for _, _, o in batch["provenance"]]
+    check(sorted(rest) == list(range(max(got) + 1, marks[part][1])), "resume did not start at the checkpoint")
+    L2.state_dict()
+    L2.commit("ck-end")
+    offs, _, _ = group_offsets(b, "trainers")
+    check(offs[("cm", part)][0] == marks[part][1] and "checkpoint=ck-end" in offs[("cm", part)][1],
+          "end of epoch: %s" % offs)
+    # 3 ranks x 1 worker on 2 partitions: offset ranges, partition 0 split between ranks 0 and 1.
+    # Rank 1 finishes first; rank 0's range starts the partition, so only rank 0 may commit it.
+    Ls = [TopicLoader(b.bootstrap, "cm", batch_size=10, rank=r, world_size=3, num_workers=1,
+                      commit_group="split") for r in (1, 0)]
+    ends = {}
+    for Lr in Ls:
+        n = sum(len(batch["provenance"]) for batch in Lr)
+        check(n > 0, "rank %d delivered nothing" % Lr.rank)
+        Lr.state_dict()
+        ends[Lr.rank] = Lr.commit("ck-split")
+        if Lr.rank == 1:
+            offs, _, _ = group_offsets(b, "split")
+            check(("cm", 0) not in offs and ("cm", 0) not in ends[1],
+                  "rank 1 committed partition 0 though ranks before it had delivered nothing: %s" % offs)
+    offs, _, _ = group_offsets(b, "split")
+    r0 = [a for t, p, a, b2 in Ls[1].state_dict()["assigned"] if p == 0]
+    r0_end = max(b2 for t, p, a, b2 in Ls[1].state_dict()["assigned"] if p == 0)
+    check(min(r0) == marks[0][0] and offs[("cm", 0)][0] == r0_end < marks[0][1],
+          "partition 0: committed %s, rank 0's range ends at %d of %d" % (offs.get(("cm", 0)), r0_end, marks[0][1]))
+    print("[test] split partition: rank 1 (middle range) did not commit it; rank 0 committed %d of %d (its prefix)"
+          % (r0_end, marks[0][1]), flush=True)
+
+
 def scrape_pct(port):
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
     for line in text.splitlines():
@@ -508,7 +597,8 @@ def errors(ctx):
 
 
 SCENARIOS = {"exactly_once": exactly_once, "resume": resume, "live": live, "starvation": starvation,
-             "errors": errors, "distributed": distributed, "live_strides": live_strides}
+             "errors": errors, "distributed": distributed, "live_strides": live_strides,
+             "commit": commit}
 
 
 def main(ctx):
