@@ -28,6 +28,13 @@ by content and by provenance):
   rank and world size from torch.distributed and rank 0's snapshot, while
   a producer keeps writing: each sample once, and each partition's offsets
   one contiguous run from 0 (one snapshot for both ranks).
+- live_strides: live mode with more readers than partitions (2 ranks x 3
+  workers, 2 partitions): strides inside a partition, every worker delivers,
+  each offset once; resume from own states (3 and 2 workers) and from the
+  merged state with 3 ranks x 1 worker (two ranks striding one partition).
+- commit: commit_group commits the last state_dict()'s delivered prefix with
+  the checkpoint id as metadata, without joining; resume ignores the group;
+  a rank whose range is not the partition's first commits nothing for it.
 - errors: unknown topic (TopicNotFound, and the topic is not created),
   unreachable broker (BrokerUnreachable), a checkpoint of another topic
   (CheckpointMismatch), a checkpoint whose offsets were deleted
