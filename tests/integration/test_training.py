@@ -319,9 +319,9 @@ def write_spread(b, topic, ids, partitions=2):
     check(pr.flush(10) == 0, "records left unsent")
 
 
-def read_live(L, want, what, deadline_s=20.0):
-    """Batches of a live loader until `want` samples: [(partition, offset, id)], and the loader's
-    iterator (stopped: its workers shut down). A watchdog thread fails the test past the deadline."""
+def read_live(L, want, what, deadline_s=20.0, until=None):
+    """Batches of a live loader until `want` samples (and until() holds): [(partition, offset, id)];
+    the iterator is then dropped (its workers shut down). A watchdog fails the test past the deadline."""
     got = []
     timer = threading.Timer(deadline_s, lambda: (print("[test] FAIL: %s: %d of %d after %.0f s" % (
         what, len(got), want, deadline_s), flush=True), os._exit(1)))
@@ -329,7 +329,7 @@ def read_live(L, want, what, deadline_s=20.0):
     timer.start()
     try:
         it = iter(L)
-        while len(got) < want:
+        while len(got) < want or (until is not None and not until()):
             batch = next(it)
             ids = batch["input_ids"][:, 0].tolist()
             got += [(p, o, i) for (_, p, o), i in zip(batch["provenance"], ids)]
@@ -353,9 +353,12 @@ def live_strides(ctx):
     states = []
     t0 = time.monotonic()
     for r in range(2):
-        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=3, mode="live")
-        want = marks[r][1] // 2
-        got = read_live(L, want, "rank %d first half" % r)
+        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=3, mode="live",
+                        batches_per_transfer=1)
+        # half the partition, and on until every stride delivered (a worker that idles fails here, by
+        # the deadline); the DataLoader takes the workers' chunks in turn, so that is soon
+        got = read_live(L, marks[r][1] // 2, "rank %d: half its partition, something from every worker" % r,
+                        until=lambda: len(L._progress) == 3 and all(v[0] > key[2] for key, v in L._progress.items()))
         units = L._assigned
         check(len(units) == 3 and {u.partition for u in units} == {r} and sorted(u.ks[0] for u in units) == [0, 1, 2]
               and all(u.share == 3 for u in units), "rank %d: not 3 strides of partition %d: %s" % (r, r, units))
@@ -390,21 +393,25 @@ def live_strides(ctx):
         for t, p, base, share, ks, nxt in st["strides"]:
             halfway |= {(p, o) for o in range(base, nxt) if (o - base) % share in ks}
     results, threads = [[] for _ in range(3)], []
-    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live",
-                          log_level=0)  # left running at the end: quiet once the broker stops
+    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live")
                for r in range(3)]
+    failed = []
     for L in loaders:
         L.load_state_dict(merged)
 
     def run(i):
-        for batch in loaders[i]:
-            results[i] += [(p, o) for _, p, o in batch["provenance"]]
+        try:
+            for batch in loaders[i]:
+                results[i] += [(p, o) for _, p, o in batch["provenance"]]
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            failed.append("rank %d: %r" % (i, e))
     for i in range(3):
         th = threading.Thread(target=run, args=(i,), daemon=True)
         th.start()
         threads.append(th)
     need = sum(hi - lo for lo, hi in marks.values()) - len(halfway)
-    wait_until(lambda: sum(len(x) for x in results) >= need, 30, "3x1 merged resume: %d samples" % need)
+    wait_until(lambda: failed or sum(len(x) for x in results) >= need, 30, "3x1 merged resume: %d samples" % need)
+    check(not failed, "3x1 merged resume failed: %s" % failed)
     rest = [x for r in results for x in r]
     check(len(rest) == len(set(rest)) and not set(rest) & halfway, "merged resume delivered a sample twice")
     check(halfway | set(rest) == {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)},

@@ -35,10 +35,10 @@ from collections import deque
 
 import numpy as np
 import torch
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from . import records
-from .errors import BrokerUnreachable, OffsetsDeleted
+from .errors import BrokerUnreachable, OffsetsDeleted, TrainReaderError
 from .plan import INF, window_permutation
 
 WAIT = object()
@@ -481,7 +481,14 @@ def unit_key(ti, u):
 
 
 def read_chunks(spec):
-    return Stream(spec).chunks()
+    """The stream, with client errors turned into TrainReaderErrors: a KafkaException cannot be
+    pickled back to the DataLoader's main process (its class lives in the C extension), which
+    would leave the trainer waiting forever."""
+    try:
+        yield from Stream(spec).chunks()
+    except KafkaException as e:
+        raise TrainReaderError("reader %d (rank %d): the Kafka client failed: %s (bootstrap %s)" % (
+            spec["reader"], spec["rank"], e.args[0] if e.args else e, spec["bootstrap"])) from None
 
 
 __all__ = ["read_chunks", "consumer_config", "INF"]
