@@ -21,7 +21,17 @@ state_dict() is a plain dict (torch.save/json can store it):
   format, mode, topics, epoch, complete, seed, shuffle, shuffle_window,
   snapshot [[topic, partition, start, end]], delivered [[topic, partition, a, b]],
   windows [[topic, partition, lo, hi, k]], assigned [[topic, partition, a, b]]
-  (this rank's share of the current epoch), rank, world_size, merged.
+  (this rank's share of the current epoch), strides [[topic, partition, base, share, [k], next]]
+  (live mode's strides), rank, world_size, merged.
+Live mode deals partitions over ranks, then over a rank's workers, and cuts a
+partition into strides when a rank has more workers than partitions
+(plan.live_layout); a resumed unit starts at the delivered frontier and skips
+what was delivered above it (plan.live_frontier).
+
+With commit_group, state_dict() also records the offsets it proves per
+partition this rank commits, and commit(checkpoint_id) sends exactly those
+(kafka-python, OffsetCommit with generation -1: the group is never joined).
+
 load_state_dict() takes this rank's own state (same world size; any
 num_workers) or TopicLoader.merge_state_dicts(all ranks' states) (any world
 size, any num_workers).

@@ -18,7 +18,9 @@ windows of `shuffle_window` records inside a unit (seed, epoch, topic,
 partition, window bounds), so a window delivered in part is replayed from
 its bounds and the first k of the same permutation are skipped. Live mode
 reads its partitions together, in arrival order, and ships a partial batch
-when no record arrived for `live_flush_s`.
+when no record arrived for `live_flush_s`; a strided unit fetches its whole
+partition and keeps only the offsets of its residues (and none it was told
+were delivered before).
 
 Bounded: a reader buffers about 64 MiB of records (split over its active
 units, at least 2 turns each) before a partition is paused; with no progress and a broker error for
