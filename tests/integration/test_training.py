@@ -31,7 +31,9 @@ by content and by provenance):
 - live_strides: live mode with more readers than partitions (2 ranks x 3
   workers, 2 partitions): strides inside a partition, every worker delivers,
   each offset once; resume from own states (3 and 2 workers) and from the
-  merged state with 3 ranks x 1 worker (two ranks striding one partition).
+  merged state with 3 ranks x 1 worker (two ranks striding one partition),
+  then from those 3 ranks' own states (shared strides continue as they were;
+  the same own state with 2 workers is refused with CheckpointMismatch).
 - commit: commit_group commits the last state_dict()'s delivered prefix with
   the checkpoint id as metadata, without joining; resume ignores the group;
   a rank whose range is not the partition's first commits nothing for it.
@@ -343,7 +345,8 @@ def live_strides(ctx):
     """Live mode with more readers than partitions: 2 ranks x 3 workers on 2 partitions. Each rank
     takes one partition and its 3 workers deliver its offsets in strides (o % 3); every worker
     delivers, every offset once, and the ranks resume exactly from their own states (same and
-    other num_workers) and from the merged state with 3 ranks x 1 worker (ranks sharing a partition)."""
+    other num_workers), from the merged state with 3 ranks x 1 worker (ranks sharing a partition), and
+    then from those ranks' own states."""
     b = ctx.broker()
     b.create_topic("ls", 2)
     write_spread(b, "ls", range(600))
@@ -392,32 +395,67 @@ def live_strides(ctx):
             halfway |= {(p, o) for o in range(a, b2)}
         for t, p, base, share, ks, nxt in st["strides"]:
             halfway |= {(p, o) for o in range(base, nxt) if (o - base) % share in ks}
-    results, threads = [[] for _ in range(3)], []
     loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live")
                for r in range(3)]
-    failed = []
     for L in loaders:
         L.load_state_dict(merged)
+    every = {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}
+    results, stop, stopped = run_ranks(loaders, len(every - halfway), "3x1 merged resume")
+    rest = [x for r in results for x in r]
+    check(len(rest) == len(set(rest)) and not set(rest) & halfway, "merged resume delivered a sample twice")
+    check(halfway | set(rest) == every, "merged resume lost offsets")
+    check(all(results), "a rank of 3x1 delivered nothing")
+    print("[test] merged resume 3x1 (2 ranks striding partition 0): the rest, each once", flush=True)
+    # stop the 3 ranks after one more batch each (new records wake every stride), then resume each
+    # from its OWN state: ranks 0 and 1 share partition 0, so their strides continue as they were
+    stop.set()
+    write_spread(b, "ls", range(800, 830))
+    wait_until(lambda: all(e.is_set() for e in stopped), 20, "each 3x1 rank's next batch")
+    seen = halfway | {x for r in results for x in r}
+    states = [L.state_dict() for L in loaders]
+    bad = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=0, world_size=3, num_workers=2, mode="live")
+    bad.load_state_dict(states[0])
+    try:
+        iter(bad)
+        check(False, "own state of shared strides loaded into another num_workers")
+    except CheckpointMismatch as e:
+        check("merge_state_dicts" in str(e) and "num_workers" in str(e), "message: %s" % e)
+    write_spread(b, "ls", range(830, 890))
+    marks = epoch_of(b, "ls")
+    every = {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}
+    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live")
+               for r in range(3)]
+    for L, st in zip(loaders, states):
+        L.load_state_dict(st)
+    results, _, _ = run_ranks(loaders, len(every - seen), "3x1 own-state resume")
+    rest = [x for r in results for x in r]
+    check(len(rest) == len(set(rest)) and not set(rest) & seen, "own-state 3x1 resume delivered a sample twice")
+    check(seen | set(rest) == every, "own-state 3x1 resume lost offsets")
+    print("[test] own-state resume 3x1 (shared strides kept; 2 workers refused): 890 samples, each once", flush=True)
+
+
+def run_ranks(loaders, want, what):
+    """Iterates each loader in its own thread until `want` samples came in all: per rank
+    [(partition, offset)], an event that makes each stop after its next batch, and per rank an
+    event set once it stopped (its iterator dropped, so state_dict() is what it appended)."""
+    results, failed = [[] for _ in loaders], []
+    stop, stopped = threading.Event(), [threading.Event() for _ in loaders]
 
     def run(i):
         try:
             for batch in loaders[i]:
                 results[i] += [(p, o) for _, p, o in batch["provenance"]]
+                if stop.is_set():
+                    break
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             failed.append("rank %d: %r" % (i, e))
-    for i in range(3):
-        th = threading.Thread(target=run, args=(i,), daemon=True)
-        th.start()
-        threads.append(th)
-    need = sum(hi - lo for lo, hi in marks.values()) - len(halfway)
-    wait_until(lambda: failed or sum(len(x) for x in results) >= need, 30, "3x1 merged resume: %d samples" % need)
-    check(not failed, "3x1 merged resume failed: %s" % failed)
-    rest = [x for r in results for x in r]
-    check(len(rest) == len(set(rest)) and not set(rest) & halfway, "merged resume delivered a sample twice")
-    check(halfway | set(rest) == {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)},
-          "merged resume lost offsets")
-    check(all(results[i] for i in range(3)), "a rank of 3x1 delivered nothing")
-    print("[test] merged resume 3x1 (2 ranks striding partition 0): the rest, each once", flush=True)
+        finally:
+            stopped[i].set()
+    for i in range(len(loaders)):
+        threading.Thread(target=run, args=(i,), daemon=True).start()
+    wait_until(lambda: failed or sum(len(x) for x in results) >= want, 30, "%s: %d samples" % (what, want))
+    check(not failed, "%s failed: %s" % (what, failed))
+    return results, stop, stopped
 
 
 def group_offsets(b, group):
