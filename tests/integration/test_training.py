@@ -28,6 +28,15 @@ by content and by provenance):
   rank and world size from torch.distributed and rank 0's snapshot, while
   a producer keeps writing: each sample once, and each partition's offsets
   one contiguous run from 0 (one snapshot for both ranks).
+- live_strides: live mode with more readers than partitions (2 ranks x 3
+  workers, 2 partitions): strides inside a partition, every worker delivers,
+  each offset once; resume from own states (3 and 2 workers) and from the
+  merged state with 3 ranks x 1 worker (two ranks striding one partition),
+  then from those 3 ranks' own states (shared strides continue as they were;
+  the same own state with 2 workers is refused with CheckpointMismatch).
+- commit: commit_group commits the last state_dict()'s delivered prefix with
+  the checkpoint id as metadata, without joining; resume ignores the group;
+  a rank whose range is not the partition's first commits nothing for it.
 - errors: unknown topic (TopicNotFound, and the topic is not created),
   unreachable broker (BrokerUnreachable), a checkpoint of another topic
   (CheckpointMismatch), a checkpoint whose offsets were deleted
@@ -301,6 +310,243 @@ def live(ctx):
           (t_got - t_new), flush=True)
 
 
+def write_spread(b, topic, ids, partitions=2):
+    """Sample i to partition i % partitions (SampleWriter's sticky partitioner would put a small
+    burst in one partition)."""
+    from confluent_kafka import Producer
+    from ciuickafka_train import records
+    pr = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for i in ids:
+        pr.produce(topic, records.encode([i] + [i % 997] * 7), partition=i % partitions)
+    check(pr.flush(10) == 0, "records left unsent")
+
+
+def read_live(L, want, what, deadline_s=20.0, until=None):
+    """Batches of a live loader until `want` samples (and until() holds): [(partition, offset, id)];
+    the iterator is then dropped (its workers shut down). A watchdog fails the test past the deadline."""
+    got = []
+    timer = threading.Timer(deadline_s, lambda: (print("[test] FAIL: %s: %d of %d after %.0f s" % (
+        what, len(got), want, deadline_s), flush=True), os._exit(1)))
+    timer.daemon = True
+    timer.start()
+    try:
+        it = iter(L)
+        while len(got) < want or (until is not None and not until()):
+            batch = next(it)
+            ids = batch["input_ids"][:, 0].tolist()
+            got += [(p, o, i) for (_, p, o), i in zip(batch["provenance"], ids)]
+    finally:
+        timer.cancel()
+    del it
+    return got
+
+
+def live_strides(ctx):
+    """Live mode with more readers than partitions: 2 ranks x 3 workers on 2 partitions. Each rank
+    takes one partition and its 3 workers deliver its offsets in strides (o % 3); every worker
+    delivers, every offset once, and the ranks resume exactly from their own states (same and
+    other num_workers), from the merged state with 3 ranks x 1 worker (ranks sharing a partition), and
+    then from those ranks' own states."""
+    b = ctx.broker()
+    b.create_topic("ls", 2)
+    write_spread(b, "ls", range(600))
+    marks = epoch_of(b, "ls")
+    check(all(hi > 60 for _, hi in marks.values()), "both partitions need records: %s" % marks)
+    seen = []
+    states = []
+    t0 = time.monotonic()
+    for r in range(2):
+        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=3, mode="live",
+                        batches_per_transfer=1)
+        # half the partition, and on until every stride delivered (a worker that idles fails here, by
+        # the deadline); the DataLoader takes the workers' chunks in turn, so that is soon
+        got = read_live(L, marks[r][1] // 2, "rank %d: half its partition, something from every worker" % r,
+                        until=lambda: len(L._progress) == 3 and all(v[0] > key[2] for key, v in L._progress.items()))
+        units = L._assigned
+        check(len(units) == 3 and {u.partition for u in units} == {r} and sorted(u.ks[0] for u in units) == [0, 1, 2]
+              and all(u.share == 3 for u in units), "rank %d: not 3 strides of partition %d: %s" % (r, r, units))
+        st = L.state_dict()
+        rows = [x for x in st["strides"] if x[1] == r]
+        check(len(rows) == 3 and all(x[5] > x[2] for x in rows),
+              "rank %d: a worker delivered nothing (strides %s): readers beyond the partitions idle" % (r, rows))
+        check({p for p, _, _ in got} == {r}, "rank %d read another partition" % r)
+        seen += got
+        states.append(st)
+    print("[test] 2x3 on 2 partitions: every worker delivered (strides), %d samples in %.1f s"
+          % (len(seen), time.monotonic() - t0), flush=True)
+    write_spread(b, "ls", range(600, 800))
+    marks = epoch_of(b, "ls")
+    # own states, one with the same workers and one with 2 (strides re-cut from the frontier)
+    for r, workers in ((0, 3), (1, 2)):
+        L = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=2, num_workers=workers, mode="live")
+        L.load_state_dict(states[r])
+        done = sum(1 for p, _, _ in seen if p == r)
+        seen += read_live(L, marks[r][1] - done, "rank %d resumed with %d workers" % (r, workers))
+    offs = [(p, o) for p, o, _ in seen]
+    check(len(offs) == len(set(offs)), "resume delivered %d twice" % (len(offs) - len(set(offs))))
+    check(set(offs) == {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}, "resume lost offsets")
+    check(sorted(i for *_, i in seen) == list(range(800)), "ids differ from those written")
+    print("[test] own-state resume (3 and 2 workers): 800 samples, each once", flush=True)
+    # merged halfway states -> 3 ranks x 1 worker: ranks 0 and 1 share partition 0's strides
+    merged = TopicLoader.merge_state_dicts(states)
+    halfway = set()
+    for st in states:
+        for t, p, a, b2 in st["delivered"]:
+            halfway |= {(p, o) for o in range(a, b2)}
+        for t, p, base, share, ks, nxt in st["strides"]:
+            halfway |= {(p, o) for o in range(base, nxt) if (o - base) % share in ks}
+    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live")
+               for r in range(3)]
+    for L in loaders:
+        L.load_state_dict(merged)
+    every = {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}
+    results, stop, stopped = run_ranks(loaders, len(every - halfway), "3x1 merged resume")
+    rest = [x for r in results for x in r]
+    check(len(rest) == len(set(rest)) and not set(rest) & halfway, "merged resume delivered a sample twice")
+    check(halfway | set(rest) == every, "merged resume lost offsets")
+    check(all(results), "a rank of 3x1 delivered nothing")
+    print("[test] merged resume 3x1 (2 ranks striding partition 0): the rest, each once", flush=True)
+    # stop the 3 ranks after one more batch each (new records wake every stride), then resume each
+    # from its OWN state: ranks 0 and 1 share partition 0, so their strides continue as they were
+    stop.set()
+    write_spread(b, "ls", range(800, 830))
+    wait_until(lambda: all(e.is_set() for e in stopped), 20, "each 3x1 rank's next batch")
+    seen = halfway | {x for r in results for x in r}
+    states = [L.state_dict() for L in loaders]
+    bad = TopicLoader(b.bootstrap, "ls", batch_size=5, rank=0, world_size=3, num_workers=2, mode="live")
+    bad.load_state_dict(states[0])
+    try:
+        iter(bad)
+        check(False, "own state of shared strides loaded into another num_workers")
+    except CheckpointMismatch as e:
+        check("merge_state_dicts" in str(e) and "num_workers" in str(e), "message: %s" % e)
+    write_spread(b, "ls", range(830, 890))
+    marks = epoch_of(b, "ls")
+    every = {(p, o) for p, (lo, hi) in marks.items() for o in range(lo, hi)}
+    loaders = [TopicLoader(b.bootstrap, "ls", batch_size=5, rank=r, world_size=3, num_workers=1, mode="live")
+               for r in range(3)]
+    for L, st in zip(loaders, states):
+        L.load_state_dict(st)
+    results, _, _ = run_ranks(loaders, len(every - seen), "3x1 own-state resume")
+    rest = [x for r in results for x in r]
+    check(len(rest) == len(set(rest)) and not set(rest) & seen, "own-state 3x1 resume delivered a sample twice")
+    check(seen | set(rest) == every, "own-state 3x1 resume lost offsets")
+    print("[test] own-state resume 3x1 (shared strides kept; 2 workers refused): 890 samples, each once", flush=True)
+
+
+def run_ranks(loaders, want, what):
+    """Iterates each loader in its own thread until `want` samples came in all: per rank
+    [(partition, offset)], an event that makes each stop after its next batch, and per rank an
+    event set once it stopped (its iterator dropped, so state_dict() is what it appended)."""
+    results, failed = [[] for _ in loaders], []
+    stop, stopped = threading.Event(), [threading.Event() for _ in loaders]
+
+    def run(i):
+        try:
+            for batch in loaders[i]:
+                results[i] += [(p, o) for _, p, o in batch["provenance"]]
+                if stop.is_set():
+                    break
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            failed.append("rank %d: %r" % (i, e))
+        finally:
+            stopped[i].set()
+    for i in range(len(loaders)):
+        threading.Thread(target=run, args=(i,), daemon=True).start()
+    wait_until(lambda: failed or sum(len(x) for x in results) >= want, 30, "%s: %d samples" % (what, want))
+    check(not failed, "%s failed: %s" % (what, failed))
+    return results, stop, stopped
+
+
+def group_offsets(b, group):
+    """{(topic, partition): (offset, metadata)} of a group (OffsetFetch via kafka-python's admin),
+    and the group's state and member count (DescribeGroups)."""
+    from kafka import KafkaAdminClient
+    a = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
+    try:
+        offs = {(tp.topic, tp.partition): (om.offset, om.metadata)
+                for tp, om in a.list_consumer_group_offsets(group).items()}
+        desc = a.describe_consumer_groups([group])[0]
+        return offs, desc.state, len(desc.members)
+    finally:
+        a.close()
+
+
+def commit(ctx):
+    """commit_group: the loader commits the last state_dict()'s delivered prefix with the checkpoint
+    id as OffsetCommit metadata, without joining the group; lag tools see it; resuming comes from the
+    checkpoint, not the group; a rank never commits past what it can prove was delivered."""
+    from confluent_kafka import Consumer, TopicPartition
+    b = ctx.broker()
+    b.create_topic("cm", 2)
+    write_spread(b, "cm", range(400))
+    marks = epoch_of(b, "cm")
+    # 2 ranks x 1 worker: a whole partition each (unshuffled, in offset order)
+    L = TopicLoader(b.bootstrap, "cm", batch_size=10, rank=0, world_size=2, num_workers=1, commit_group="trainers")
+    it = iter(L)
+    got = [o for _ in range(5) for _, _, o in next(it)["provenance"]]
+    st = L.state_dict()
+    t0 = time.monotonic()
+    done = L.commit("ck-5")
+    took = time.monotonic() - t0
+    part = st["assigned"][0][1]
+    check(done == {("cm", part): max(got) + 1}, "committed %s, delivered up to %d" % (done, max(got)))
+    _ = [next(it) for _ in range(3)]  # delivered after the checkpoint: not in its commit
+    check(L.commit("ck-5") == done, "commit() committed the live cursor, not the last state_dict()")
+    offs, state, members = group_offsets(b, "trainers")
+    check(offs.get(("cm", part), (None,))[0] == max(got) + 1, "the group holds %s" % offs)
+    check("checkpoint=ck-5" in offs[("cm", part)][1] and "epoch=0" in offs[("cm", part)][1],
+          "metadata %r" % offs[("cm", part)][1])
+    check(members == 0 and state in ("Empty", ""), "the loader joined the group: %s, %d member(s)" % (state, members))
+    # a lag tool's view: committed offset vs the log end (confluent-kafka committed(), no join)
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "trainers", "enable.auto.commit": False})
+    try:
+        co = c.committed([TopicPartition("cm", part)], timeout=10)[0].offset
+    finally:
+        c.close()
+    lag = marks[part][1] - co
+    check(lag == marks[part][1] - 50, "lag %d" % lag)
+    print("[test] checkpoint ck-5 committed in %.2f s: cm[%d] offset %d metadata %r, lag %d, group %s with no "
+          "members" % (took, part, co, offs[("cm", part)][1], lag, state), flush=True)
+    del it
+    # resuming comes from the checkpoint even when the group says otherwise
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "trainers", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("cm", part, 3)], asynchronous=False)
+    finally:
+        c.close()
+    L2 = TopicLoader(b.bootstrap, "cm", batch_size=10, rank=0, world_size=2, num_workers=1, commit_group="trainers")
+    L2.load_state_dict(st)
+    rest = [o for batch in L2 for _, _, o in batch["provenance"]]
+    check(sorted(rest) == list(range(max(got) + 1, marks[part][1])), "resume did not start at the checkpoint")
+    L2.state_dict()
+    L2.commit("ck-end")
+    offs, _, _ = group_offsets(b, "trainers")
+    check(offs[("cm", part)][0] == marks[part][1] and "checkpoint=ck-end" in offs[("cm", part)][1],
+          "end of epoch: %s" % offs)
+    # 3 ranks x 1 worker on 2 partitions: offset ranges, partition 0 split between ranks 0 and 1.
+    # Rank 1 finishes first; rank 0's range starts the partition, so only rank 0 may commit it.
+    Ls = [TopicLoader(b.bootstrap, "cm", batch_size=10, rank=r, world_size=3, num_workers=1,
+                      commit_group="split") for r in (1, 0)]
+    ends = {}
+    for Lr in Ls:
+        n = sum(len(batch["provenance"]) for batch in Lr)
+        check(n > 0, "rank %d delivered nothing" % Lr.rank)
+        Lr.state_dict()
+        ends[Lr.rank] = Lr.commit("ck-split")
+        if Lr.rank == 1:
+            offs, _, _ = group_offsets(b, "split")
+            check(("cm", 0) not in offs and ("cm", 0) not in ends[1],
+                  "rank 1 committed partition 0 though ranks before it had delivered nothing: %s" % offs)
+    offs, _, _ = group_offsets(b, "split")
+    r0 = [a for t, p, a, b2 in Ls[1].state_dict()["assigned"] if p == 0]
+    r0_end = max(b2 for t, p, a, b2 in Ls[1].state_dict()["assigned"] if p == 0)
+    check(min(r0) == marks[0][0] and offs[("cm", 0)][0] == r0_end < marks[0][1],
+          "partition 0: committed %s, rank 0's range ends at %d of %d" % (offs.get(("cm", 0)), r0_end, marks[0][1]))
+    print("[test] split partition: rank 1 (middle range) did not commit it; rank 0 committed %d of %d (its prefix)"
+          % (r0_end, marks[0][1]), flush=True)
+
+
 def scrape_pct(port):
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
     for line in text.splitlines():
@@ -403,7 +649,8 @@ def errors(ctx):
 
 
 SCENARIOS = {"exactly_once": exactly_once, "resume": resume, "live": live, "starvation": starvation,
-             "errors": errors, "distributed": distributed}
+             "errors": errors, "distributed": distributed, "live_strides": live_strides,
+             "commit": commit}
 
 
 def main(ctx):

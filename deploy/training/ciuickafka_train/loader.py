@@ -21,7 +21,17 @@ state_dict() is a plain dict (torch.save/json can store it):
   format, mode, topics, epoch, complete, seed, shuffle, shuffle_window,
   snapshot [[topic, partition, start, end]], delivered [[topic, partition, a, b]],
   windows [[topic, partition, lo, hi, k]], assigned [[topic, partition, a, b]]
-  (this rank's share of the current epoch), rank, world_size, merged.
+  (this rank's share of the current epoch), strides [[topic, partition, base, share, [k], next]]
+  (live mode's strides), rank, world_size, merged.
+Live mode deals partitions over ranks, then over a rank's workers, and cuts a
+partition into strides when a rank has more workers than partitions
+(plan.live_layout); a resumed unit starts at the delivered frontier and skips
+what was delivered above it (plan.live_frontier).
+
+With commit_group, state_dict() also records the offsets it proves per
+partition this rank commits, and commit(checkpoint_id) sends exactly those
+(kafka-python, OffsetCommit with generation -1: the group is never joined).
+
 load_state_dict() takes this rank's own state (same world size; any
 num_workers) or TopicLoader.merge_state_dicts(all ranks' states) (any world
 size, any num_workers).
@@ -40,9 +50,10 @@ import torch
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from . import metrics
-from .errors import BrokerUnreachable, CheckpointMismatch, OffsetsDeleted, check_topics
-from .plan import INF, Unit, group_rows, merge_intervals, remaining, shuffle_units, split, to_rows
-from .reader import read_chunks
+from .errors import BrokerUnreachable, CheckpointMismatch, OffsetsDeleted, TrainReaderError, check_topics
+from .plan import (INF, Unit, group_rows, live_frontier, live_layout, merge_intervals, remaining, shuffle_units,
+                   split, to_rows)
+from .reader import read_chunks, unit_key
 
 FORMAT = "ciuickafka_train/1"
 
@@ -105,7 +116,7 @@ class TopicLoader:
     def __init__(self, bootstrap_servers, topics, *, batch_size, rank=None, world_size=None, num_workers=0,
                  mode="epoch", seed=0, shuffle=False, weights=None, shuffle_window=4096, prefetch_factor=2,
                  batches_per_transfer=None, pin_memory=False, metrics_port=None, timeout_s=15.0,
-                 live_flush_s=0.2, metrics_window_s=10.0, **consumer_config):
+                 live_flush_s=0.2, metrics_window_s=10.0, commit_group=None, **consumer_config):
         if isinstance(topics, str):
             topics = [topics]
         self.topics = list(topics)
@@ -142,6 +153,9 @@ class TopicLoader:
         self.timeout_s = float(timeout_s)
         self.live_flush_s = float(live_flush_s)
         self.consumer_config = {k.replace("_", "."): v for k, v in consumer_config.items()}
+        self.commit_group = commit_group
+        self._committer = None
+        self._to_commit = None    # {(t, p): next offset} as of the last state_dict()
         self.meter = metrics.Meter(self.rank, metrics_window_s)
         metrics.register(metrics_port)
         self._epoch = 0
@@ -153,6 +167,8 @@ class TopicLoader:
         self._complete = False
         self._snapshot = None     # {(t, p): (start, end)}
         self._history = []        # delivered rows from before this plan
+        self._history_strides = []  # live strides rows from before this plan
+        self._commit_from = {}    # {(t, p): first offset} of the partitions this rank commits
         self._assigned = None     # this rank's units of the current plan
         self._progress = {}       # unit key (ti, p, lo) -> (next, wlo, whi, k)
         self._units = {}          # unit key -> Unit
@@ -173,9 +189,18 @@ class TopicLoader:
         rows = list(self._history)
         for key, (nxt, wlo, whi, k) in self._progress.items():
             u = self._units[key]
-            if nxt > u.lo:
+            if nxt > u.lo and u.share == 1:
                 rows.append([u.topic, u.partition, u.lo, min(nxt, u.hi)])
         return to_rows(group_rows(rows))
+
+    def _stride_rows(self):
+        """Live strides and units that skip earlier deliveries: [t, p, base, share, ks, next]."""
+        rows = [list(r) for r in self._history_strides]
+        for key, (nxt, *_rest) in self._progress.items():
+            u = self._units[key]
+            if u.share > 1:
+                rows.append([u.topic, u.partition, u.base, u.share, list(u.ks), max(nxt, u.lo)])
+        return sorted(rows)
 
     def _window_rows(self):
         out = []
@@ -186,6 +211,61 @@ class TopicLoader:
         return sorted(out)
 
     def state_dict(self):
+        st = self._state()
+        self._to_commit = self._commit_offsets(st)
+        return st
+
+    # --- committing (commit_group) ------------------------------------------------------
+    def _commit_offsets(self, st):
+        """{(t, p): the next offset to deliver} for the partitions this rank commits: the end
+        of the delivered prefix that st proves, from the partition's first offset of the plan."""
+        if not self.commit_group or not self._commit_from or st.get("epoch") != self._epoch:
+            return None
+        know = group_rows(st["delivered"])
+        strides = {}
+        for t, p, base, share, ks, nxt in st.get("strides") or []:
+            strides.setdefault((t, int(p)), []).append((int(base), int(share), tuple(ks), int(nxt)))
+        return {tp: live_frontier(s, know.get(tp, []), strides.get(tp, []))[0]
+                for tp, s in sorted(self._commit_from.items())}
+
+    def commit(self, checkpoint_id):
+        """Commits, to the consumer group `commit_group`, the offsets of the last state_dict():
+        per partition this rank can prove, the next offset to deliver, with OffsetCommit metadata
+        "ciuickafka_train checkpoint=<id> epoch=<n>". Call it after the checkpoint holding that
+        state is durably saved. The group is never joined (no member, no rebalance); lag tools
+        read these offsets, but resuming always comes from the checkpoint. Returns
+        {(topic, partition): offset} committed."""
+        if not self.commit_group:
+            raise ValueError("commit() needs TopicLoader(..., commit_group='name')")
+        if self._to_commit is None:
+            raise ValueError("commit(): take state_dict() first; the commit is that state's offsets")
+        offsets = self._to_commit
+        if not offsets:
+            return {}
+        try:
+            from kafka import KafkaConsumer, TopicPartition as KTP
+            from kafka.errors import KafkaError as KError
+            from kafka.structs import OffsetAndMetadata
+        except ImportError:
+            raise TrainReaderError("commit_group needs kafka-python (Debian: python3-kafka; pip install "
+                                   "kafka-python): confluent-kafka 1.7 cannot set OffsetCommit metadata") from None
+        meta = "ciuickafka_train checkpoint=%s epoch=%d" % (checkpoint_id, self._epoch)
+        try:
+            if self._committer is None:
+                # a group id but no subscribe(): kafka-python then commits with generation -1 and
+                # no member id, the "simple consumer" commit, and never sends JoinGroup
+                self._committer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap.split(","), group_id=self.commit_group,
+                    enable_auto_commit=False, client_id="ciuickafka-train-commit-%d" % self.rank,
+                    request_timeout_ms=int(self.timeout_s * 1000) + 1000,
+                    api_version_auto_timeout_ms=int(self.timeout_s * 1000))
+            self._committer.commit({KTP(t, p): OffsetAndMetadata(o, meta) for (t, p), o in offsets.items()})
+        except (KError, OSError, AssertionError) as e:
+            raise TrainReaderError("committing checkpoint %s to group %r at %s failed: %r (the checkpoint itself is "
+                                   "unaffected)" % (checkpoint_id, self.commit_group, self.bootstrap, e)) from None
+        return dict(offsets)
+
+    def _state(self):
         if self._resume is not None:  # loaded, not yet iterated: hand it back unchanged
             st = dict(self._resume)
             st.update(rank=self.rank, world_size=self.world_size)
@@ -200,6 +280,7 @@ class TopicLoader:
             "snapshot": None if self._snapshot is None else
             [[t, p, s, e] for (t, p), (s, e) in sorted(self._snapshot.items())],
             "delivered": self._delivered_rows(), "windows": self._window_rows(), "assigned": assigned,
+            "strides": self._stride_rows(),
             "rank": self.rank, "world_size": self.world_size, "num_workers": self.num_workers, "merged": False,
         }
 
@@ -231,11 +312,13 @@ class TopicLoader:
                                      % (ranks, sorted(ws)))
         delivered = to_rows(group_rows([r for s in states for r in s["delivered"]]))
         windows = sorted({tuple(w) for s in states for w in s["windows"]})
+        strides = sorted({(t, p, b, sh, tuple(ks), n) for s in states for t, p, b, sh, ks, n in s.get("strides", [])})
         return {
             "format": FORMAT, "mode": first["mode"], "topics": list(first["topics"]), "epoch": first["epoch"],
             "complete": all(s["complete"] for s in states), "seed": first["seed"], "shuffle": first["shuffle"],
             "shuffle_window": first["shuffle_window"], "snapshot": snap, "delivered": delivered,
-            "windows": [list(w) for w in windows], "assigned": None, "rank": None, "world_size": None,
+            "windows": [list(w) for w in windows], "strides": [[t, p, b, sh, list(ks), n] for t, p, b, sh, ks, n in strides],
+            "assigned": None, "rank": None, "world_size": None,
             "num_workers": None, "merged": True,
         }
 
@@ -311,7 +394,7 @@ class TopicLoader:
             self._reset_epoch_state()
         elif not done and self._resume is None and self._assigned is not None:
             # an earlier iteration of this epoch stopped part-way: continue from what was delivered
-            self._resume = self.state_dict()
+            self._resume = self._state()
         self._explicit = False
         st = self._resume
         c = self._admin()
@@ -354,36 +437,72 @@ class TopicLoader:
         if self.shuffle:
             units = [shuffle_units(u, self.seed, self._epoch, r) for u, r in zip(units, mine)]
         self._history = list(delivered)
+        self._history_strides = []
         self._assigned = [u for us in units for u in us]
         self._resume = None
         self._register_units()
+        # This rank commits a partition (commit_group) when it holds the first offset not yet
+        # delivered as far as it knows: then its cursor proves every offset below what it commits.
+        know = group_rows(delivered)
+        self._commit_from = {}
+        for (t, p), (s, e) in snap.items():
+            m = live_frontier(s, know.get((t, p), []), [])[0]
+            if m < e and any(u.topic == t and u.partition == p and u.lo <= m <= u.hi for u in self._assigned):
+                self._commit_from[(t, p)] = s
         return units
 
     def _plan_live(self, parts, marks, st, W):
-        delivered = group_rows(st["delivered"]) if st else {}
-        self._history = st["delivered"] if st else []
+        """Live units from the log start or the checkpoint. A unit starts at the first offset its
+        readers have not delivered (`live_frontier`) and skips what was delivered above it; with more
+        readers than partitions each partition is cut into strides (plan.live_layout)."""
+        self._history = list(st["delivered"]) if st else []
+        self._history_strides = [list(r) for r in st.get("strides", [])] if st else []
+        own = st is not None and not st.get("merged")
         self._resume = None
-        readers = self.world_size * W
+        know = group_rows(self._history)
+        strides = {}
+        for t, p, base, share, ks, nxt in self._history_strides:
+            strides.setdefault((t, int(p)), []).append((int(base), int(share), tuple(ks), int(nxt)))
         mine = range(self.rank * W, self.rank * W + W)
         out = [[] for _ in range(W)]
+        self._commit_from = {}
         for t in self.topics:
-            for i, p in enumerate(parts[t]):
-                r = i % readers
-                if r not in mine:
-                    continue
-                lo, hi = marks[(t, p)]
-                start = lo
-                for a, b in delivered.get((t, p), []):
-                    if a <= start < b:
-                        start = b
-                out[r - mine[0]].append(Unit(t, p, start, INF, 0, False))
+            layout = live_layout(list(parts[t]), self.world_size, W)
+            for r in mine:
+                for p, share, ks in layout.get(r, []):
+                    lo = marks[(t, p)][0]
+                    ivs, strs = know.get((t, p), []), strides.get((t, p), [])
+                    m, _ = live_frontier(lo, ivs, strs)
+                    base = m
+                    spans = share > 1 and share > W and len(parts[t]) < self.world_size
+                    if own and spans and (ivs or strs):
+                        # strides shared with other ranks: this rank's state cannot see theirs, so its
+                        # strides continue exactly as they were (same base, share and residue)
+                        old = [x for x in strs if x[1] == share and x[2] == ks]
+                        if not old:
+                            raise CheckpointMismatch(
+                                "topic %r partition %d is shared by several ranks' strides and this rank's state "
+                                "has no stride %s of %d: resume with the same num_workers, or merge every rank's "
+                                "state with TopicLoader.merge_state_dicts(states)" % (t, p, list(ks), share))
+                        base = max(old, key=lambda x: x[3])[0]
+                        start = max(x[3] for x in old if x[0] == base)
+                    else:
+                        start = m
+                    m2, above = live_frontier(start, ivs, strs)
+                    exclude = ([[start, m2]] if m2 > start else []) + above
+                    if share > 1 and (m - base) % share in ks:
+                        self._commit_from[(t, p)] = lo
+                    elif share == 1:
+                        self._commit_from[(t, p)] = lo
+                    out[r - mine[0]].append(Unit(t, p, start, INF, 0, False, share, tuple(ks), base,
+                                                 tuple((a, b) for a, b in exclude)))
         self._assigned = [u for us in out for u in us]
         self._register_units()
         return out
 
     def _register_units(self):
         ti = {t: i for i, t in enumerate(self.topics)}
-        self._units = {(ti[u.topic], u.partition, u.lo): u for u in self._assigned}
+        self._units = {unit_key(ti[u.topic], u): u for u in self._assigned}
         self._progress = {k: ((u.lo, u.lo, u.hi, u.skip) if u.window else (u.lo, 0, 0, 0))
                           for k, u in self._units.items()}
 
@@ -408,7 +527,7 @@ class TopicLoader:
         for key, u in self._units.items():
             nxt = self._progress.get(key, (u.lo,))[0]
             end = u.hi if u.hi < INF else hw.get((key[0], u.partition), nxt)
-            lag[u.topic] += max(0, end - nxt)
+            lag[u.topic] += max(0, end - nxt) * len(u.ks) // u.share
         self.meter.lag = lag
 
 

@@ -28,7 +28,11 @@ from collections import namedtuple
 
 INF = 1 << 62
 
-Unit = namedtuple("Unit", "topic partition lo hi skip window")
+# share/ks/base/exclude are live mode's strides: the unit delivers the offsets o >= lo with
+# (o - base) % share in ks, except those in `exclude` (sorted [a, b) pairs, delivered before).
+# Epoch units keep the defaults (share 1: every offset).
+Unit = namedtuple("Unit", "topic partition lo hi skip window share ks base exclude",
+                  defaults=(1, (0,), 0, ()))
 
 
 def merge_intervals(iv):
@@ -147,3 +151,78 @@ def window_permutation(seed, epoch, topic, partition, lo, hi, n):
     perm = list(range(n))
     random.Random("window:%d:%d:%s:%d:%d:%d" % (seed, epoch, topic, partition, lo, hi)).shuffle(perm)
     return perm
+
+
+# --- live mode ------------------------------------------------------------------------
+
+def stride_first_free(base, share, k, nxt, s):
+    """The first offset >= s of residue k (mod share, from base) that a stride which
+    delivered its offsets below nxt has not delivered."""
+    o = max(s, nxt, base)
+    return o + ((base + k - o) % share)
+
+
+def live_frontier(start, intervals, strides):
+    """Where the delivered prefix of one partition ends, and what was delivered above it.
+    start: the first offset that can be read (log start); intervals: coalesced delivered
+    [a, b) pairs; strides: [(base, share, ks, next)] (a stride delivered its residues below
+    next). Returns (m, exclude): every offset in [start, m) was delivered, m was not, and
+    `exclude` (coalesced pairs) is what was delivered above m."""
+    m = start
+    while True:
+        before = m
+        for a, b in intervals:
+            if a <= m < b:
+                m = b
+        groups = {}
+        for base, share, ks, nxt in strides:
+            g = groups.setdefault((base, share), {})
+            for k in ks:
+                g[k] = max(g.get(k, base), nxt)
+        for (base, share), nexts in groups.items():
+            if m < base:
+                continue
+            # the run from m that every residue covers ends at the first offset one of them lacks
+            m = min(stride_first_free(base, share, k, nexts.get(k, base), m) for k in range(share))
+        if m == before:
+            break
+    above = [[a, b] for a, b in intervals if b > m]
+    for base, share, ks, nxt in strides:
+        for k in ks:
+            o = stride_first_free(base, share, k, base, m)  # its first offset >= m
+            while o < nxt:
+                above.append([o, o + 1])
+                o += share
+    return m, merge_intervals([[max(a, m + 1), b] for a, b in above])
+
+
+def live_layout(partitions, world, workers):
+    """Live mode's readers for one topic: {rank*workers + w: [(partition, share, ks)]}.
+    Partitions are dealt over RANKS first (partition i to rank i % world), so which rank
+    holds a partition does not depend on num_workers; inside a rank, whole partitions go
+    round-robin over its workers while it has at least as many as workers, else each
+    partition is cut into strides: worker w of the `share` workers on partition p delivers
+    the offsets o with (o - base) % share == its residue. With fewer partitions than ranks,
+    rank r strides partition r * P // world together with the other ranks on it."""
+    P = len(partitions)
+    out = {}
+    if P == 0:
+        return out
+    if P >= world:
+        for r in range(world):
+            mine = [p for i, p in enumerate(partitions) if i % world == r]
+            if len(mine) >= workers:
+                for i, p in enumerate(mine):
+                    out.setdefault(r * workers + i % workers, []).append((p, 1, (0,)))
+            else:
+                on = [mine[w * len(mine) // workers] for w in range(workers)]
+                for w, p in enumerate(on):
+                    out.setdefault(r * workers + w, []).append((p, on.count(p), (on[:w].count(p),)))
+        return out
+    on = [partitions[r * P // world] for r in range(world)]
+    for r, p in enumerate(on):
+        first = on.index(p)
+        share = on.count(p) * workers
+        for w in range(workers):
+            out.setdefault(r * workers + w, []).append((p, share, ((r - first) * workers + w,)))
+    return out

@@ -18,7 +18,9 @@ windows of `shuffle_window` records inside a unit (seed, epoch, topic,
 partition, window bounds), so a window delivered in part is replayed from
 its bounds and the first k of the same permutation are skipped. Live mode
 reads its partitions together, in arrival order, and ships a partial batch
-when no record arrived for `live_flush_s`.
+when no record arrived for `live_flush_s`; a strided unit fetches its whole
+partition and keeps only the offsets of its residues (and none it was told
+were delivered before).
 
 Bounded: a reader buffers about 64 MiB of records (split over its active
 units, at least 2 turns each) before a partition is paused; with no progress and a broker error for
@@ -28,16 +30,17 @@ deleted under it raises OffsetsDeleted.
 One stream per worker, used by one thread: not thread-safe.
 """
 
+import bisect
 import random
 import time
 from collections import deque
 
 import numpy as np
 import torch
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from . import records
-from .errors import BrokerUnreachable, OffsetsDeleted
+from .errors import BrokerUnreachable, OffsetsDeleted, TrainReaderError
 from .plan import INF, window_permutation
 
 WAIT = object()
@@ -69,11 +72,11 @@ def consumer_config(bootstrap, reader_tag, mode, extra):
 
 class _Active:
     __slots__ = ("unit", "key", "tp", "buf", "fetch_next", "fetched_all", "paused", "window", "wpos",
-                 "wlo", "whi", "next", "skip", "nbytes")
+                 "wlo", "whi", "next", "skip", "nbytes", "filter", "ex_lo", "ex_end")
 
     def __init__(self, unit, ti):
         self.unit = unit
-        self.key = (ti, unit.partition, unit.lo)
+        self.key = unit_key(ti, unit)
         self.tp = (unit.topic, unit.partition)
         self.buf = deque()
         self.fetch_next = unit.lo
@@ -85,6 +88,20 @@ class _Active:
         self.next = unit.lo
         self.skip = unit.skip
         self.nbytes = 0
+        # live strides: only some offsets of the partition are this unit's to deliver
+        self.filter = unit.share > 1 or bool(unit.exclude)
+        self.ex_lo = [a for a, _ in unit.exclude]
+        self.ex_end = unit.exclude[-1][1] if unit.exclude else 0
+
+    def mine(self, o):
+        u = self.unit
+        if u.share > 1 and (o - u.base) % u.share not in u.ks:
+            return False
+        if o < self.ex_end:
+            i = bisect.bisect_right(self.ex_lo, o) - 1
+            if i >= 0 and o < u.exclude[i][1]:
+                return False  # delivered before the checkpoint
+        return True
 
     def progress(self):
         if self.window is not None:
@@ -201,10 +218,13 @@ class Stream:
             if o >= a.unit.hi:
                 self._fetched(a)
                 continue
+            a.fetch_next = o + 1
+            if a.filter and not a.mine(o):
+                self.progress_at = time.monotonic()  # the broker answers; nothing to deliver
+                continue
             v = m.value()
             a.buf.append((o, v))
             a.nbytes += len(v)
-            a.fetch_next = o + 1
             got += 1
             if o + 1 >= a.unit.hi:
                 self._fetched(a)
@@ -457,8 +477,20 @@ class Stream:
         }
 
 
+def unit_key(ti, u):
+    """The cursor's key of a unit: strides of one partition share lo and differ by residue."""
+    return (ti, u.partition, u.lo, u.ks[0])
+
+
 def read_chunks(spec):
-    return Stream(spec).chunks()
+    """The stream, with client errors turned into TrainReaderErrors: a KafkaException cannot be
+    pickled back to the DataLoader's main process (its class lives in the C extension), which
+    would leave the trainer waiting forever."""
+    try:
+        yield from Stream(spec).chunks()
+    except KafkaException as e:
+        raise TrainReaderError("reader %d (rank %d): the Kafka client failed: %s (bootstrap %s)" % (
+            spec["reader"], spec["rank"], e.args[0] if e.args else e, spec["bootstrap"])) from None
 
 
 __all__ = ["read_chunks", "consumer_config", "INF"]

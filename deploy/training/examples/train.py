@@ -3,6 +3,7 @@
 
     train.py --bootstrap localhost:9092 --topic deepseek-train-topic [--epochs 1]
              [--workers 2] [--batch-size 8] [--ckpt-dir ck] [--metrics-port 9700]
+             [--commit-group trainer-lag]
 
 A toy next-token model (embedding + linear over ids mod 4096, CPU) trains on the batches.
 Every --ckpt-every steps it saves the model and this rank's loader state
@@ -11,7 +12,9 @@ resumes exactly where the checkpoint was (same world size; for another
 world size merge all ranks' states with TopicLoader.merge_state_dicts).
 Rank and world size come from torch.distributed or RANK/WORLD_SIZE.
 Starvation and throughput are on :--metrics-port/metrics
-(ck_train_data_loading_percent, ...).
+(ck_train_data_loading_percent, ...). With --commit-group, each saved
+checkpoint's offsets are then committed to that group with the checkpoint
+id ("step-N") as metadata, for lag tools (needs kafka-python).
 """
 
 import argparse
@@ -34,11 +37,13 @@ def main():
     ap.add_argument("--ckpt-dir", default="ck")
     ap.add_argument("--ckpt-every", type=int, default=200)
     ap.add_argument("--metrics-port", type=int, default=None)
+    ap.add_argument("--commit-group", default=None, help="commit each checkpoint's offsets to this group")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: run the epochs)")
     a = ap.parse_args()
 
     loader = TopicLoader(a.bootstrap, a.topic, batch_size=a.batch_size, num_workers=a.workers,
-                         shuffle=True, seed=1234, metrics_port=a.metrics_port)
+                         shuffle=True, seed=1234, metrics_port=a.metrics_port,
+                         commit_group=a.commit_group)
     model = torch.nn.Sequential(torch.nn.Embedding(4096, 32), torch.nn.Linear(32, 4096))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     os.makedirs(a.ckpt_dir, exist_ok=True)
@@ -66,6 +71,8 @@ def main():
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
                             "loader": loader.state_dict(), "step": step}, path + ".tmp")
                 os.replace(path + ".tmp", path)
+                if a.commit_group:
+                    loader.commit("step-%d" % step)  # after the save: the group never runs ahead of it
                 print("step %d epoch %d loss %.3f (checkpoint; %.1f steps/s)" %
                       (step, epoch, loss.item(), step / (time.time() - t0)), flush=True)
             if a.max_steps and step >= a.max_steps:

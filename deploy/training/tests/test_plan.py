@@ -9,6 +9,12 @@
   reader's units; whole partitions when there are enough.
 - plan.remaining + split after a partial delivery with shuffle windows: the
   rest is covered exactly once, windows come back as window units with their k.
+- plan.live_layout: every reader busy when readers outnumber partitions, each
+  partition's residues 0..share-1 exactly once, a partition's rank not
+  depending on num_workers when partitions >= ranks.
+- plan.live_frontier: against a brute-force set of delivered offsets from
+  random strides and intervals: the frontier is the first undelivered offset,
+  and the exclusions are exactly what was delivered above it.
 - TopicLoader.merge_state_dicts: union of delivered intervals; refusals
   (different epochs, a missing rank, another topic) name the problem.
 Exits 0 when all pass, prints the first failure otherwise.
@@ -21,7 +27,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import numpy as np  # noqa: E402
 from ciuickafka_train import CheckpointMismatch, TopicLoader, records  # noqa: E402
-from ciuickafka_train.plan import group_rows, remaining, split, to_rows  # noqa: E402
+from ciuickafka_train.plan import group_rows, live_frontier, live_layout, remaining, split, to_rows  # noqa: E402
 
 
 def test_records():
@@ -113,6 +119,56 @@ def test_merge():
             raise AssertionError("merged %r" % word)
         except CheckpointMismatch as e:
             assert word in str(e), str(e)
+
+
+def test_live_layout():
+    for P in range(1, 7):
+        for world in range(1, 5):
+            for W in range(1, 5):
+                lay = live_layout(list(range(P)), world, W)
+                res = {}
+                for r, items in lay.items():
+                    for p, share, ks in items:
+                        res.setdefault(p, []).append((share, ks))
+                assert sorted(res) == list(range(P)), (P, world, W, lay)
+                for p, lst in res.items():
+                    share = lst[0][0]
+                    assert all(s == share for s, _ in lst) and sorted(k for _, ks in lst for k in ks) == list(
+                        range(share)), (P, world, W, p, lst)
+                if world * W > P:
+                    assert len(lay) == world * W, (P, world, W, lay)  # nobody idles
+                if P >= world:
+                    rank_of = {p: r // W for r, items in lay.items() for p, _, _ in items}
+                    assert rank_of == {p: p % world for p in range(P)}, (P, world, W, rank_of)
+
+
+def test_live_frontier():
+    rng = random.Random(7)
+    for _ in range(300):
+        start = rng.randrange(0, 5)
+        done = set()
+        ivs = []
+        for _ in range(rng.randrange(0, 3)):
+            a = rng.randrange(0, 40)
+            b = a + rng.randrange(1, 15)
+            ivs.append([a, b])
+            done |= set(range(a, b))
+        strides = []
+        for _ in range(rng.randrange(0, 3)):
+            base, share = rng.randrange(0, 30), rng.randrange(1, 5)
+            for k in range(share):
+                if rng.random() < 0.8:
+                    nxt = base + rng.randrange(0, 30)
+                    strides.append((base, share, (k,), nxt))
+                    done |= {o for o in range(base, nxt) if (o - base) % share == k}
+        from ciuickafka_train.plan import merge_intervals
+        m, ex = live_frontier(start, merge_intervals(ivs), strides)
+        want = start
+        while want in done:
+            want += 1
+        assert m == want, (start, ivs, strides, m, want)
+        got = {o for a, b in ex for o in range(a, b)}
+        assert got == {o for o in done if o > m}, (start, ivs, strides, m, ex)
 
 
 def main():
