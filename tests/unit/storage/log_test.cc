@@ -471,3 +471,38 @@ TEMPLATE_TEST_CASE("log: slices stay readable after the log is closed and destro
   REQUIRE(bytes.is_ok());
   CHECK(*bytes == all);
 }
+
+TEST_CASE("log: segments rebuilt by recovery keep their largest timestamp once their indexes are trusted again",
+          "[storage][log][recovery][timeindex]") {
+  // A large index interval: no time-index entry is made on the way, only the
+  // one a finished segment gets for its largest timestamp.
+  MemFs t;
+  const std::string dir = t.root() + "/ts-0";
+  const LogConfig cfg = small_segments(600, 1 << 20);
+  Bytes all;
+  {
+    auto log = open_log(t.fs, dir, cfg);
+    all = fill(*log, 12, 3, 5'000);
+    REQUIRE(log->segment_count() > 3);
+    REQUIRE(log->close().is_ok());
+  }
+  const auto infos = batches_of(all);
+  int64_t max_ts = 0;
+  for (const auto& b : infos) max_ts = std::max(max_ts, b.max_timestamp);
+  // Opened without a clean shutdown or a recovery point: every segment is
+  // rebuilt from its .log, and the rebuilt indexes are written back.
+  {
+    auto log = open_log(t.fs, dir, cfg);
+    REQUIRE(log->close().is_ok());
+  }
+  // Then opened trusting those indexes (a clean shutdown): ListOffsets must
+  // still find the first record, and the largest timestamp.
+  LogOpenOptions clean;
+  clean.clean_shutdown = true;
+  auto log = Log::open(t.fs, dir, cfg, 0, clean);
+  REQUIRE(log.is_ok());
+  auto first = (*log)->offset_for_timestamp(0);
+  REQUIRE(first.is_ok());
+  CHECK(first->offset == 0);
+  CHECK((*log)->max_timestamp().timestamp == max_ts);
+}
