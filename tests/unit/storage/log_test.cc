@@ -506,3 +506,37 @@ TEST_CASE("log: segments rebuilt by recovery keep their largest timestamp once t
   CHECK(first->offset == 0);
   CHECK((*log)->max_timestamp().timestamp == max_ts);
 }
+
+TEST_CASE("log: an index file that recovery recreates is durable before the recovery point passes it",
+          "[storage][log][recovery][timeindex]") {
+  // An operator deleted a segment's .timeindex (Kafka's way to force a
+  // rebuild); the open after a crash rebuilds it, the log is flushed (the
+  // recovery point passes the segment), and the power fails. The next open
+  // trusts that segment's indexes: the rebuilt file must be there.
+  MemFs t;
+  const std::string dir = t.root() + "/rb-0";
+  const LogConfig cfg = small_segments(600, 1 << 20);
+  {
+    auto log = open_log(t.fs, dir, cfg);
+    (void)fill(*log, 12, 5, 5'000);
+    REQUIRE(log->segment_count() > 3);
+    REQUIRE(log->close().is_ok());
+  }
+  REQUIRE(t.fs.remove_file(dir + "/" + segment_file_name(0, SegmentFileKind::kTimeIndex)).is_ok());
+  REQUIRE(t.fs.sync_dir(dir).is_ok());
+  int64_t recovery_point = 0;
+  {
+    auto log = open_log(t.fs, dir, cfg);  // no recovery point: every segment is rescanned
+    REQUIRE(log->flush().is_ok());
+    recovery_point = log->recovery_point();
+    REQUIRE(recovery_point == log->log_end_offset());
+    t.fs.crash();
+  }
+  LogOpenOptions options;
+  options.recovery_point = recovery_point;
+  auto log = Log::open(t.fs, dir, cfg, 0, options);
+  REQUIRE(log.is_ok());
+  auto first = (*log)->offset_for_timestamp(0);
+  REQUIRE(first.is_ok());
+  CHECK(first->offset == 0);
+}
