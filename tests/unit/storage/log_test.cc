@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crash_fs.h"
 #include "fs_fixtures.h"
 #include "log_test_util.h"
 #include "protocol/records/legacy.h"
@@ -277,7 +278,12 @@ TEMPLATE_TEST_CASE("log: reopening sees the same data, segments and end offset",
 
 TEMPLATE_TEST_CASE("log: a torn last batch is cut on open and appends continue without a gap",
                    "[storage][log][recovery]", PosixFs, MemFs) {
-  for (uint32_t seed = 1; seed <= 12; ++seed) {
+  // The crash-model property with 1,000 seeds is log_manager_test's; this
+  // one cuts bytes by hand on both file systems. CK_PROPERTY_SEED replays one.
+  SeedRange seeds = property_seeds();
+  seeds.last = std::min<uint32_t>(seeds.last, 12);
+  for (uint32_t seed = seeds.first; seed <= seeds.last; ++seed) {
+    CAPTURE(seed);
     TestType t;
     const std::string dir = t.root() + "/torn-0";
     Bytes all;
