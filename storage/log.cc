@@ -150,6 +150,12 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
   // IndexCache's budget (check_indexes released most already). A failed
   // flush of rebuilt indexes leaves them loaded: correct, only unbudgeted.
   for (size_t i = 0; i + 1 < list->size(); ++i) (void)(*list)[i]->release_indexes();
+  // A rescan may have created index files that were missing (Segment::open
+  // and the flush of rebuilt indexes create them): their names must be
+  // durable before a flush moves the recovery point past them, or the next
+  // open trusts a missing .timeindex as empty and ListOffsets skips the
+  // segment.
+  if (recovered_segments_ > 0) CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   Segment& active = *list->back();
   next_offset_ = active.next_offset().value_or(active.base_offset());
   active.start_roll_clock(now_ms);

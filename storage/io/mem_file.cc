@@ -36,7 +36,7 @@ class MemFile : public File {
     const auto& d = node_->data;
     if (offset >= d.size()) return size_t{0};
     size_t n = std::min(out.size(), static_cast<size_t>(d.size() - offset));
-    std::memcpy(out.data(), d.data() + offset, n);
+    if (n > 0) std::memcpy(out.data(), d.data() + offset, n);  // an empty span may hold nullptr
     return n;
   }
 
