@@ -4,8 +4,9 @@
     tests/bench/run_vs_kafka.py [--rounds 3] [--out build/vs-kafka] [--quick] [--self-test]
 
 Not a test: it prints figures, nothing is asserted. Both brokers run on this
-machine, on 127.0.0.1, single node, data on the same disk (under --work,
-default build/vs-kafka-work, removed after each round):
+machine, on 127.0.0.1, single node, data on the same disk (a fresh
+vs-kafka.* directory under --work, default build/; each round's data is
+removed after it):
 
   * Apache Kafka 3.9.1 (KRaft combined mode, one log dir), started by
     tests/differential/kafka_server.py's launcher from the jars
@@ -59,8 +60,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -267,13 +270,12 @@ def run(a):
         if not path or not os.path.exists(path):
             sys.exit("run_vs_kafka: %s missing: %s" % (what, path))
     generators = [g for g in ("rdkafka", "java") if g in a.generators.split(",")]
-    phases = [ph for ph in PHASES if not a.only or ph.slug in a.only.split(",") or
-              any(ph.source == s for s in a.only.split(","))]
+    want = set(a.only.split(",")) if a.only else {ph.slug for ph in PHASES}
+    want |= {ph.source for ph in PHASES if ph.slug in want and ph.source}  # a consume phase needs its topic
+    phases = [ph for ph in PHASES if ph.slug in want]
     os.makedirs(a.out, exist_ok=True)
-    base = os.path.abspath(a.work)
-    if os.path.exists(base):
-        shutil.rmtree(base)
-    os.makedirs(base)
+    os.makedirs(a.work, exist_ok=True)
+    base = tempfile.mkdtemp(prefix="vs-kafka.", dir=a.work)
     live = []
     results = {}
     started = time.monotonic()
@@ -321,8 +323,12 @@ def run(a):
                         b = brokers[t]
                         topic = "%s-%s" % (ph.slug, gen)
                         if ph.kind == "produce":
-                            create_topic(kafka_wire, b.port, topic, ph.partitions)
-                            s = measure(pids[t], lambda: runner.produce(gen, b.bootstrap, ph, topic))
+                            try:
+                                create_topic(kafka_wire, b.port, topic, ph.partitions)
+                                s = measure(pids[t], lambda: runner.produce(gen, b.bootstrap, ph, topic))
+                            except (OSError, RuntimeError, ValueError, kafka_wire.ConnectionClosed,
+                                    kafka_wire.Truncated) as e:
+                                s = Sample(error="creating %s: %r" % (topic, e))
                             if s.ok:
                                 produced[(t, gen, ph.slug)] = s.records
                         else:
@@ -347,6 +353,9 @@ def run(a):
     except Interrupted as e:
         stopped_early = "interrupted (%s)" % e
         print("\n== %s: stopping everything" % stopped_early, flush=True)
+    except Exception as e:  # noqa: BLE001 - a broker that fails to start: report what was measured
+        traceback.print_exc()
+        stopped_early = "failed: %s" % (str(e)[:300] or type(e).__name__)
     finally:
         for b in live:
             stop_quietly(b)
@@ -357,7 +366,7 @@ def run(a):
     load_after = uptime_line()
     report(a, results, phases, generators, load_before, load_after, rounds_done, stopped_early,
            time.monotonic() - started)
-    return 1 if stopped_early.startswith("interrupted") else 0
+    return 1 if stopped_early.startswith(("interrupted", "failed")) else 0
 
 
 def stop_quietly(b):
@@ -420,11 +429,13 @@ def main():
     ap.add_argument("--secs", type=int, default=15, help="time bound of a librdkafka produce run")
     ap.add_argument("--max-minutes", type=float, default=45)
     ap.add_argument("--generators", default="rdkafka,java", help="rdkafka,java or one of them")
-    ap.add_argument("--only", default="", help="phase slugs, comma-separated (%s)" %
+    ap.add_argument("--only", default="", help="phase slugs, comma-separated (%s); a consume phase brings "
+                    "the produce phase that fills its topic" %
                     ",".join(ph.slug for ph in PHASES))
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "vs-kafka"))
-    ap.add_argument("--work", default=os.path.join(ROOT, "build", "vs-kafka-work"))
-    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--work", default=os.path.join(ROOT, "build"),
+                    help="the brokers' data go to a fresh vs-kafka.* directory in here (same disk for both)")
+    ap.add_argument("--keep", action="store_true", help="keep the data directory")
     ap.add_argument("--quick", action="store_true", help="small counts, one round: checks the script works")
     ap.add_argument("--self-test", action="store_true", help="check the pure parts and exit")
     a = ap.parse_args()
