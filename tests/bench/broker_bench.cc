@@ -17,7 +17,12 @@
 //   broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] ...
 //
 // is one producer run printed as one JSON line, for scripts that run their
-// own brokers (tests/bench/run_replication_bench.py).
+// own brokers (tests/bench/run_replication_bench.py), and
+//
+//   broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]
+//
+// is one consumer reading a topic to its end, likewise one JSON line
+// (tests/bench/run_vs_kafka.py).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -339,8 +344,43 @@ int produce_once(int argc, char** argv) {
   return r.failed == 0 && r.delivered > 0 ? 0 : 1;
 }
 
+// `broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]`:
+// one librdkafka consumer reads partitions 0..P-1 from offset 0 to their end
+// (or S seconds), one JSON line (tests/bench/run_vs_kafka.py drives it).
+int fetch_once(int argc, char** argv) {
+  ckbench::FetchSpec spec;
+  spec.max_s = 30;
+  int partitions = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--brokers") spec.brokers = v;
+    else if (k == "--topic") spec.topic = v;
+    else if (k == "--partitions") partitions = std::atoi(v.c_str());
+    else if (k == "--secs") spec.max_s = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "broker_bench fetch: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (spec.brokers.empty() || spec.topic.empty() || partitions < 1) {
+    std::fprintf(stderr, "broker_bench fetch: --brokers, --topic and --partitions >= 1 are required\n");
+    return 2;
+  }
+  std::vector<int> all;
+  for (int p = 0; p < partitions; ++p) all.push_back(p);
+  spec.consumers = {all};
+  ckbench::FetchResult r = ckbench::run_fetch(spec);
+  std::string err;
+  for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;
+  std::printf("{\"msgs\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"finished\":%d,\"error\":\"%s\"}\n",
+              static_cast<unsigned long long>(r.msgs), static_cast<unsigned long long>(r.bytes), r.secs,
+              r.finished, err.c_str());
+  return r.finished == 1 && r.msgs > 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "produce") == 0) return produce_once(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "fetch") == 0) return fetch_once(argc, argv);
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     std::fprintf(stderr,
                  "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
@@ -348,7 +388,9 @@ int main(int argc, char** argv) {
                  "       [--scale F]\n"
                  "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
                  "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
-                 "Normally started by tests/bench/run_broker_bench.sh / run_replication_bench.py.\n");
+                 "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
+                 "       (one consumer reads P partitions to their end, one JSON line)\n"
+                 "Normally started by tests/bench/run_broker_bench.sh, run_replication_bench.py, run_vs_kafka.py.\n");
     return 2;
   }
   ckbench::Options o = ckbench::parse(argc, argv);
