@@ -213,7 +213,8 @@ def main():
     ap.add_argument("--secs", type=float, default=8)
     ap.add_argument("--kills", type=int, default=10)
     a = ap.parse_args()
-    build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build", "release"))
+    # Absolute: the brokers start in their own directories, where a relative path does not resolve.
+    build = os.path.abspath(os.environ.get("BUILD_DIR", os.path.join(ROOT, "build", "release")))
     if os.environ.get("SKIP_BUILD") != "1":
         if not os.path.exists(os.path.join(build, "build.ninja")):
             subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"], check=True)
