@@ -299,15 +299,11 @@ Result<uint64_t> Segment::recover() {
     index_batch(pos, buf.size(), view->last_offset(), view->max_timestamp());
     pos += buf.size();
   }
-  // The largest timestamp goes into the time index, as on_become_inactive
-  // does when a segment rolls: once these indexes are trusted again (a
-  // later open below the recovery point, or after a clean shutdown) the
-  // segment's max timestamp is read from its last entry, and without it
-  // ListOffsets would skip the segment.
-  if (max_timestamp_ != kNoTimestamp) {
-    std::lock_guard lock(index_mu_);
-    CK_RETURN_IF_ERROR(time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_, true));
-  }
+  // As when a segment rolls: once these indexes are trusted again (a later
+  // open below the recovery point, or after a clean shutdown) the max
+  // timestamp is read from their last entry; without it ListOffsets would
+  // skip the segment.
+  CK_RETURN_IF_ERROR(index_max_timestamp());
   const uint64_t truncated = *file_size - pos;
   if (truncated > 0) CK_RETURN_IF_ERROR(f.truncate(pos));
   size_ = pos;
@@ -485,12 +481,15 @@ Status Segment::flush() {
   return time_index_.flush();
 }
 
+Status Segment::index_max_timestamp() {
+  if (max_timestamp_ == kNoTimestamp) return Status::ok();
+  std::lock_guard lock(index_mu_);
+  return time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_, true);
+}
+
 Status Segment::on_become_inactive() {
   if (released_) return Status::ok();
-  if (max_timestamp_ != kNoTimestamp) {
-    std::lock_guard lock(index_mu_);
-    CK_RETURN_IF_ERROR(time_index_.maybe_append(max_timestamp_, offset_of_max_timestamp_, true));
-  }
+  CK_RETURN_IF_ERROR(index_max_timestamp());
   CK_RETURN_IF_ERROR(flush());
   return release_indexes();
 }
