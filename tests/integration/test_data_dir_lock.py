@@ -6,13 +6,19 @@ A broker runs on its data dir with a few messages written. A second broker
 on the same dir, on another port and then on the same port, must exit 1 at
 once with a line naming the directory and the first broker's pid, and leave
 every file of the dir byte-identical (no clean-shutdown marker, no
-checkpoint, no byte written). Then kill -9 of the first broker and a
+checkpoint, no byte written). The first broker is stopped (SIGSTOP, every
+thread of it seen stopped in /proc, io_uring workers included) while the
+refused ones run, so that its own background writes (the transaction
+coordinator creating __transaction_state a moment after the first produce,
+checkpoints) cannot be mistaken for theirs; its flock stays held while it is
+stopped. Then kill -9 of the first broker and a
 restart: it must run recovery (no marker was left by the refused ones) and
 still hold every message.
 """
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -52,6 +58,28 @@ def count(b):
     return hi - lo
 
 
+def all_threads_stopped(pid):
+    """True when every thread of pid is in state T (stopped) or t (traced)."""
+    task = "/proc/%d/task" % pid
+    for tid in os.listdir(task):
+        try:
+            with open(os.path.join(task, tid, "stat")) as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue  # the thread ended
+        if state not in ("T", "t"):
+            return False
+    return True
+
+
+def freeze(b):
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 20
+    while not all_threads_stopped(b.proc.pid):
+        check(time.monotonic() < deadline, "the first broker's threads did not all stop within 20 s")
+        time.sleep(0.01)
+
+
 def second_broker(ctx, first, name, port):
     cmd = [ctx.binary, "--override", "node.id=0", "--override", "log.dirs=" + first.data_dir,
            "--override", "listeners=PLAINTEXT://127.0.0.1:%d" % port,
@@ -69,10 +97,12 @@ def main(ctx):
     b = ctx.broker()
     b.create_topic(TOPIC)
     produce(b, 200)
+    freeze(b)
     before = snapshot(b.data_dir)
     second_broker(ctx, b, "other-port", harness.free_port())
     second_broker(ctx, b, "same-port", b.port)
     after = snapshot(b.data_dir)
+    os.kill(b.proc.pid, signal.SIGCONT)
     check(before == after, "the refused brokers changed the data dir: %s" %
           sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
     check(not os.path.exists(os.path.join(b.data_dir, ".kafka_cleanshutdown")), "a clean-shutdown marker appeared")
