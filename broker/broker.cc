@@ -6,6 +6,7 @@
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/groups/coordinator.h"
+#include "broker/txn/coordinator.h"
 #include "broker/log_metrics.h"
 #include "broker/produce/produce_service.h"
 #include "broker/replica/replica_roles_listener.h"
@@ -255,6 +256,8 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   // The group coordinator loads and unloads __consumer_offsets partitions
   // as this broker gains and loses their leadership.
   service<ReplicaManager>().add_role_listener(&service<groups::GroupCoordinator>());
+  // The transaction coordinator likewise with __transaction_state.
+  service<ReplicaManager>().add_role_listener(&txn::coordinator(*this));
   if (!cluster_->start(std::move(endpoints), error)) return false;
   // The first producer id block is claimed at start, as Kafka's
   // ZkProducerIdManager does, so the first InitProducerId finds one ready.

@@ -145,6 +145,7 @@ bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std:
   // The transaction coordinator starts now (single node): transactions left
   // undecided or mid-completion by the last run finish (their markers)
   // without waiting for a client, and its metrics are there from the start.
+  // (Cluster mode: start_cluster made it, loading as leadership comes.)
   if (broker->cluster() == nullptr) (void)ciuickafka::broker::txn::coordinator(*broker);
   std::string ports;
   for (uint16_t p : bound) {

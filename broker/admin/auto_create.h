@@ -143,6 +143,12 @@ inline AutoCreated auto_create_in_cluster(Broker& broker, std::string_view name)
         t.replication_factor = s.replication_factor;
         t.configs = std::move(s.configs);
         t.config_order = std::move(s.config_order);
+        if (n == "__transaction_state") {
+          // Kafka's transaction log: acks=-1 writes need this many in-sync
+          // replicas (a single node has no such check).
+          t.configs["min.insync.replicas"] = std::to_string(b->config().get_int("transaction.state.log.min.isr"));
+          t.config_order.push_back("min.insync.replicas");
+        }
       }
       (void)zk_admin.create(t, false);  // TOPIC_ALREADY_EXISTS: another broker won; the next Metadata sees it
     }

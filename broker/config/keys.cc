@@ -492,9 +492,9 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Segment size of __transaction_state.")
                   .valid(V::at_least(1)));
   k.push_back(key("transaction.state.log.min.isr", T::kInt, "2", S::kTransactions,
-                  "min.insync.replicas of __transaction_state.")
-                  .valid(V::at_least(1))
-                  .ignored("transactions run on a single node, so __transaction_state has one replica"));
+                  "min.insync.replicas of __transaction_state, set on the topic when a cluster creates it (a "
+                  "single node has one replica and no such check).")
+                  .valid(V::at_least(1)));
   k.push_back(key("transaction.max.timeout.ms", T::kInt, "900000", S::kTransactions,
                   "The longest transaction timeout a producer may ask for (milliseconds).")
                   .valid(V::at_least(1)));

@@ -3,11 +3,13 @@
 //
 // A transactional commit is checked (the group's offsets partition must be
 // in the producer's transaction: KIP-890 verification, asked of the
-// transaction coordinator in-process; KIP-447 generation/member fencing
+// transaction coordinator in-process where it runs on this broker (cluster
+// mode: it may not, and is then not asked); KIP-447 generation/member fencing
 // when the request names them), written to __consumer_offsets as a
 // transactional batch of the producer (so the partition's producer state
 // opens a transaction there and the LSO holds), staged in
-// Group::txn_offsets, and answered once durable. The transaction
+// Group::txn_offsets, and answered once durable (cluster mode: replicated to
+// the ISR first, as the coordinator's other writes). The transaction
 // coordinator's COMMIT marker on that partition makes the staged offsets
 // visible (complete_txn_offsets); ABORT drops them. Loading replays the
 // same rule batch by batch (coordinator.cc, load_partition).
@@ -17,7 +19,9 @@
 #include <memory>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/groups/coordinator.h"
+#include "broker/replica/leader_replicas.h"
 #include "broker/produce/produce_service.h"
 #include "broker/txn/coordinator.h"
 
@@ -48,15 +52,23 @@ void GroupCoordinator::txn_commit_offsets(const protocol::TxnOffsetCommitRequest
   };
   auto fail_all = [&](ErrorCode e) { done(answer([e](const std::string&, int32_t) { return e; })); };
 
-  if (cluster_) return fail_all(ErrorCode::COORDINATOR_NOT_AVAILABLE);  // transactions: single node for now
   if (const ErrorCode e = coordinator_error(req.group_id); e != ErrorCode::NONE) return fail_all(e);
-  auto topic_exists = [this](const std::string& topic, int32_t partition) {
-    auto t = broker_.topics().find(topic);
+  Broker* broker = &broker_;
+  auto topic_exists = [broker](const std::string& topic, int32_t partition) {
+    if (broker->cluster() != nullptr)  // the cluster's topics, as Kafka's metadataCache.contains
+      return broker->service<ReplicaManager>().metadata_cache().snapshot()->partition(topic, partition) != nullptr;
+    auto t = broker->topics().find(topic);
     return t && t->partition(partition) != nullptr;
   };
-  // The offsets partition must be in the transaction (AddOffsetsToTxn first).
-  const ErrorCode v = txn::coordinator(broker_).verify_partition(
-      req.transactional_id, req.producer_id, req.producer_epoch, kOffsetsTopic, partition_of(req.group_id));
+  // The offsets partition must be in the transaction (AddOffsetsToTxn first);
+  // checked where the transaction coordinator is this broker (cluster mode:
+  // it may be another, which is not asked; see txn/coordinator.h).
+  auto& txn_coordinator = txn::coordinator(broker_);
+  const ErrorCode v = !txn_coordinator.verifies(req.transactional_id)
+                          ? ErrorCode::NONE
+                          : txn_coordinator.verify_partition(req.transactional_id, req.producer_id,
+                                                             req.producer_epoch, kOffsetsTopic,
+                                                             partition_of(req.group_id));
   if (v != ErrorCode::NONE) {
     ErrorCode mapped = version >= 4 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
     if (v == ErrorCode::PRODUCER_FENCED) mapped = ErrorCode::INVALID_PRODUCER_EPOCH;
@@ -70,6 +82,7 @@ void GroupCoordinator::txn_commit_offsets(const protocol::TxnOffsetCommitRequest
   auto staged = std::make_shared<std::map<TopicPartitionKey, CommittedOffset>>();
   ErrorCode group_error = ErrorCode::NONE;
   produce::MarkerResult appended;
+  std::shared_ptr<Partition> appended_partition;
   {
     std::lock_guard<std::mutex> lock(gp->mu);
     Group& g = *gp;
@@ -101,6 +114,12 @@ void GroupCoordinator::txn_commit_offsets(const protocol::TxnOffsetCommitRequest
         auto batch = build_txn_offsets_batch(records, now, req.producer_id, req.producer_epoch);
         if (!partition) {
           appended.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+        } else if (cluster_ && !partition->is_leader()) {
+          appended.error = ErrorCode::NOT_COORDINATOR;
+        } else if (cluster_ && !partition->hw_follows_leo() &&
+                   broker_.service<replica::LeaderReplicas>().acks_all_check_before_append(*partition) !=
+                       ErrorCode::NONE) {
+          appended.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;  // below min ISR, as Kafka's NOT_ENOUGH_REPLICAS maps
         } else if (!batch) {
           appended.error = ErrorCode::UNKNOWN_SERVER_ERROR;
         } else {
@@ -108,6 +127,7 @@ void GroupCoordinator::txn_commit_offsets(const protocol::TxnOffsetCommitRequest
               *partition, req.producer_id, req.producer_epoch, std::move(*batch));
         }
         if (appended.error == ErrorCode::NONE) {
+          appended_partition = partition;
           auto& held = g.txn_offsets[req.producer_id];
           for (const auto& [k, c] : *staged) held[k] = c;
         } else if (appended.error == ErrorCode::KAFKA_STORAGE_ERROR) {
@@ -124,10 +144,13 @@ void GroupCoordinator::txn_commit_offsets(const protocol::TxnOffsetCommitRequest
       return e;
     }));
   };
-  if (!appended.log || !broker_.config().get_bool("ciuic.acks.all.fsync")) return finish(ErrorCode::NONE);
-  broker_.logs().sync_to(appended.log, appended.end_offset, [finish](storage::Status s) {
-    finish(s.is_ok() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE);
-  });
+  if (!appended.log) return finish(ErrorCode::NONE);
+  // Replicated (cluster mode) and fsynced as the coordinator's other writes.
+  Appended a;
+  a.log = appended.log;
+  a.partition = appended_partition;
+  a.end_offset = appended.end_offset;
+  when_durable(std::move(a), std::move(finish));
 }
 
 void GroupCoordinator::complete_txn_offsets(int64_t producer_id, bool commit, int32_t partition) {

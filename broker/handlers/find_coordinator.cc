@@ -12,8 +12,9 @@
 // the answer is COORDINATOR_NOT_AVAILABLE. TRANSACTION keys: a single node
 // coordinates every transactional id (the first call creates
 // __transaction_state; while it loads the requests that follow get
-// COORDINATOR_LOAD_IN_PROGRESS, not this one, as Kafka's); in cluster mode there is no transaction coordinator yet and the
-// answer is COORDINATOR_NOT_AVAILABLE (clients retry). An empty
+// COORDINATOR_LOAD_IN_PROGRESS, not this one, as Kafka's); in cluster mode
+// the leader of the id's __transaction_state partition, found as for groups
+// (the topic's creation queued while it does not exist). An empty
 // transactional id is INVALID_REQUEST, as Kafka. An unknown key type is INVALID_REQUEST. v4+ batch the keys
 // (coordinator_keys) and answer one Coordinator per key.
 #include "broker/admin/cluster_info.h"
@@ -40,12 +41,12 @@ struct Answer {
   int32_t port = -1;
 };
 
-// Cluster mode: the leader of the group's offsets partition.
-Answer locate_in_cluster(RequestContext& ctx, groups::GroupCoordinator& coordinator, const std::string& group_id) {
+// Cluster mode: the leader of partition `partition` of an internal topic.
+Answer locate_in_cluster(RequestContext& ctx, const char* topic, int32_t partition) {
   Answer a;
   a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
   auto snap = ctx.broker->service<ReplicaManager>().metadata_cache().snapshot();
-  const CachedPartition* p = snap->partition(groups::kOffsetsTopic, coordinator.partition_of(group_id));
+  const CachedPartition* p = snap->partition(topic, partition);
   if (p == nullptr || p->leader < 0) return a;
   const CachedBroker* leader = snap->broker(p->leader);
   const CachedEndpoint* ep = leader ? leader->endpoint(ctx.listener) : nullptr;
@@ -64,7 +65,15 @@ Answer locate(RequestContext& ctx, int8_t key_type, const std::string& key) {
       a.error = ErrorCode::INVALID_REQUEST;
       return a;
     }
-    a.error = txn::coordinator(*ctx.broker).find_error();
+    auto& txn_coordinator = txn::coordinator(*ctx.broker);
+    if (txn_coordinator.cluster_mode()) {
+      if (!txn_coordinator.ensure_topic()) {
+        a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
+        return a;
+      }
+      return locate_in_cluster(ctx, txn::kTxnTopic, txn_coordinator.partition_of(key));
+    }
+    a.error = txn_coordinator.find_error();
     if (a.error != ErrorCode::NONE) return a;
     auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
     a.node_id = ctx.broker->node_id();
@@ -81,7 +90,7 @@ Answer locate(RequestContext& ctx, int8_t key_type, const std::string& key) {
     a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
   }
-  if (coordinator.cluster_mode()) return locate_in_cluster(ctx, coordinator, key);
+  if (coordinator.cluster_mode()) return locate_in_cluster(ctx, groups::kOffsetsTopic, coordinator.partition_of(key));
   auto ep = admin::advertised_endpoint(*ctx.broker, ctx.listener);
   a.node_id = ctx.broker->node_id();
   a.host = ep.host;

@@ -13,8 +13,8 @@
 // a new id or an epoch bump, fencing an open transaction, KIP-360's
 // expected producer id/epoch from v3); an empty one, or v3+ with only one of
 // producer id and epoch set, is INVALID_REQUEST, as Kafka. PRODUCER_FENCED
-// is answered INVALID_PRODUCER_EPOCH below v4. Cluster mode has no
-// transaction coordinator yet: COORDINATOR_NOT_AVAILABLE.
+// is answered INVALID_PRODUCER_EPOCH below v4. Cluster mode: the
+// coordinator is the leader of the id's __transaction_state partition.
 #include <memory>
 
 #include "broker/broker.h"

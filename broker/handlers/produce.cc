@@ -119,7 +119,7 @@ int16_t first_error(const ProduceResponse& resp) {
 // A transactional batch that would open a transaction on p: the
 // coordinator must have p in the producer's ongoing transaction (Kafka 3.9's
 // transaction.partition.verification, asked in-process: the coordinator is
-// this broker). Errors as Kafka maps them for Produce: fenced ->
+// this broker; in cluster mode only when it is). Errors as Kafka maps them for Produce: fenced ->
 // INVALID_PRODUCER_EPOCH; a pending transition -> NOT_ENOUGH_REPLICAS
 // (retriable); anything else -> TRANSACTION_ABORTABLE (v11+) or
 // INVALID_TXN_STATE.
@@ -127,6 +127,9 @@ ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::st
                                      const produce::IncomingBatch& b, const Partition& p, int16_t version) {
   const ErrorCode not_in_txn = version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
   if (!transactional_id || transactional_id->empty()) return not_in_txn;
+  // Cluster mode with the id's coordinator on another broker: not verified
+  // (Kafka 3.9 would ask it with AddPartitionsToTxn v4; see txn/coordinator.h).
+  if (!txn::coordinator(broker).verifies(*transactional_id)) return ErrorCode::NONE;
   const ErrorCode e = txn::coordinator(broker).verify_partition(*transactional_id, b.producer_id,
                                                                              b.epoch, p.topic(), p.index());
   switch (e) {

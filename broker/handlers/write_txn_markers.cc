@@ -10,8 +10,11 @@
 // __consumer_offsets, the group coordinator applies or drops the
 // producer's transactional offsets. Unknown partitions get
 // UNKNOWN_TOPIC_OR_PARTITION, partitions not led here
-// NOT_LEADER_OR_FOLLOWER. Answered once every written marker is durable
-// (ciuic.acks.all.fsync). No ACLs: CLUSTER_ACTION is not checked.
+// NOT_LEADER_OR_FOLLOWER. Written as Kafka writes them, with acks=-1: in
+// cluster mode a replicated partition below min.insync.replicas refuses
+// (NOT_ENOUGH_REPLICAS) and a written marker is answered once the HW covers
+// it (REQUEST_TIMED_OUT after 30 s, Kafka's request.timeout.ms); then, with
+// ciuic.acks.all.fsync, once fsynced. No ACLs: CLUSTER_ACTION is not checked.
 #include <atomic>
 #include <memory>
 
@@ -22,6 +25,7 @@
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "broker/produce/produce_service.h"
+#include "broker/replica/leader_replicas.h"
 #include "protocol/generated/write_txn_markers.h"
 
 namespace ciuickafka::broker {
@@ -29,6 +33,8 @@ namespace {
 
 using protocol::ErrorCode;
 using protocol::WriteTxnMarkersResponse;
+
+constexpr int32_t kReplicationTimeoutMs = 30000;  // Kafka's request.timeout.ms default
 
 void handle_write_txn_markers(RequestContext&& ctx) {
   auto req = std::make_shared<protocol::WriteTxnMarkersRequest>();
@@ -41,6 +47,7 @@ void handle_write_txn_markers(RequestContext&& ctx) {
   asio::post(broker->background(), [shared, req, broker] {
     auto resp = std::make_shared<WriteTxnMarkersResponse>();
     struct Durable {
+      std::shared_ptr<Partition> partition;
       std::shared_ptr<storage::Log> log;
       int64_t end = 0;
       int16_t* error = nullptr;
@@ -65,6 +72,13 @@ void handle_write_txn_markers(RequestContext&& ctx) {
             pr.error_code = protocol::to_wire(le);
             continue;
           }
+          if (broker->cluster() != nullptr && !p->hw_follows_leo()) {
+            const ErrorCode e = broker->service<replica::LeaderReplicas>().acks_all_check_before_append(*p);
+            if (e != ErrorCode::NONE) {
+              pr.error_code = protocol::to_wire(e);
+              continue;
+            }
+          }
           produce::MarkerResult r =
               produce.append_marker(*p, m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_result);
           pr.error_code = protocol::to_wire(r.error);
@@ -72,7 +86,7 @@ void handle_write_txn_markers(RequestContext&& ctx) {
           if (t.name == groups::kOffsetsTopic)
             broker->service<groups::GroupCoordinator>().complete_txn_offsets(m.producer_id, m.transaction_result,
                                                                              index);
-          waits.push_back(Durable{r.log, r.end_offset, &pr.error_code});
+          waits.push_back(Durable{p, r.log, r.end_offset, &pr.error_code});
         }
       }
     }
@@ -82,17 +96,13 @@ void handle_write_txn_markers(RequestContext&& ctx) {
     auto count_down = [left, shared, resp] {
       if (left->fetch_sub(1) == 1) shared->respond(make_response(*shared, *resp));
     };
-    const bool fsync = broker->config().get_bool("ciuic.acks.all.fsync");
     for (const Durable& d : waits) {
-      if (!fsync || !d.log) {
-        count_down();
-        continue;
-      }
       int16_t* error = d.error;
-      broker->logs().sync_to(d.log, d.end, [error, count_down](storage::Status s) {
-        if (!s.is_ok()) *error = protocol::to_wire(ErrorCode::KAFKA_STORAGE_ERROR);
-        count_down();
-      });
+      replica::when_acks_all_durable(*broker, d.partition, d.log, d.end, kReplicationTimeoutMs,
+                                     [error, count_down](ErrorCode e) {
+                                       if (e != ErrorCode::NONE) *error = protocol::to_wire(e);
+                                       count_down();
+                                     });
     }
     count_down();
   });

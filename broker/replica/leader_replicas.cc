@@ -558,4 +558,24 @@ void LeaderReplicas::sender_loop() {
   }
 }
 
+void when_acks_all_durable(Broker& broker, const std::shared_ptr<Partition>& p, std::shared_ptr<storage::Log> log,
+                           int64_t end_offset, int32_t timeout_ms, std::function<void(protocol::ErrorCode)> done) {
+  Broker* b = &broker;
+  auto then_fsync = [b, log = std::move(log), end_offset](std::function<void(protocol::ErrorCode)> fn) {
+    if (!log || !b->config().get_bool("ciuic.acks.all.fsync")) return fn(protocol::ErrorCode::NONE);
+    b->logs().sync_to(log, end_offset, [fn = std::move(fn)](storage::Status s) {
+      fn(s.is_ok() ? protocol::ErrorCode::NONE : protocol::ErrorCode::KAFKA_STORAGE_ERROR);
+    });
+  };
+  if (broker.cluster() == nullptr || !p || p->hw_follows_leo()) return then_fsync(std::move(done));
+  std::vector<ReplicationTarget> targets{ReplicationTarget{p, end_offset}};
+  broker.service<LeaderReplicas>().wait_for_replication(
+      std::move(targets), timeout_ms,
+      [then_fsync, done = std::move(done)](const std::vector<protocol::ErrorCode>& results) mutable {
+        const protocol::ErrorCode e = results.empty() ? protocol::ErrorCode::NONE : results.front();
+        if (e != protocol::ErrorCode::NONE) return done(e);
+        then_fsync(std::move(done));
+      });
+}
+
 }  // namespace ciuickafka::broker::replica

@@ -89,6 +89,17 @@ struct ReplicationTarget {
 
 using ReplicationFinish = std::function<void(const std::vector<protocol::ErrorCode>&)>;
 
+// What a broker-internal write (a coordinator's record, a transaction
+// marker) waits for before it counts, as Kafka appends them with acks=-1:
+// when p is a replicated leader (cluster mode, followers in the ISR), until
+// the HW covers end_offset (within timeout_ms: REQUEST_TIMED_OUT; lost
+// leadership: NOT_LEADER_OR_FOLLOWER); then, with ciuic.acks.all.fsync,
+// until log is fsynced up to end_offset (a failed sync:
+// KAFKA_STORAGE_ERROR). done gets NONE or that error, once, on whichever
+// thread completes it.
+void when_acks_all_durable(Broker& broker, const std::shared_ptr<Partition>& p, std::shared_ptr<storage::Log> log,
+                           int64_t end_offset, int32_t timeout_ms, std::function<void(protocol::ErrorCode)> done);
+
 class LeaderReplicas : public ReplicaRoleListener {
  public:
   explicit LeaderReplicas(Broker& broker);

@@ -6,10 +6,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include "broker/admin/auto_create.h"
 #include "broker/broker.h"
 #include "broker/cluster/coordinator_errors.h"
+#include "broker/cluster/replica_manager.h"
+#include "broker/cluster/zk_producer_ids.h"
 #include "broker/groups/coordinator.h"
 #include "broker/produce/produce_service.h"
+#include "broker/replica/leader_replicas.h"
+#include "broker/txn/marker_channel.h"
 #include "metrics/log/log.h"
 #include "protocol/records/record_batch.h"
 #include "storage/log.h"
@@ -21,6 +26,9 @@ using protocol::ErrorCode;
 namespace {
 
 constexpr int64_t kTickMs = 1000;
+// How long a replicated write waits for the ISR (Kafka's coordinator uses
+// request.timeout.ms, 30 s by default).
+constexpr int32_t kAppendTimeoutMs = 30000;
 constexpr int64_t kExpiryCheckMs = 60'000;  // Kafka: transaction.remove.expired.transaction.cleanup.interval.ms (1 h)
 
 // Kafka's TransactionStateManager mapping of a failed append: the shared
@@ -43,12 +51,12 @@ TxnCoordinator::TxnCoordinator(Broker& broker)
       timer_(std::make_unique<asio::steady_timer>(broker.background())) {
   // (Broker::service holds its lock while constructing: no other service
   // may be touched here; coordinator() creates them first.)
-  if (cluster_) return;
   register_metrics();
+  if (cluster_) markers_ = std::make_unique<MarkerChannel>(broker_);
   auto alive = alive_;
   asio::post(broker_.background(), [this, alive] {
     if (!*alive) return;
-    load();
+    if (!cluster_) load();  // cluster mode: per partition, as leadership comes
     arm_timer();
   });
 }
@@ -70,8 +78,11 @@ void TxnCoordinator::stop() {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_->cancel();
   }
+  if (markers_) markers_->stop();
   { std::lock_guard<std::mutex> lock(load_mu_); }
   load_cv_.notify_all();
+  { std::lock_guard<std::mutex> lock(own_mu_); }
+  own_cv_.notify_all();
 }
 
 bool TxnCoordinator::wait_loaded(int64_t timeout_ms) {
@@ -84,6 +95,14 @@ bool TxnCoordinator::wait_loaded(int64_t timeout_ms) {
 // The topic, appends, durability.
 
 bool TxnCoordinator::ensure_topic() {
+  if (cluster_) {
+    auto snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+    if (snap->topic(kTxnTopic) != nullptr) return true;
+    // Queued once at a time; refused while fewer brokers live than its
+    // replication factor.
+    (void)admin::auto_create_topic(broker_, kTxnTopic);
+    return false;
+  }
   if (broker_.topics().find(kTxnTopic)) return true;
   const auto& cfg = broker_.config();
   ConfigMap configs;
@@ -95,8 +114,28 @@ bool TxnCoordinator::ensure_topic() {
   return created.error.ok() || broker_.topics().find(kTxnTopic) != nullptr;
 }
 
-ErrorCode TxnCoordinator::coordinator_error() {
-  if (cluster_ || stopped_.load()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+int32_t TxnCoordinator::partition_count() {
+  if (cluster_) {
+    auto snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+    if (const CachedTopic* t = snap->topic(kTxnTopic); t != nullptr && !t->partitions.empty())
+      return t->partitions.rbegin()->first + 1;
+    return broker_.config().get_int("transaction.state.log.num.partitions");
+  }
+  auto topic = broker_.topics().find(kTxnTopic);
+  return topic && !topic->partitions.empty() ? static_cast<int32_t>(topic->partitions.size())
+                                             : broker_.config().get_int("transaction.state.log.num.partitions");
+}
+
+int32_t TxnCoordinator::partition_of(const std::string& id) { return txn_partition_for(id, partition_count()); }
+
+ErrorCode TxnCoordinator::coordinator_error(const std::string& id) {
+  if (stopped_.load()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  if (cluster_) {
+    if (!ensure_topic()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    const int32_t index = partition_of(id);
+    std::lock_guard<std::mutex> lock(own_mu_);
+    return ownership_.error(index);
+  }
   if (!loaded_.load(std::memory_order_acquire)) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
   return ensure_topic() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE;
 }
@@ -106,23 +145,74 @@ ErrorCode TxnCoordinator::find_error() {
   return ensure_topic() ? ErrorCode::NONE : ErrorCode::COORDINATOR_NOT_AVAILABLE;
 }
 
-std::shared_ptr<Partition> TxnCoordinator::partition_of(const std::string& id) {
+bool TxnCoordinator::verifies(const std::string& id) {
+  if (!cluster_) return true;
+  const int32_t index = partition_of(id);
+  std::lock_guard<std::mutex> lock(own_mu_);
+  return ownership_.state(index) != groups::OwnState::kNotOwned;
+}
+
+groups::OwnState TxnCoordinator::partition_state(int32_t p) {
+  std::lock_guard<std::mutex> lock(own_mu_);
+  return ownership_.state(p);
+}
+
+bool TxnCoordinator::wait_partition_state(int32_t p, groups::OwnState want, int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(own_mu_);
+  return own_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                          [&] { return stopped_.load() || ownership_.state(p) == want; }) &&
+         ownership_.state(p) == want;
+}
+
+std::shared_ptr<Partition> TxnCoordinator::local_partition(const std::string& id) {
   auto topic = broker_.topics().find(kTxnTopic);
   if (!topic) return nullptr;
-  return topic->partition(txn_partition_for(id, static_cast<int32_t>(topic->partitions.size())));
+  return topic->partition(partition_of(id));
 }
 
 int32_t TxnCoordinator::coordinator_epoch(const std::string& id) {
-  auto p = partition_of(id);
+  if (cluster_) {
+    const int32_t index = partition_of(id);
+    std::lock_guard<std::mutex> lock(own_mu_);
+    return std::max(0, ownership_.epoch(index));
+  }
+  auto p = local_partition(id);
   return p ? std::max(0, p->leader_epoch()) : 0;
+}
+
+ErrorCode TxnCoordinator::new_producer_id(int64_t* id) {
+  if (cluster_) return broker_.service<ZkProducerIds>().next(id);  // unique across the cluster
+  auto pid = broker_.service<produce::ProduceService>().allocate_producer_id();
+  if (!pid.is_ok()) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
+  *id = pid.value();
+  return ErrorCode::NONE;
 }
 
 TxnCoordinator::Appended TxnCoordinator::append(const std::string& id, const TxnRecord& rec) {
   Appended a;
-  auto p = partition_of(id);
+  auto p = local_partition(id);
   if (!p) {
     a.error = ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
+  }
+  if (cluster_) {
+    // Only the loaded leader writes (a follower's log is its leader's copy).
+    ErrorCode own;
+    {
+      std::lock_guard<std::mutex> lock(own_mu_);
+      own = ownership_.error(p->index());
+    }
+    if (own != ErrorCode::NONE || !p->is_leader()) {
+      a.error = ErrorCode::NOT_COORDINATOR;
+      return a;
+    }
+    if (!p->hw_follows_leo()) {  // replicated: refused below min.insync.replicas, as acks=all
+      const ErrorCode e = broker_.service<replica::LeaderReplicas>().acks_all_check_before_append(*p);
+      if (e != ErrorCode::NONE) {
+        a.error = append_error(e);
+        return a;
+      }
+    }
   }
   std::optional<TxnRecord> value;
   if (rec.state != TxnState::kDead) value = rec;  // Dead is a tombstone
@@ -144,10 +234,10 @@ TxnCoordinator::Appended TxnCoordinator::append(const std::string& id, const Txn
 
 void TxnCoordinator::when_durable(const Appended& a, std::function<void(ErrorCode)> done) {
   if (a.error != ErrorCode::NONE || !a.partition) return done(a.error);
-  if (!broker_.config().get_bool("ciuic.acks.all.fsync")) return done(ErrorCode::NONE);
-  broker_.logs().sync_to(a.partition->log_ptr(), a.end_offset, [done = std::move(done)](storage::Status s) {
-    done(s.is_ok() ? ErrorCode::NONE : ErrorCode::NOT_COORDINATOR);
-  });
+  replica::when_acks_all_durable(broker_, a.partition, a.partition->log_ptr(), a.end_offset, kAppendTimeoutMs,
+                                 [done = std::move(done)](ErrorCode e) {
+                                   done(e == ErrorCode::NONE ? e : append_error(e));
+                                 });
 }
 
 void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(ErrorCode)> then, bool durable) {
@@ -164,7 +254,10 @@ void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(
           m->markers_started = false;
           m->awaiting_markers.clear();
         }
-        if (next.state == TxnState::kDead) txns_.erase(m->id);
+        if (next.state == TxnState::kDead) {
+          auto it = txns_.find(m->id);
+          if (it != txns_.end() && it->second == m) txns_.erase(it);  // not a meta loaded since
+        }
       }
     }
     then(e);
@@ -178,7 +271,7 @@ void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(
 
 void TxnCoordinator::init_producer_id(const std::string& id, int32_t timeout_ms, int64_t expected_pid,
                                       int16_t expected_epoch, InitDone done) {
-  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e, -1, -1);
+  if (ErrorCode e = coordinator_error(id); e != ErrorCode::NONE) return done(e, -1, -1);
   if (timeout_ms <= 0 || timeout_ms > broker_.config().get_int("transaction.max.timeout.ms"))
     return done(ErrorCode::INVALID_TRANSACTION_TIMEOUT, -1, -1);
 
@@ -187,14 +280,14 @@ void TxnCoordinator::init_producer_id(const std::string& id, int32_t timeout_ms,
   auto it = txns_.find(id);
   if (it == txns_.end()) {
     lock.unlock();
-    auto pid = broker_.service<produce::ProduceService>().allocate_producer_id();
-    if (!pid.is_ok()) return done(ErrorCode::COORDINATOR_NOT_AVAILABLE, -1, -1);
+    int64_t pid = -1;
+    if (ErrorCode e = new_producer_id(&pid); e != ErrorCode::NONE) return done(e, -1, -1);
     lock.lock();
     it = txns_.find(id);
     if (it == txns_.end()) {  // still new (else: a concurrent init won; go on with it below)
       m = std::make_shared<TxnMeta>();
       m->id = id;
-      m->rec.producer_id = pid.value();
+      m->rec.producer_id = pid;
       m->rec.producer_epoch = -1;
       m->rec.state = TxnState::kEmpty;
       txns_[id] = m;
@@ -260,13 +353,13 @@ void TxnCoordinator::init_producer_id(const std::string& id, int32_t timeout_ms,
   m->pending = true;
   lock.unlock();
   if (new_pid) {
-    auto pid = broker_.service<produce::ProduceService>().allocate_producer_id();
-    if (!pid.is_ok()) {
+    int64_t pid = -1;
+    if (ErrorCode e = new_producer_id(&pid); e != ErrorCode::NONE) {
       std::lock_guard<std::mutex> relock(mu_);
       m->pending = false;
-      return done(ErrorCode::COORDINATOR_NOT_AVAILABLE, -1, -1);
+      return done(e, -1, -1);
     }
-    next.producer_id = pid.value();
+    next.producer_id = pid;
     next.producer_epoch = 0;
   }
   write(m, next, [this, m, next, old_pid, old_epoch, done](ErrorCode e) {
@@ -303,7 +396,7 @@ void TxnCoordinator::fence_and_abort(const MetaPtr& m, std::function<void(ErrorC
 
 void TxnCoordinator::add_partitions(const std::string& id, int64_t producer_id, int16_t epoch,
                                     std::vector<TxnPartition> partitions, Done done) {
-  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e);
+  if (ErrorCode e = coordinator_error(id); e != ErrorCode::NONE) return done(e);
   std::unique_lock<std::mutex> lock(mu_);
   auto it = txns_.find(id);
   if (it == txns_.end() || it->second->rec.producer_id != producer_id)
@@ -327,8 +420,13 @@ void TxnCoordinator::add_partitions(const std::string& id, int64_t producer_id, 
 
 ErrorCode TxnCoordinator::verify_partition(const std::string& id, int64_t producer_id, int16_t epoch,
                                            const std::string& topic, int32_t partition) {
-  if (cluster_) return ErrorCode::COORDINATOR_NOT_AVAILABLE;
-  if (!loaded_.load(std::memory_order_acquire)) return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  if (cluster_) {
+    const int32_t index = partition_of(id);
+    std::lock_guard<std::mutex> lock(own_mu_);
+    if (ErrorCode e = ownership_.error(index); e != ErrorCode::NONE) return e;
+  } else if (!loaded_.load(std::memory_order_acquire)) {
+    return ErrorCode::COORDINATOR_LOAD_IN_PROGRESS;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = txns_.find(id);
   if (it == txns_.end() || it->second->rec.producer_id != producer_id) return ErrorCode::INVALID_PRODUCER_ID_MAPPING;
@@ -340,7 +438,7 @@ ErrorCode TxnCoordinator::verify_partition(const std::string& id, int64_t produc
 }
 
 void TxnCoordinator::end_txn(const std::string& id, int64_t producer_id, int16_t epoch, bool commit, Done done) {
-  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) return done(e);
+  if (ErrorCode e = coordinator_error(id); e != ErrorCode::NONE) return done(e);
   std::unique_lock<std::mutex> lock(mu_);
   auto it = txns_.find(id);
   if (it == txns_.end() || it->second->rec.producer_id != producer_id)
@@ -405,48 +503,29 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
   }
   const int32_t coord_epoch = coordinator_epoch(m->id);
   auto& produce = broker_.service<produce::ProduceService>();
-  struct Written {
-    TxnPartition tp;
-    std::shared_ptr<storage::Log> log;
-    int64_t end = 0;
+
+  // The partitions whose marker is done (written and durable, or given up:
+  // the partition is gone or refuses it for good), filled as answers come.
+  struct Round {
+    std::mutex mu;
+    std::set<TxnPartition> done;
+    std::atomic<size_t> remaining{1};
   };
-  std::vector<Written> written;
-  std::set<TxnPartition> done_now;  // written, or given up (the partition is gone / refuses it)
-  for (const TxnPartition& tp : todo) {
-    auto topic = broker_.topics().find(tp.first);
-    std::shared_ptr<Partition> p = topic ? topic->partition(tp.second) : nullptr;
-    if (!p) {  // deleted meanwhile: nothing to mark (Kafka drops it too)
-      done_now.insert(tp);
-      continue;
-    }
-    produce::MarkerResult r = produce.append_marker(*p, pid, epoch, coord_epoch, commit);
-    if (r.error == ErrorCode::NONE) {
-      if (tp.first == groups::kOffsetsTopic)
-        broker_.service<groups::GroupCoordinator>().complete_txn_offsets(pid, commit, tp.second);
-      written.push_back(Written{tp, r.log, r.end_offset});
-      done_now.insert(tp);
-      markers_written_.fetch_add(1, std::memory_order_relaxed);
-    } else if (r.error == ErrorCode::INVALID_PRODUCER_EPOCH || r.error == ErrorCode::TRANSACTION_COORDINATOR_FENCED) {
-      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d refused: %s (%s); not retried", m->id.c_str(),
-                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
-      done_now.insert(tp);
-    } else {
-      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d failed: %s (%s); retried", m->id.c_str(),
-                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
-    }
-  }
-  // Once every marker written is durable: drop them from the wait list,
-  // and complete when nothing is left.
-  auto remaining = std::make_shared<std::atomic<size_t>>(written.size() + 1);
-  auto failed = std::make_shared<std::atomic<bool>>(false);
-  auto finish = [this, m, done_now, failed, commit] {
+  auto round = std::make_shared<Round>();
+  auto mark_done = [round](const TxnPartition& tp) {
+    std::lock_guard<std::mutex> lock(round->mu);
+    round->done.insert(tp);
+  };
+  auto finish = [this, m, round, commit] {
     bool complete = false;
     TxnRecord next;
     {
       std::lock_guard<std::mutex> lock(mu_);
       m->markers_running = false;
-      if (!failed->load())
-        for (const auto& tp : done_now) m->awaiting_markers.erase(tp);
+      {
+        std::lock_guard<std::mutex> r(round->mu);
+        for (const auto& tp : round->done) m->awaiting_markers.erase(tp);
+      }
       if (m->awaiting_markers.empty() && is_prepare(m->rec.state) && !m->pending) {
         complete = true;
         next = m->rec;
@@ -472,19 +551,99 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
         },
         /*durable=*/false);
   };
-  auto count_down = [remaining, finish] {
-    if (remaining->fetch_sub(1) == 1) finish();
+  auto count_down = [round, finish] {
+    if (round->remaining.fetch_sub(1) == 1) finish();
   };
-  const bool fsync = broker_.config().get_bool("ciuic.acks.all.fsync");
-  for (const Written& w : written) {
-    if (!fsync || !w.log) {
-      count_down();
+  // A marker refused for good is not retried (Kafka gives up on these too).
+  auto given_up = [](const TxnPartition&, ErrorCode e) {
+    return e == ErrorCode::INVALID_PRODUCER_EPOCH || e == ErrorCode::TRANSACTION_COORDINATOR_FENCED;
+  };
+
+  std::shared_ptr<const MetadataSnapshot> snap;
+  if (cluster_) snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+  std::map<int32_t, std::vector<TxnPartition>> remote;  // leader broker -> its partitions
+  for (const TxnPartition& tp : todo) {
+    auto topic = broker_.topics().find(tp.first);
+    std::shared_ptr<Partition> p = topic ? topic->partition(tp.second) : nullptr;
+    if (cluster_) {
+      const CachedPartition* cp = snap->partition(tp.first, tp.second);
+      if (cp == nullptr) {  // deleted meanwhile: nothing to mark (Kafka drops it too)
+        mark_done(tp);
+        continue;
+      }
+      if (cp->leader < 0) continue;  // no leader now: the tick retries
+      if (cp->leader != broker_.node_id() || !p || !p->is_leader()) {
+        remote[cp->leader].push_back(tp);
+        continue;
+      }
+      if (!p->hw_follows_leo()) {  // acks=-1, as Kafka writes markers: refused below min ISR
+        const ErrorCode e = broker_.service<replica::LeaderReplicas>().acks_all_check_before_append(*p);
+        if (e != ErrorCode::NONE) {
+          CK_LOG_WARN("txn", "transaction %s: marker for %s-%d not written: %s; retried", m->id.c_str(),
+                      tp.first.c_str(), tp.second, std::string(protocol::error_name(e)).c_str());
+          continue;
+        }
+      }
+    } else if (!p) {  // deleted meanwhile
+      mark_done(tp);
       continue;
     }
-    broker_.logs().sync_to(w.log, w.end, [failed, count_down](storage::Status s) {
-      if (!s.is_ok()) failed->store(true);
-      count_down();
-    });
+    produce::MarkerResult r = produce.append_marker(*p, pid, epoch, coord_epoch, commit);
+    if (r.error == ErrorCode::NONE) {
+      if (tp.first == groups::kOffsetsTopic)
+        broker_.service<groups::GroupCoordinator>().complete_txn_offsets(pid, commit, tp.second);
+      markers_written_.fetch_add(1, std::memory_order_relaxed);
+      round->remaining.fetch_add(1);
+      replica::when_acks_all_durable(broker_, p, r.log, r.end_offset, kAppendTimeoutMs,
+                                     [m, tp, mark_done, count_down](ErrorCode e) {
+                                       if (e == ErrorCode::NONE) mark_done(tp);
+                                       else
+                                         CK_LOG_WARN("txn", "transaction %s: marker for %s-%d not durable: %s; retried",
+                                                     m->id.c_str(), tp.first.c_str(), tp.second,
+                                                     std::string(protocol::error_name(e)).c_str());
+                                       count_down();
+                                     });
+    } else if (given_up(tp, r.error)) {
+      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d refused: %s (%s); not retried", m->id.c_str(),
+                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
+      mark_done(tp);
+    } else {
+      CK_LOG_WARN("txn", "transaction %s: marker for %s-%d failed: %s (%s); retried", m->id.c_str(),
+                  tp.first.c_str(), tp.second, std::string(protocol::error_name(r.error)).c_str(), r.message.c_str());
+    }
+  }
+  // Other leaders: one WriteTxnMarkers each (Kafka's marker channel).
+  for (auto& [leader, tps] : remote) {
+    protocol::WriteTxnMarkersRequest req;
+    auto& marker = req.markers.emplace_back();
+    marker.producer_id = pid;
+    marker.producer_epoch = epoch;
+    marker.transaction_result = commit;
+    marker.coordinator_epoch = coord_epoch;
+    for (const TxnPartition& tp : tps) {
+      if (marker.topics.empty() || marker.topics.back().name != tp.first) marker.topics.emplace_back().name = tp.first;
+      marker.topics.back().partition_indexes.push_back(tp.second);
+    }
+    round->remaining.fetch_add(1);
+    markers_->send(leader, std::move(req),
+                   [this, m, leader = leader, mark_done, count_down, given_up](MarkerChannel::PartitionErrors errors) {
+                     for (const auto& [tp, e] : errors) {
+                       if (e == ErrorCode::NONE) {
+                         markers_written_.fetch_add(1, std::memory_order_relaxed);
+                         mark_done(tp);
+                       } else if (given_up(tp, e)) {
+                         CK_LOG_WARN("txn", "transaction %s: broker %d refused the marker for %s-%d: %s; not retried",
+                                     m->id.c_str(), leader, tp.first.c_str(), tp.second,
+                                     std::string(protocol::error_name(e)).c_str());
+                         mark_done(tp);
+                       } else {
+                         CK_LOG_INFO("txn", "transaction %s: marker for %s-%d at broker %d: %s; retried",
+                                     m->id.c_str(), tp.first.c_str(), tp.second, leader,
+                                     std::string(protocol::error_name(e)).c_str());
+                       }
+                     }
+                     count_down();
+                   });
   }
   count_down();
 }
@@ -495,7 +654,7 @@ void TxnCoordinator::run_markers(const MetaPtr& m) {
 TxnCoordinator::View TxnCoordinator::describe(const std::string& id) {
   View v;
   v.id = id;
-  if (ErrorCode e = coordinator_error(); e != ErrorCode::NONE) {
+  if (ErrorCode e = coordinator_error(id); e != ErrorCode::NONE) {
     v.error = e;
     return v;
   }
@@ -517,7 +676,7 @@ TxnCoordinator::View TxnCoordinator::describe(const std::string& id) {
 
 std::vector<TxnCoordinator::View> TxnCoordinator::list() {
   std::vector<View> out;
-  if (cluster_ || !loaded_.load(std::memory_order_acquire)) return out;
+  if (!cluster_ && !loaded_.load(std::memory_order_acquire)) return out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, m] : txns_) {
     if (m->rec.state == TxnState::kDead || m->rec.producer_epoch < 0) continue;
@@ -541,7 +700,8 @@ size_t TxnCoordinator::open_transactions() {
 }
 
 size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
-  if (coordinator_error() != ErrorCode::NONE) return 0;
+  // Cluster mode: txns_ holds the loaded partitions' ids only.
+  if (stopped_.load() || (!cluster_ && coordinator_error({}) != ErrorCode::NONE)) return 0;
   std::vector<MetaPtr> expired;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -568,7 +728,7 @@ size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
 }
 
 size_t TxnCoordinator::expire_ids(int64_t now_ms) {
-  if (coordinator_error() != ErrorCode::NONE) return 0;
+  if (stopped_.load() || (!cluster_ && coordinator_error({}) != ErrorCode::NONE)) return 0;
   const int64_t max_idle = broker_.config().get_int("transactional.id.expiration.ms");
   std::vector<std::pair<MetaPtr, TxnRecord>> expired;
   {
@@ -593,45 +753,46 @@ size_t TxnCoordinator::expire_ids(int64_t now_ms) {
 // ---------------------------------------------------------------------------
 // Loading and the timer.
 
+void TxnCoordinator::read_partition(Partition& p, int64_t end, std::map<std::string, TxnRecord>& found) {
+  int64_t offset = p.log_start_offset();
+  while (offset < end) {
+    auto read = p.log().read(offset, 1 << 20, end);
+    if (!read.is_ok() || read.value().slices.empty()) break;
+    auto bytes = storage::read_slices(read.value());
+    if (!bytes.is_ok()) break;
+    protocol::BatchSplitter splitter(std::span<const uint8_t>(bytes.value()));
+    protocol::RecordsEntry entry;
+    int64_t next = offset;
+    while (splitter.next(&entry) == protocol::SplitStatus::kEntry) {
+      if (entry.magic != 2) continue;
+      auto view = protocol::RecordBatchView::parse(entry.bytes);
+      if (!view.ok()) break;
+      next = std::max(next, view.value().next_offset());
+      if (view.value().is_control()) continue;
+      auto records = protocol::decode_records(view.value(), 256u << 20);
+      if (!records.ok()) continue;
+      protocol::RecordReader reader = records.value().reader();
+      protocol::RecordView rec;
+      while (reader.next(&rec)) {
+        if (!rec.key) continue;
+        auto d = decode_txn_record(*rec.key, rec.value);
+        if (!d) continue;
+        if (d->record) found[d->transactional_id] = std::move(*d->record);
+        else found.erase(d->transactional_id);
+      }
+    }
+    if (next <= offset) break;
+    offset = next;
+  }
+}
+
 void TxnCoordinator::load() {
   std::map<std::string, TxnRecord> found;
   auto topic = broker_.topics().find(kTxnTopic);
   const int64_t started = Broker::now_ms();
   if (topic) {
-    for (const auto& p : topic->partitions) {
-      if (!p) continue;
-      int64_t offset = p->log_start_offset();
-      const int64_t end = p->log().log_end_offset();
-      while (offset < end) {
-        auto read = p->log().read(offset, 1 << 20, end);
-        if (!read.is_ok() || read.value().slices.empty()) break;
-        auto bytes = storage::read_slices(read.value());
-        if (!bytes.is_ok()) break;
-        protocol::BatchSplitter splitter(std::span<const uint8_t>(bytes.value()));
-        protocol::RecordsEntry entry;
-        int64_t next = offset;
-        while (splitter.next(&entry) == protocol::SplitStatus::kEntry) {
-          if (entry.magic != 2) continue;
-          auto view = protocol::RecordBatchView::parse(entry.bytes);
-          if (!view.ok()) break;
-          next = std::max(next, view.value().next_offset());
-          if (view.value().is_control()) continue;
-          auto records = protocol::decode_records(view.value(), 256u << 20);
-          if (!records.ok()) continue;
-          protocol::RecordReader reader = records.value().reader();
-          protocol::RecordView rec;
-          while (reader.next(&rec)) {
-            if (!rec.key) continue;
-            auto d = decode_txn_record(*rec.key, rec.value);
-            if (!d) continue;
-            if (d->record) found[d->transactional_id] = std::move(*d->record);
-            else found.erase(d->transactional_id);
-          }
-        }
-        if (next <= offset) break;
-        offset = next;
-      }
-    }
+    for (const auto& p : topic->partitions)
+      if (p) read_partition(*p, p->log().log_end_offset(), found);
   }
   std::vector<MetaPtr> to_complete;
   {
@@ -654,6 +815,87 @@ void TxnCoordinator::load() {
     CK_LOG_INFO("txn", "transaction coordinator: %zu transactional ids loaded from %s in %lld ms (%zu to complete)",
                 found.size(), kTxnTopic, static_cast<long long>(Broker::now_ms() - started), to_complete.size());
   for (const MetaPtr& m : to_complete) schedule_markers(m);
+}
+
+// ---------------------------------------------------------------------------
+// Cluster mode: loading and unloading follow the leadership of
+// __transaction_state's partitions.
+
+void TxnCoordinator::became_leader(const std::shared_ptr<Partition>& p) {
+  if (!cluster_ || stopped_.load() || p->topic() != kTxnTopic) return;
+  std::optional<uint64_t> token;
+  {
+    std::lock_guard<std::mutex> lock(own_mu_);
+    token = ownership_.begin_load(p->index(), p->leader_epoch());
+  }
+  own_cv_.notify_all();
+  if (!token) return;  // loading or loaded already
+  asio::post(broker_.background(), [this, p, t = *token, alive = alive_] {
+    if (!*alive) return;
+    load_owned(p, t);
+  });
+}
+
+void TxnCoordinator::became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint&) {
+  if (!cluster_ || p->topic() != kTxnTopic) return;
+  unload(p->index());
+}
+
+void TxnCoordinator::stopped(const storage::TopicPartition& tp, bool) {
+  if (!cluster_ || tp.topic != kTxnTopic) return;
+  unload(tp.partition);
+}
+
+void TxnCoordinator::load_owned(const std::shared_ptr<Partition>& p, uint64_t token) {
+  const int32_t index = p->index();
+  const int64_t started = Broker::now_ms();
+  // Up to the log end, as Kafka reads to the LEO: a new leader's log holds
+  // every committed record, and nothing is written here until loaded.
+  const int64_t end = p->log_end_offset();
+  std::map<std::string, TxnRecord> found;
+  read_partition(*p, end, found);
+  const int32_t n = partition_count();
+  std::erase_if(found, [&](const auto& kv) { return txn_partition_for(kv.first, n) != index; });
+  std::vector<MetaPtr> to_complete;
+  bool installed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    {
+      std::lock_guard<std::mutex> own(own_mu_);
+      installed = ownership_.finish_load(index, token);
+    }
+    if (installed) {
+      for (auto& [id, rec] : found) {
+        auto m = std::make_shared<TxnMeta>();
+        m->id = id;
+        m->rec = std::move(rec);
+        if (is_prepare(m->rec.state)) to_complete.push_back(m);
+        txns_[id] = m;
+      }
+    }
+  }
+  own_cv_.notify_all();
+  if (!installed) return;  // overtaken by a leadership change
+  load_ms_.store(Broker::now_ms() - started, std::memory_order_relaxed);
+  CK_LOG_INFO("txn", "%s-%d: loaded %zu transactional ids (up to offset %lld, coordinator epoch %d) in %lld ms, "
+              "%zu to complete", kTxnTopic, index, found.size(), static_cast<long long>(end), p->leader_epoch(),
+              static_cast<long long>(Broker::now_ms() - started), to_complete.size());
+  for (const MetaPtr& m : to_complete) schedule_markers(m);
+}
+
+void TxnCoordinator::unload(int32_t index) {
+  size_t gone = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    {
+      std::lock_guard<std::mutex> own(own_mu_);
+      if (!ownership_.unload(index)) return;
+    }
+    const int32_t n = partition_count();
+    gone = std::erase_if(txns_, [&](const auto& kv) { return txn_partition_for(kv.first, n) == index; });
+  }
+  own_cv_.notify_all();
+  CK_LOG_INFO("txn", "%s-%d: no longer led here: %zu transactional ids unloaded", kTxnTopic, index, gone);
 }
 
 void TxnCoordinator::arm_timer() {

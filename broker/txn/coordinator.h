@@ -13,9 +13,24 @@
 // removing; until then requests get COORDINATOR_LOAD_IN_PROGRESS. After
 // the load, transactions found in PrepareCommit/PrepareAbort get their
 // markers again and complete; Ongoing ones stay open until the timeout
-// sweep aborts them. Cluster mode: not yet (FindCoordinator answers
-// COORDINATOR_NOT_AVAILABLE for transaction keys, as before; every call
-// here answers COORDINATOR_NOT_AVAILABLE).
+// sweep aborts them.
+//
+// Cluster mode (ZooKeeper), as Kafka's TransactionStateManager: the topic is
+// created in ZooKeeper on demand (FindCoordinator for a transaction key) with
+// transaction.state.log.replication.factor replicas and min.insync.replicas
+// = transaction.state.log.min.isr. The coordinator of an id is the leader of
+// its partition: becoming leader loads that partition (up to its log end,
+// on the background thread; meanwhile COORDINATOR_LOAD_IN_PROGRESS), losing
+// it unloads its ids (NOT_COORDINATOR; a write in flight fails the same
+// way). The coordinator epoch is the partition's leader epoch at the load.
+// Every write waits as acks=all does (replicated to the ISR, then fsynced
+// with ciuic.acks.all.fsync; refused below min ISR). Markers go to each
+// partition's leader: appended here when this broker leads it (and awaited
+// as acks=all), else sent with WriteTxnMarkers (marker_channel.h); failures
+// are retried by the tick with the leader looked up again. Producer ids come
+// from ZooKeeper's blocks (ZkProducerIds). KIP-890 verification happens only
+// where the coordinator is local (verifies()); the partition leader does not
+// ask a remote coordinator (Kafka 3.9 would, with AddPartitionsToTxn v4).
 //
 // Transitions (only one pending per id: a request meeting a pending one gets
 // CONCURRENT_TRANSACTIONS). The new state is appended to the id's
@@ -72,6 +87,8 @@
 #include <string>
 #include <vector>
 
+#include "broker/cluster/replica_roles.h"
+#include "broker/groups/ownership.h"
 #include "broker/net/asio.h"
 #include "broker/txn/txn_records.h"
 #include "protocol/error_code.h"
@@ -82,6 +99,8 @@ class Partition;
 }  // namespace ciuickafka::broker
 
 namespace ciuickafka::broker::txn {
+
+class MarkerChannel;
 
 inline constexpr int16_t kMaxProducerEpoch = 32767;  // Short.MAX_VALUE
 
@@ -97,24 +116,44 @@ struct TxnMeta {
   bool markers_running = false;  // a marker round is queued or running
 };
 
-class TxnCoordinator {
+class TxnCoordinator : public ReplicaRoleListener {
  public:
   explicit TxnCoordinator(Broker& broker);
-  ~TxnCoordinator();
+  ~TxnCoordinator() override;
   TxnCoordinator(const TxnCoordinator&) = delete;
   TxnCoordinator& operator=(const TxnCoordinator&) = delete;
   void stop();
 
   // NONE when this broker coordinates transactional_id (creating the topic
   // first when needed); COORDINATOR_LOAD_IN_PROGRESS while loading;
-  // COORDINATOR_NOT_AVAILABLE when it cannot (cluster mode, topic creation
-  // failed).
-  protocol::ErrorCode coordinator_error();
-  // FindCoordinator's answer: NONE when this broker coordinates (the topic
-  // exists, created now if needed), whether or not it is still loading (as
-  // Kafka's: the requests that follow get COORDINATOR_LOAD_IN_PROGRESS);
-  // COORDINATOR_NOT_AVAILABLE otherwise (cluster mode).
+  // NOT_COORDINATOR when another broker leads its partition (cluster);
+  // COORDINATOR_NOT_AVAILABLE when it cannot (the topic does not exist yet
+  // or its creation failed).
+  protocol::ErrorCode coordinator_error(const std::string& transactional_id);
+  // Single node: FindCoordinator's answer: NONE when this broker coordinates
+  // (the topic exists, created now if needed), whether or not it is still
+  // loading (as Kafka's: the requests that follow get
+  // COORDINATOR_LOAD_IN_PROGRESS); COORDINATOR_NOT_AVAILABLE otherwise.
   protocol::ErrorCode find_error();
+  bool cluster_mode() const { return cluster_; }
+  // True when the topic exists (single node: created now if missing;
+  // cluster: the metadata cache knows it, else its creation is queued).
+  bool ensure_topic();
+  // The id's __transaction_state partition.
+  int32_t partition_of(const std::string& transactional_id);
+  // Whether KIP-890 verification of the id's partitions can be answered
+  // here: always on a single node; in cluster mode when this broker owns
+  // (loads or has loaded) the id's partition.
+  bool verifies(const std::string& transactional_id);
+  // Cluster mode: the state of __transaction_state partition p here.
+  groups::OwnState partition_state(int32_t p);
+  bool wait_partition_state(int32_t p, groups::OwnState want, int64_t timeout_ms);
+
+  // --- ReplicaRoleListener (cluster mode: load / unload on leadership)
+  void became_leader(const std::shared_ptr<Partition>& p) override;
+  void became_follower(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader) override;
+  void stopped(const storage::TopicPartition& tp, bool deleted) override;
+
   bool wait_loaded(int64_t timeout_ms);
   // NONE once loaded, COORDINATOR_LOAD_IN_PROGRESS before (creates nothing).
   protocol::ErrorCode load_state() const {
@@ -169,8 +208,8 @@ class TxnCoordinator {
     int64_t end_offset = 0;
   };
 
-  bool ensure_topic();
-  std::shared_ptr<Partition> partition_of(const std::string& id);
+  std::shared_ptr<Partition> local_partition(const std::string& id);
+  protocol::ErrorCode new_producer_id(int64_t* id);
   int32_t coordinator_epoch(const std::string& id);
   // Appends next for m (not under mu_), then, once durable (at once when
   // durable is false), installs it (under mu_), clears pending and calls
@@ -185,6 +224,12 @@ class TxnCoordinator {
   void schedule_markers(const MetaPtr& m);
   void run_markers(const MetaPtr& m);
   void load();
+  // The last record per id in p's log below end (tombstones erase).
+  static void read_partition(Partition& p, int64_t end, std::map<std::string, TxnRecord>& found);
+  // Cluster mode.
+  void load_owned(const std::shared_ptr<Partition>& p, uint64_t token);
+  void unload(int32_t index);
+  int32_t partition_count();
   void arm_timer();
   void tick();
 
@@ -197,6 +242,12 @@ class TxnCoordinator {
 
   std::mutex mu_;
   std::map<std::string, MetaPtr> txns_;
+
+  // Cluster mode: which partitions are loaded here (mu_, then own_mu_).
+  std::mutex own_mu_;
+  std::condition_variable own_cv_;
+  groups::OffsetsOwnership ownership_;
+  std::unique_ptr<MarkerChannel> markers_;
 
   // Metrics (txn_metrics.cc): counters, and the collector's registration.
   void register_metrics();

@@ -61,11 +61,11 @@ TEST_CASE("precedence: env > override > file > default") {
 TEST_CASE("Known keys that do nothing here warn at start-up; the ones that work do not") {
   const std::string file =
       "socket.send.buffer.bytes=65536\nsocket.receive.buffer.bytes=-1\nqueued.max.requests=100\n"
-      "max.connections=1000\nmax.connections.per.ip=50\noffsets.commit.timeout.ms=4000\n";
+      "max.connections=1000\nmax.connections.per.ip=50\noffsets.commit.timeout.ms=4000\n"
+      "transaction.state.log.min.isr=1\n";
   CHECK(load_ok(input(file, {})).warnings.empty());
   for (const char* inert : {"num.io.threads=4", "log.flush.start.offset.checkpoint.interval.ms=1000",
-                            "log.cleaner.io.buffer.size=1000", "log.cleaner.io.buffer.load.factor=0.5",
-                            "transaction.state.log.min.isr=1"}) {
+                            "log.cleaner.io.buffer.size=1000", "log.cleaner.io.buffer.load.factor=0.5"}) {
     CAPTURE(inert);
     LoadedConfig l = load_ok(input(std::string(inert) + "\n", {}));
     REQUIRE(l.warnings.size() == 1);
