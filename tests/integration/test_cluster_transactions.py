@@ -29,11 +29,22 @@ Scenarios:
                 id takes over after the kill: it fences the old one and the
                 open transaction is aborted, so read_committed reads only the
                 first transaction's 300; the new producer commits its own.
+  copy          exactly-once copy, as Kafka's transactions_test.py: 6,000
+                records (env CK_EOS_RECORDS for a longer run) (one partition, RF 3) copied to an output topic by a
+                copier process (eos_copier.py: transactions of up to 100
+                records with send_offsets_to_transaction) while the copier
+                is killed -9 and restarted, and each broker in turn is
+                killed -9 and restarted (the copier restarted whenever it
+                gives up). The output read_committed equals the input: same
+                records, same order, no duplicate; so does what a
+                read_committed consumer saw while it ran.
 """
 
 import os
 import struct
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -290,7 +301,132 @@ def scenario_fence(ctx, zk):
     check(fenced, "the fenced producer's commit did not fail as fenced")
 
 
-SCENARIOS = {"commit_abort": scenario_commit_abort, "failover": scenario_failover, "fence": scenario_fence}
+def scenario_copy(ctx, zk):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    total = int(os.environ.get("CK_EOS_RECORDS", "6000"))  # a longer run by hand: 100000 and --timeout 1200
+    src, dst = "eos-in", "eos-out"
+    brokers = start_cluster(ctx, zk)
+    by_id = {i + 1: b for i, b in enumerate(brokers)}
+    kz = zk.client(CHROOT)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    for t in (src, dst):
+        code, msg = create(brokers, t, 1, 3)
+        check(code == 0, "CreateTopics %s: %s %s" % (t, code, msg))
+        wait_leaders(brokers, t, 1, want_isr=3)
+    p = Producer({"bootstrap.servers": bootstrap(brokers), "enable.idempotence": True, "acks": "all",
+                  "broker.address.family": "v4"})
+    acked = []
+    for i in range(total):
+        p.produce(src, value=b"m%06d" % i, partition=0, on_delivery=lambda e, m: acked.append(e is None))
+    p.flush(60)
+    check(len(acked) == total and all(acked), "input: %d of %d acknowledged" % (sum(acked), total))
+    want = ["m%06d" % i for i in range(total)]
+
+    # A read_committed consumer of the output, all along.
+    seen = []
+    stop = threading.Event()
+
+    def watch():
+        c = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "eos-watch", "broker.address.family": "v4",
+                      "enable.auto.commit": False, "isolation.level": "read_committed"})
+        c.assign([TopicPartition(dst, 0, 0)])
+        while not stop.is_set() and len(seen) < total:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                seen.append(m.value().decode())
+        c.close()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+
+    copier_log = open(os.path.join(ctx.work, "copier.log"), "ab")
+    copiers = {"n": 0, "proc": None}
+
+    def start_copier():
+        copiers["n"] += 1
+        copiers["proc"] = subprocess.Popen(
+            [harness.PYTHON, os.path.join(os.path.dirname(os.path.abspath(__file__)), "eos_copier.py"),
+             bootstrap(brokers), src, dst, "eos-copy", "eos-copier", str(total)],
+            stdout=copier_log, stderr=subprocess.STDOUT)
+
+    def copier_progress():
+        with open(os.path.join(ctx.work, "copier.log"), "rb") as f:
+            lines = [ln for ln in f.read().decode().splitlines() if "committed up to" in ln]
+        return int(lines[-1].rsplit(" ", 1)[1]) if lines else 0
+
+    def keep_copying(until):
+        """Restarts the copier whenever it exits early; returns when until() holds."""
+        deadline = time.monotonic() + 120 + total / 100
+        while not until():
+            check(time.monotonic() < deadline, "copying stalled at %d (copier log: %s)" %
+                  (copier_progress(), os.path.join(ctx.work, "copier.log")))
+            rc = copiers["proc"].poll()
+            if rc is not None:
+                if rc == 0:
+                    return
+                print("[test] copier exited %d at %d; restarting it" % (rc, copier_progress()), flush=True)
+                start_copier()
+            time.sleep(0.1)
+
+    start_copier()
+    # The copier killed -9 twice, then each broker in turn.
+    for k in range(2):
+        mark = copier_progress() + total // 6
+        keep_copying(lambda: copier_progress() >= mark)
+        copiers["proc"].kill()
+        copiers["proc"].wait()
+        print("[test] copier killed -9 at %d; restarting it" % copier_progress(), flush=True)
+        start_copier()
+    for victim in (1, 2, 3):
+        mark = copier_progress() + total // 12
+        keep_copying(lambda: copier_progress() >= mark or copiers["proc"].poll() == 0)
+        by_id[victim].kill()
+        print("[test] broker %d killed -9 at %d" % (victim, copier_progress()), flush=True)
+        mark = copier_progress() + total // 20
+        keep_copying(lambda: copier_progress() >= mark or copiers["proc"].poll() == 0)
+        by_id[victim].start()
+        live = list(brokers)
+        wait_leaders(live, dst, 1, want_isr=3, timeout=60)
+        wait_leaders(live, src, 1, want_isr=3, timeout=60)
+        print("[test] broker %d back in the ISRs at %d" % (victim, copier_progress()), flush=True)
+    keep_copying(lambda: copiers["proc"].poll() == 0)
+    print("[test] copy complete after %d copier runs" % copiers["n"], flush=True)
+
+    out = read_all_topic(brokers, dst, total, timeout=60 + total / 100)
+    dups = len(out) - len(set(out))
+    check(out == want, "output read_committed: %d records (%d duplicates), want %d; first difference at %s" %
+          (len(out), dups, total, next((i for i, (a, b) in enumerate(zip(out, want)) if a != b), min(len(out), total))))
+    wait_until(lambda: len(seen) >= total, 60 + total / 100, "the live read_committed consumer to reach %d (at %d)" % (total, len(seen)))
+    stop.set()
+    watcher.join(10)
+    check(seen == want, "the live read_committed consumer saw %d records, first difference at %s" %
+          (len(seen), next((i for i, (a, b) in enumerate(zip(seen, want)) if a != b), min(len(seen), total))))
+    print("[test] output == input (%d records, in order, no duplicate), also as seen live" % total, flush=True)
+
+
+def read_all_topic(brokers, topic, want, timeout=60):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "eos-final-%f" % time.time(),
+                  "enable.auto.commit": False, "isolation.level": "read_committed", "broker.address.family": "v4",
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    eof = False
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not (eof and len(out) >= want):
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error() is not None:
+            eof = eof or m.error().code() == -191
+            continue
+        eof = False
+        out.append(m.value().decode())
+    c.close()
+    return out
+
+
+SCENARIOS = {"commit_abort": scenario_commit_abort, "failover": scenario_failover, "fence": scenario_fence,
+             "copy": scenario_copy}
 
 
 def main(ctx):
