@@ -211,11 +211,27 @@ def brokers_known(b):
 
 
 def end_offsets(brokers):
-    from confluent_kafka import Consumer, TopicPartition
+    """Every partition's high watermark. A broker just restarted answers
+    Metadata without the topic until the controller's UpdateMetadata reaches
+    it (as Kafka's does), and librdkafka then fails the query at once with
+    _UNKNOWN_PARTITION: asked again until the metadata names the partition."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers if b.alive()),
                   "group.id": "ck-cc-ends", "broker.address.family": "v4"})
+    deadline = time.monotonic() + 30
     try:
-        return [c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=20)[1] for p in range(PARTS)]
+        out = []
+        for p in range(PARTS):
+            while True:
+                try:
+                    out.append(c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=20)[1])
+                    break
+                except KafkaException as e:
+                    if e.args[0].code() != KafkaError._UNKNOWN_PARTITION or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+                    c.list_topics(timeout=5)  # fresh metadata (all topics: no auto-creation), then again
+        return out
     finally:
         c.close()
 
