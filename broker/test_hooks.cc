@@ -43,7 +43,11 @@ storage::io::MemFileSystem* memfs() {
   // until the process exits.
   static storage::io::MemFileSystem* const fs = [] {
     const char* v = std::getenv(kMemFsEnv);
-    return v != nullptr && std::strcmp(v, "1") == 0 ? new storage::io::MemFileSystem() : nullptr;
+    if (v == nullptr || std::strcmp(v, "1") != 0) return static_cast<storage::io::MemFileSystem*>(nullptr);
+    auto* mem = new storage::io::MemFileSystem();
+    if (const char* bps = std::getenv(kSyncBandwidthEnv); bps != nullptr && *bps != '\0')
+      mem->set_sync_bandwidth(std::strtoull(bps, nullptr, 10));
+    return mem;
   }();
   return fs;
 }

@@ -48,6 +48,9 @@ std::unique_ptr<storage::io::FileSystem> borrow(storage::io::FileSystem& fs);
 // back on its own would; its description in *what. Unset: nothing of the
 // tail survives (a null function), *what empty.
 inline constexpr char kTornEnv[] = "CK_TEST_MEMFS_TORN";
+// CK_TEST_MEMFS_SYNC_BPS=N as well: a slow disk, each fdatasync taking the
+// bytes it syncs / N seconds (storage::io::MemFileSystem::set_sync_bandwidth).
+inline constexpr char kSyncBandwidthEnv[] = "CK_TEST_MEMFS_SYNC_BPS";
 storage::io::MemFileSystem::KeepFn power_cut_keep(int cut, std::string* what);
 
 // Creates dir and its missing parents on fs.

@@ -175,6 +175,10 @@ std::optional<CleanPlan> Cleaner::plan(const Log& log, int64_t now_ms) const {
   const auto next_base = [&](size_t i) { return i + 1 < n ? (*segs)[i + 1]->base_offset() : kMaxOffset; };
   CleanPlan p;
   p.end_segment = n - 1;  // never the active segment
+  // Nor a rolled segment whose deferred roll is not finished (its
+  // `.unfinished` marker still on disk), nor anything after it.
+  const int64_t unfinished = log.first_unfinished_base();
+  while (p.end_segment > 0 && (*segs)[p.end_segment - 1]->base_offset() >= unfinished) --p.end_segment;
   if (cfg.min_compaction_lag_ms > 0) {
     for (size_t i = 0; i + 1 < n; ++i) {
       if (next_base(i) <= first_dirty) continue;  // clean already

@@ -2,6 +2,7 @@
 #include "storage/log.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "protocol/records/record_batch.h"
 #include "storage/file_names.h"
@@ -207,9 +208,13 @@ Status Log::roll(int64_t new_base_offset) {
   // With writes to the old segment in flight, it is finished when the last
   // of them is published (publish_ready_locked).
   const bool finish_now = !has_pending_locked(current->back().get());
-  if (finish_now) {
+  const bool deferred = static_cast<bool>(roll_sync_);
+  if (finish_now && !deferred) {
     CK_RETURN_IF_ERROR(current->back()->on_become_inactive());
   } else {
+    // Deferred (set_roll_sync): the final time-index entry now, the fsyncs
+    // in the background; the marker below covers the time until then.
+    if (finish_now) CK_RETURN_IF_ERROR(current->back()->index_max_timestamp());
     // Writes to the new segment may reach the disk before the old one's
     // (another thread's ring), and a crash then leaves a hole at the old
     // segment's end with records after it that were never published. The
@@ -221,12 +226,58 @@ Status Log::roll(int64_t new_base_offset) {
   if (!s) return s.status();
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   // Everything below the new base is now durable (on_become_inactive flushed it).
-  if (finish_now && recovery_point() < new_base_offset)
+  if (finish_now && !deferred && recovery_point() < new_base_offset)
     recovery_point_.store(new_base_offset, std::memory_order_release);
   auto next = std::make_shared<SegmentList>(*current);
   next->push_back(std::move(s).value());
   publish_segments(std::move(next));
+  if (deferred) {
+    unfinished_.push_back(current->back());
+    if (auto self = weak_from_this().lock(); self && finish_now) roll_sync_(std::move(self), new_base_offset);
+  }
   return Status::ok();
+}
+
+void Log::set_roll_sync(RollSync fn) {
+  std::lock_guard lock(append_mu_);
+  roll_sync_ = std::move(fn);
+}
+
+int64_t Log::first_unfinished_base() const {
+  std::lock_guard lock(append_mu_);
+  return unfinished_.empty() ? std::numeric_limits<int64_t>::max() : unfinished_.front()->base_offset();
+}
+
+void Log::forget_unfinished_locked(const SegmentList& now) {
+  const auto in_list = [&now](const std::shared_ptr<Segment>& seg) {
+    return std::find(now.begin(), now.end(), seg) != now.end();
+  };
+  std::vector<int64_t> gone;
+  for (auto it = unfinished_.begin(); it != unfinished_.end();) {
+    if (in_list(*it)) {
+      ++it;
+      continue;
+    }
+    gone.push_back((*it)->base_offset());
+    it = unfinished_.erase(it);
+  }
+  for (int64_t base : gone) {
+    const bool still = std::any_of(unfinished_.begin(), unfinished_.end(),
+                                   [base](const auto& seg) { return seg->base_offset() == base; });
+    // Best effort: a marker left behind only makes the next open check that
+    // segment for a lost tail (it is removed there).
+    if (!still) (void)remove_marker_if_present(unfinished_marker_path(base));
+  }
+}
+
+Status Log::finish_all_unfinished_locked() {
+  if (unfinished_.empty()) return Status::ok();
+  for (const auto& seg : unfinished_) {
+    CK_RETURN_IF_ERROR(seg->release_indexes());
+    CK_RETURN_IF_ERROR(remove_marker_if_present(unfinished_marker_path(seg->base_offset())));
+  }
+  unfinished_.clear();
+  return fs_.sync_dir(dir_);
 }
 
 bool Log::has_pending_locked(const Segment* s) const {
@@ -419,10 +470,17 @@ void Log::publish_ready_locked(Ready* ready) {
     // could not while the write was in flight).
     if (!list) list = segments();
     if (f->segment != list->back() && (pending_.empty() || pending_.front()->segment != f->segment)) {
-      outcome = f->segment->on_become_inactive();
-      if (outcome.is_ok()) outcome = remove_marker_if_present(unfinished_marker_path(f->segment->base_offset()));
-      if (outcome.is_ok() && recovery_point() < f->end_offset)
-        recovery_point_.store(f->end_offset, std::memory_order_release);
+      if (roll_sync_) {
+        // Deferred: the fsyncs, the marker's removal and the recovery point
+        // follow in the background (finish_sync).
+        outcome = f->segment->index_max_timestamp();
+        if (auto self = weak_from_this().lock(); self && outcome.is_ok()) roll_sync_(std::move(self), f->end_offset);
+      } else {
+        outcome = f->segment->on_become_inactive();
+        if (outcome.is_ok()) outcome = remove_marker_if_present(unfinished_marker_path(f->segment->base_offset()));
+        if (outcome.is_ok() && recovery_point() < f->end_offset)
+          recovery_point_.store(f->end_offset, std::memory_order_release);
+      }
       if (!outcome.is_ok() && broken_.is_ok()) {
         broken_ = outcome;
         broken_from_ = f->end_offset;
@@ -485,14 +543,26 @@ Status Log::flush() {
 }
 
 Status Log::flush_locked() {
+  std::lock_guard finish(finish_mu_);
   // Every segment that may hold records at or above the recovery point (the
-  // active one, and one that rolled with writes in flight).
+  // active one, one that rolled with writes in flight, and those whose
+  // deferred roll is not finished yet).
   const int64_t end = log_end_offset();
   const int64_t rp = recovery_point();
   auto list = segments();
   for (size_t i = 0; i < list->size(); ++i)
     if (i + 1 == list->size() || (*list)[i + 1]->base_offset() > rp) CK_RETURN_IF_ERROR((*list)[i]->flush());
-  if (recovery_point() < end) recovery_point_.store(end, std::memory_order_release);
+  // Rolled segments still written to are finished when their last write
+  // publishes; the others are durable now: their markers go.
+  std::vector<std::shared_ptr<Segment>> waiting;
+  for (const auto& seg : unfinished_)
+    if (has_pending_locked(seg.get())) waiting.push_back(seg);
+  if (waiting.empty()) {
+    CK_RETURN_IF_ERROR(finish_all_unfinished_locked());
+    if (recovery_point() < end) recovery_point_.store(end, std::memory_order_release);
+  } else if (recovery_point() < waiting.front()->base_offset()) {
+    recovery_point_.store(std::min(end, waiting.front()->base_offset()), std::memory_order_release);
+  }
   return Status::ok();
 }
 
@@ -516,6 +586,14 @@ Result<std::optional<Log::SyncPlan>> Log::prepare_sync() {
     if (closed_) return Status::invalid_argument(dir_ + ": sync of a closed log");
     plan.target = log_end_offset();  // what is written; writes in flight are not covered
     list = segments();
+    plan.truncations = truncations_;
+    // Deferred rolls whose segment is whole below target: finished by this sync.
+    for (const auto& seg : unfinished_) {
+      if (has_pending_locked(seg.get())) continue;
+      auto it = std::find(list->begin(), list->end(), seg);
+      if (it != list->end() && it + 1 != list->end() && (*(it + 1))->base_offset() <= plan.target)
+        plan.finishing.push_back(seg);
+    }
   }
   const int64_t rp = recovery_point();
   if (rp >= plan.target) return std::optional<SyncPlan>{};
@@ -539,10 +617,48 @@ Result<int64_t> Log::finish_sync(const SyncPlan& plan, const Status& synced) {
     sync_error_ = synced;
     return synced;
   }
-  int64_t rp = recovery_point();
-  while (rp < plan.target && !recovery_point_.compare_exchange_weak(rp, plan.target, std::memory_order_acq_rel)) {
+  // Deferred rolls: each rolled segment of the plan (its .log is synced)
+  // gets its indexes flushed and its marker removed, durably, before the
+  // recovery point may pass it and before the cleaner may rewrite it. Under
+  // finish_mu_, so truncation and retention wait for it; a segment that
+  // left the list meanwhile is theirs.
+  std::vector<std::shared_ptr<Segment>> done;
+  if (!plan.finishing.empty()) {
+    std::lock_guard finish(finish_mu_);
+    auto list = segments();
+    for (const auto& seg : plan.finishing) {
+      if (std::find(list->begin(), list->end(), seg) == list->end()) continue;
+      Status s = seg->flush();
+      if (s.is_ok()) s = remove_marker_if_present(unfinished_marker_path(seg->base_offset()));
+      if (!s.is_ok()) {
+        sync_error_ = s;
+        return s;
+      }
+      done.push_back(seg);
+    }
+    if (!done.empty()) {
+      if (Status s = fs_.sync_dir(dir_); !s.is_ok()) {
+        sync_error_ = s;
+        return s;
+      }
+    }
   }
-  return plan.target;
+  int64_t rp_to = plan.target;
+  {
+    std::lock_guard lock(append_mu_);
+    for (const auto& seg : done) {
+      auto it = std::find(unfinished_.begin(), unfinished_.end(), seg);
+      if (it == unfinished_.end()) continue;
+      unfinished_.erase(it);
+      (void)seg->release_indexes();  // flushed just now: only handed to the IndexCache
+    }
+    // The recovery point stops at the first rolled segment still unfinished
+    // (its indexes are not durable yet); a truncation since the plan owns it.
+    if (!unfinished_.empty()) rp_to = std::min(rp_to, unfinished_.front()->base_offset());
+    if (truncations_ == plan.truncations && recovery_point() < rp_to)
+      recovery_point_.store(rp_to, std::memory_order_release);
+  }
+  return plan.target;  // the data is durable up to here
 }
 
 Result<int64_t> Log::sync_data() {
@@ -609,9 +725,11 @@ Status Log::delete_oldest_segments(size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (has_pending_locked((*current)[i].get())) n = i;
   if (n == 0) return Status::ok();
+  std::lock_guard finish(finish_mu_);
   auto rest = std::make_shared<SegmentList>(current->begin() + static_cast<std::ptrdiff_t>(n), current->end());
   const int64_t new_start = rest->front()->base_offset();
   if (log_start_offset() < new_start) log_start_offset_.store(new_start, std::memory_order_release);
+  forget_unfinished_locked(*rest);
   publish_segments(std::move(rest));
   const Status result = retire_segments(*current, 0, n, /*highest_first=*/false);
   Status synced = fs_.sync_dir(dir_);
@@ -730,8 +848,10 @@ Status Log::replace_segment(const std::shared_ptr<Segment>& old, const SwapHook&
   if (closed_) return Status::not_found(dir_ + ": compaction swap on a closed log");
   auto current = segments();
   auto it = std::find(current->begin(), current->end(), old);
-  if (it == current->end() || it + 1 == current->end() || has_pending_locked(old.get()))
-    return Status::not_found(dir_ + ": segment " + std::to_string(base) + " is gone or active");
+  std::lock_guard finish(finish_mu_);
+  if (it == current->end() || it + 1 == current->end() || has_pending_locked(old.get()) ||
+      std::find(unfinished_.begin(), unfinished_.end(), old) != unfinished_.end())
+    return Status::not_found(dir_ + ": segment " + std::to_string(base) + " is gone, active or not yet finished");
   CK_RETURN_IF_ERROR(swap_in(fs_, dir_, base, hook));
   CK_RETURN_IF_ERROR(fs_.sync_dir(dir_));
   auto cleaned = Segment::open(fs_, dir_, base, config_.segment, false);

@@ -43,7 +43,10 @@
 // flush.messages is honoured when writes are published; flush.ms by
 // maybe_flush(), which the LogManager's tick calls. A segment that rolls
 // while writes to it are in flight is finished (final time index entry,
-// flush) when its last write is published.
+// flush) when its last write is published. With set_roll_sync (every
+// LogManager log) a roll fsyncs nothing on the appending thread: the
+// segment's `.unfinished` marker covers it until a background sync
+// finishes it (see set_roll_sync).
 //
 // Deletion: advance_log_start_offset (DeleteRecords) and apply_retention
 // (retention.ms / retention.bytes) drop whole segments, never the active
@@ -181,7 +184,16 @@ class Log : public std::enable_shared_from_this<Log> {
   struct SyncPlan {
     int64_t target = 0;
     std::vector<std::shared_ptr<io::File>> files;
+    // Rolled segments below target still to be finished (deferred rolls,
+    // set_roll_sync): their indexes are flushed, and their `.unfinished`
+    // markers removed, before the recovery point passes them.
+    std::vector<std::shared_ptr<Segment>> finishing;
+    uint64_t truncations = 0;  // truncations_ when planned
   };
+  // Deferred rolls: called (under the append lock; it must only queue
+  // work) with the offset a background sync must cover for a rolled
+  // segment to be finished: the LogManager passes it to group commit.
+  using RollSync = std::function<void(std::shared_ptr<Log> log, int64_t offset)>;
 
   // Opens the log in dir (created, with one empty segment at offset 0, when
   // it holds no segment). now_ms starts the active segment's segment.ms clock.
@@ -310,8 +322,9 @@ class Log : public std::enable_shared_from_this<Log> {
   // least flush.ms old.
   Status maybe_flush(int64_t now_ms);
 
-  // fdatasync of the active segment (and its indexes). Rolled segments
-  // were flushed when they rolled. Advances the recovery point to the LEO.
+  // fdatasync of every segment past the recovery point (the active one,
+  // rolled ones not yet finished) and their indexes; finishes those rolls.
+  // Advances the recovery point to the LEO.
   Status flush();
   // fdatasync of the active segment's .log only, without holding the append
   // lock (appends continue meanwhile). Returns the offset below which every
@@ -353,6 +366,22 @@ class Log : public std::enable_shared_from_this<Log> {
   void update_config(const LogConfig& config);
   // A snapshot of the segments in base-offset order (tests, tools, retention).
   std::shared_ptr<const SegmentList> segments() const;
+
+  // Deferred rolls (the LogManager sets this on every log it opens). Without
+  // it a roll fsyncs the old segment and its indexes before the new one
+  // takes writes (on the appending thread). With it, a roll only writes the
+  // old segment's final time-index entry and its `.unfinished` marker
+  // (durable before the new segment exists, so that recovery tells a tail
+  // the crash lost from a gap a compacted leader's log may have) and asks
+  // for a background sync; that sync (prepare_sync/finish_sync, group
+  // commit's thread) fdatasyncs the segment, flushes its indexes, removes
+  // the marker, and only then lets the recovery point pass it. Set before
+  // the first append.
+  void set_roll_sync(RollSync fn);
+  // The base of the first rolled segment not finished yet (kMaxOffset when
+  // none): the cleaner stops below it, so a segment it rewrites never has
+  // a marker that could make recovery take its gaps for a lost tail.
+  int64_t first_unfinished_base() const;
 
   // --- compaction (storage/cleaner.h) ---
   // Step 3 of the swap (storage/compact_swap.h): old's files become
@@ -435,11 +464,18 @@ class Log : public std::enable_shared_from_this<Log> {
   void complete(const std::shared_ptr<PendingWrite>& w, Status s);
   void publish_ready_locked(Ready* ready);
   bool has_pending_locked(const Segment* s) const;
-  // "<base>.unfinished": the segment at base rolled with writes in flight
-  // and has not been finished since (roll(), publish_ready_locked, load()).
+  // "<base>.unfinished": the segment at base rolled (deferred, or with
+  // writes in flight) and has not been finished since (roll(),
+  // publish_ready_locked, finish_sync, flush_locked, load()).
   static constexpr std::string_view kUnfinishedSuffix = ".unfinished";
   std::string unfinished_marker_path(int64_t base_offset) const;
   Status remove_marker_if_present(const std::string& path);
+  // Deferred rolls: unfinished_ loses the segments no longer in the list
+  // (retired, truncated) and their markers go (append_mu_ and finish_mu_
+  // held).
+  void forget_unfinished_locked(const SegmentList& now);
+  // After flush_locked synced everything: finishes every unfinished segment.
+  Status finish_all_unfinished_locked();
   // Drops the first n segments (append_mu_ held; never the active one).
   Status delete_oldest_segments(size_t n);
   Status remove_segment_files(int64_t base_offset);
@@ -464,6 +500,16 @@ class Log : public std::enable_shared_from_this<Log> {
   uint64_t recovered_segments_ = 0;
   std::unique_ptr<LeaderEpochCache> epochs_;  // set by load()
   bool epochs_rebuilt_ = false;
+
+  // Deferred rolls (set_roll_sync): rolled segments whose data, indexes
+  // and marker removal are not yet durable, in offset order.
+  RollSync roll_sync_;                                  // under append_mu_
+  std::vector<std::shared_ptr<Segment>> unfinished_;    // under append_mu_
+  uint64_t truncations_ = 0;                            // under append_mu_
+  // Serialises the background finishing of rolled segments (index flush,
+  // marker removal) with what else touches those segments' files:
+  // truncation, retention, flush_locked. Order: append_mu_, then finish_mu_.
+  mutable std::mutex finish_mu_;
 
   std::mutex sync_mu_;  // one sync_data at a time; guards sync_error_
   Status sync_error_;

@@ -144,6 +144,7 @@ Status LogManager::load(int64_t now_ms) {
     if (!job.status.is_ok()) return job.status;
     const std::string dir = join(dirs_[job.dir], partition_dir_name(job.tp));
     Entry e{std::shared_ptr<Log>(std::move(job.log)), job.dir, {}};
+    defer_rolls(*e.log);
     auto id = read_partition_metadata(fs_, join(dir, kPartitionMetadataFile));
     if (id) {
       e.topic_id = *id;
@@ -208,6 +209,7 @@ Result<std::shared_ptr<Log>> LogManager::create(const TopicPartition& tp, const 
   auto log = Log::open(fs_, dir, config, now_ms);
   if (!log) return log.status();
   Entry e{std::shared_ptr<Log>(std::move(log).value()), d, topic_id};
+  defer_rolls(*e.log);
   auto out = e.log;
   logs_.emplace(tp, std::move(e));
   return out;
@@ -259,6 +261,14 @@ Status LogManager::truncate_fully_and_start_at(const TopicPartition& tp, int64_t
   if (!log) return Status::not_found("truncate_fully_and_start_at: no log for " + partition_dir_name(tp));
   CK_RETURN_IF_ERROR(log->truncate_fully_and_start_at(offset, now_ms));
   return checkpoint();
+}
+
+void LogManager::defer_rolls(Log& log) {
+  // A roll's fsyncs run on group commit's thread, never on the appending
+  // (network) thread; its outcome reaches whoever syncs the log next.
+  log.set_roll_sync([this](std::shared_ptr<Log> l, int64_t offset) {
+    committer_.sync_to(std::move(l), offset, [](Status) {});
+  });
 }
 
 void LogManager::sync_to(std::shared_ptr<Log> log, int64_t offset, GroupCommitter::Callback done) {

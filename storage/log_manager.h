@@ -158,6 +158,9 @@ class LogManager {
   const LogManagerStats& open_stats() const { return stats_; }
 
  private:
+  // Every log the manager opens or creates rolls without blocking: see
+  // Log::set_roll_sync.
+  void defer_rolls(Log& log);
   struct Entry {
     std::shared_ptr<Log> log;
     size_t dir = 0;  // index into dirs_

@@ -106,6 +106,8 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
     CK_RETURN_IF_ERROR(truncate_fully_locked(offset, now_ms));
     return offset;
   }
+  std::lock_guard finish(finish_mu_);  // no deferred roll finishes under the cut
+  ++truncations_;
   // The segment holding offset: the last whose base is <= it.
   const auto by_base = [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); };
   auto it = std::upper_bound(current->begin(), current->end(), offset, by_base);
@@ -133,6 +135,7 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   const Segment& active = **fresh;
   auto next = std::make_shared<SegmentList>(*rest);
   next->back() = std::move(fresh).value();
+  forget_unfinished_locked(*next);
   publish_segments(std::move(next));
   const int64_t end = active.next_offset().value_or(active.base_offset());
   next_offset_ = end;
@@ -153,6 +156,8 @@ Status Log::truncate_fully_and_start_at(int64_t offset, int64_t now_ms) {
 }
 
 Status Log::truncate_fully_locked(int64_t offset, int64_t now_ms) {
+  std::lock_guard finish(finish_mu_);
+  ++truncations_;
   auto current = segments();
   // Readers see an empty log at offset from here on.
   log_end_offset_.store(offset, std::memory_order_release);
@@ -165,6 +170,7 @@ Status Log::truncate_fully_locked(int64_t offset, int64_t now_ms) {
   (*seg)->start_roll_clock(now_ms);
   auto list = std::make_shared<SegmentList>();
   list->push_back(std::move(seg).value());
+  forget_unfinished_locked(*list);
   publish_segments(std::move(list));
   next_offset_ = offset;
   recovery_point_.store(offset, std::memory_order_release);

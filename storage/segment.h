@@ -247,11 +247,14 @@ class Segment {
   // Whether the .log is held open by the FdCache now.
   bool file_cached() const { return log_->cached(); }
 
- private:
   // The time index's final entry: the largest timestamp so far and its
   // offset (ListOffsets reads a trusted index's last entry as the segment's
-  // max timestamp). Written when a segment rolls and when recovery rebuilds it.
+  // max timestamp). Written when a segment rolls (a deferred roll writes it
+  // alone, the flush follows: Log::set_roll_sync) and when recovery
+  // rebuilds it. Writer only.
   Status index_max_timestamp();
+
+ private:
   Segment(int64_t base, SegmentConfig config, std::unique_ptr<LazyFile> log, OffsetIndex oi, TimeIndex ti,
           uint64_t size);
   // The open .log (reopened through the FdCache when it was evicted); hold

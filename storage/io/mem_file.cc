@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace ciuickafka::storage::io {
 
@@ -41,12 +43,26 @@ class MemFile : public File {
   }
 
   Status sync() override {
-    std::lock_guard lock(fs_->mu_);
+    std::unique_lock lock(fs_->mu_);
     CK_RETURN_IF_ERROR(check(false));
     ++fs_->syncs_;
     if (fs_->syncs_ == fs_->fail_sync_at_)
       return Status::from_errno(fs_->fail_sync_err_, "injected sync fault on " + path());
-    node_->synced = node_->data;
+    if (fs_->sync_bytes_per_second_ == 0) {
+      node_->synced = node_->data;
+      return Status::ok();
+    }
+    // A disk of that bandwidth: the bytes not yet synced take their time,
+    // without the file system's lock (other files go on meanwhile); what
+    // the sync covers is what was written when it started.
+    std::vector<uint8_t> image = node_->data;
+    const uint64_t bytes = image.size() > node_->synced.size() ? image.size() - node_->synced.size() : 0;
+    const uint64_t bps = fs_->sync_bytes_per_second_;
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(bytes * 1'000'000 / bps));
+    lock.lock();
+    CK_RETURN_IF_ERROR(check(false));
+    if (image.size() >= node_->synced.size()) node_->synced = std::move(image);
     return Status::ok();
   }
 
@@ -237,6 +253,11 @@ void MemFileSystem::clear_faults() {
 uint64_t MemFileSystem::write_count() const {
   std::lock_guard lock(mu_);
   return writes_;
+}
+
+void MemFileSystem::set_sync_bandwidth(uint64_t bytes_per_second) {
+  std::lock_guard lock(mu_);
+  sync_bytes_per_second_ = bytes_per_second;
 }
 
 uint64_t MemFileSystem::sync_count() const {

@@ -71,6 +71,10 @@ class MemFileSystem : public FileSystem {
   void clear_faults();
   uint64_t write_count() const;
   uint64_t sync_count() const;
+  // A slow disk: a file's sync takes (bytes grown since its last sync) /
+  // bytes_per_second, slept without the file system's lock. 0 (the
+  // default): syncs are instant.
+  void set_sync_bandwidth(uint64_t bytes_per_second);
 
   // Simulates a power loss (see the file comment). keep, when given, returns
   // how many of a file's unsynced tail bytes survive (clamped to the tail).
@@ -110,6 +114,7 @@ class MemFileSystem : public FileSystem {
   size_t fail_write_landed_ = 0;
   uint64_t fail_sync_at_ = 0;
   int fail_sync_err_ = 0;
+  uint64_t sync_bytes_per_second_ = 0;
 };
 
 }  // namespace ciuickafka::storage::io

@@ -6,6 +6,7 @@
 // running during a clean, the LogManager's cleaner thread, and the I/O
 // throttle (log.cleaner.io.max.bytes.per.second) on a pass and at shutdown.
 #include <catch2/catch.hpp>
+#include <future>
 #include <atomic>
 #include <cstdio>
 #include <chrono>
@@ -602,6 +603,15 @@ TEMPLATE_TEST_CASE("compaction: readers and appenders run during a clean", "[sto
   CHECK(log->log_end_offset() == 16 * 40 + 60);
 }
 
+// A LogManager's logs finish their rolls in the background (group commit's
+// thread; Log::set_roll_sync) and the cleaner leaves a rolled segment alone
+// until then: a sync of everything written waits for those finishes.
+Status sync_all(LogManager& m, const std::shared_ptr<Log>& log) {
+  std::promise<Status> done;
+  m.sync_to(log, log->log_end_offset(), [&](Status s) { done.set_value(s); });
+  return done.get_future().get();
+}
+
 TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and checkpoints its progress",
           "[storage][compaction][manager]") {
   MemFs t;
@@ -626,6 +636,8 @@ TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and
   Model model, model2;
   fill(**compacted, model, 10, 30);
   fill(**deleted, model2, 10, 30);
+  REQUIRE(sync_all(mgr, *compacted).is_ok());
+  REQUIRE(sync_all(mgr, *deleted).is_ok());
   const uint64_t plain_size = (*deleted)->size_bytes();
   const uint64_t before = (*compacted)->size_bytes();
   REQUIRE(mgr.tick(500).is_ok());  // before the backoff: nothing
@@ -645,6 +657,7 @@ TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and
   // A pass that fails (an fdatasync of the cleaned segment) changes nothing,
   // and the next tick reports it, once.
   fill(**compacted, model, 10, 30);
+  REQUIRE(sync_all(mgr, *compacted).is_ok());
   t.fs.fail_nth_sync(1);
   REQUIRE(mgr.tick(2000).is_ok());
   for (int i = 0; i < 500 && mgr.cleaner_stats().passes < 2; ++i)

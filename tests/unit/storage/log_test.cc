@@ -4,6 +4,7 @@
 #include "storage/log.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -545,4 +546,71 @@ TEST_CASE("log: an index file that recovery recreates is durable before the reco
   auto first = (*log)->offset_for_timestamp(0);
   REQUIRE(first.is_ok());
   CHECK(first->offset == 0);
+}
+
+// Deferred rolls (Log::set_roll_sync, what every LogManager log does): the
+// appending thread fsyncs nothing of the old segment; a marker covers it
+// until a background sync finishes it.
+TEST_CASE("log: a deferred roll syncs nothing of the old segment; the marker keeps a crash from leaving a gap; "
+          "the background sync finishes it",
+          "[storage][log][roll][recovery]") {
+  const std::string dir = "/t/roll-0";
+  LogConfig cfg = small_segments(2000, 200);
+  for (const bool crash : {true, false}) {
+    CAPTURE(crash);
+    MemFs t;
+    std::shared_ptr<Log> log = open_log(t.fs, dir, cfg);
+    std::vector<int64_t> requested;
+    log->set_roll_sync([&](std::shared_ptr<Log>, int64_t offset) { requested.push_back(offset); });
+    // Fill the first segment (no roll yet), then roll.
+    while (log->segment_count() == 1) {
+      Bytes b = make_batch(2, 100, 150);
+      append_ok(*log, b);
+    }
+    const auto segs = log->segments();
+    REQUIRE(segs->size() == 2);
+    const int64_t new_base = (*segs)[1]->base_offset();
+    const std::string old_log = (*segs)[0]->path();
+    CHECK(requested == std::vector<int64_t>{new_base});
+    CHECK(log->recovery_point() == 0);
+    CHECK(log->first_unfinished_base() == 0);
+    CHECK(*t.fs.file_type(dir + "/00000000000000000000.unfinished") == io::FileType::kFile);
+    CHECK(t.fs.synced_contents(old_log)->empty());  // the roll synced none of its bytes
+    Bytes more = make_batch(2, 100, 150);
+    const int64_t last_end = append_ok(*log, more).last_offset + 1;
+    if (crash) {
+      // The new segment's bytes reach the disk, the old one's do not (two
+      // files, no order between their writebacks); then the power goes.
+      auto f = t.fs.open((*log->segments())[1]->path(), io::OpenMode::kReadWrite);
+      REQUIRE(f.is_ok());
+      REQUIRE((*f)->sync().is_ok());
+      t.fs.crash();  // before the log goes: its close would flush
+      log.reset();
+      auto reopened = open_log(t.fs, dir, cfg);
+      // The old segment lost its tail, so the records after it go too: no gap.
+      int64_t next = 0;
+      for (const auto& b : batches_of(read_bytes(*reopened, 0, 1 << 30))) {
+        CHECK(b.base == next);
+        next = b.last + 1;
+      }
+      CHECK(next == reopened->log_end_offset());
+      CHECK(reopened->log_end_offset() < new_base);
+      CHECK(*t.fs.file_type(dir + "/00000000000000000000.unfinished") == io::FileType::kMissing);
+    } else {
+      // The background sync (group commit's, here called directly).
+      auto durable = log->sync_data();
+      REQUIRE(durable.is_ok());
+      CHECK(*durable == log->log_end_offset());
+      CHECK(log->recovery_point() == log->log_end_offset());
+      CHECK(log->first_unfinished_base() == std::numeric_limits<int64_t>::max());
+      CHECK(*t.fs.file_type(dir + "/00000000000000000000.unfinished") == io::FileType::kMissing);
+      CHECK(t.fs.synced_contents(old_log)->size() == (*log->segments())[0]->size());
+      CHECK((*log->segments())[0]->indexes_released());
+      // Everything survives a crash now.
+      t.fs.crash();
+      log.reset();
+      auto reopened = open_log(t.fs, dir, cfg);
+      CHECK(reopened->log_end_offset() == last_end);
+    }
+  }
 }
