@@ -8,6 +8,10 @@
 
 using namespace ciuickafka::broker::config;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 Result<LoadedConfig> load(std::string_view text) {
@@ -94,3 +98,5 @@ TEST_CASE("listener errors name the key and say what is expected") {
         "invalid value \"SSL\" for inter.broker.listener.name: expected the name of an advertised listener (from "
         "s.properties:1)");
 }
+
+}  // namespace CK_UNITY_ID

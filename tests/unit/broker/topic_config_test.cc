@@ -6,6 +6,10 @@
 
 using namespace ciuickafka::broker::config;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 BrokerConfig load(std::string_view text) {
@@ -90,3 +94,5 @@ TEST_CASE("log.message.format.version loads with a warning that it is ignored") 
   REQUIRE_FALSE(e);
   CHECK_THAT(e.error().message, Catch::StartsWith("invalid value \"9.9\" for log.message.format.version"));
 }
+
+}  // namespace CK_UNITY_ID

@@ -14,6 +14,7 @@
 #include "protocol/generated/stop_replica.h"
 #include "protocol/generated/update_metadata.h"
 #include "replication/controller/channel.h"
+#include "tests/unit/replication/controller_runtime_util.h"
 
 namespace ciuickafka::replication::controller::test {
 namespace {
@@ -24,16 +25,6 @@ using net::test::read_request;
 using net::test::response_frame;
 using net::test::write_all;
 using net::test::encode_body;
-using Clock = std::chrono::steady_clock;
-
-bool wait_until(const std::function<bool()>& pred, int ms = 5000) {
-  const auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
 
 // What the server saw: (api key, version, controller epoch of the request).
 struct Seen {

@@ -14,6 +14,10 @@
 #include "tests/unit/server/server_test_util.h"
 
 namespace ciuickafka::broker::test {
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<uint8_t> api_versions_request(int32_t correlation_id) {
@@ -256,4 +260,5 @@ TEST_CASE("socket.send.buffer.bytes and socket.receive.buffer.bytes reach the so
 }
 
 }  // namespace
+}  // namespace CK_UNITY_ID
 }  // namespace ciuickafka::broker::test

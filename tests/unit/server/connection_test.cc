@@ -18,6 +18,10 @@
 #include "tests/unit/storage/log_test_util.h"
 
 namespace ciuickafka::broker::test {
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 
@@ -283,4 +287,5 @@ TEST_CASE("An answer after the Server is destroyed is dropped") {
 }
 
 }  // namespace
+}  // namespace CK_UNITY_ID
 }  // namespace ciuickafka::broker::test

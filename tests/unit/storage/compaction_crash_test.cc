@@ -34,6 +34,10 @@ using namespace ciuickafka::storage::test;
 using ciuickafka::protocol::Codec;
 namespace protocol = ciuickafka::protocol;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 const std::string kDir = "/t/c-0";
@@ -247,3 +251,5 @@ TEST_CASE("compaction crash property: a pass killed at any point recovers every 
     CHECK(records(*log) == want);
   }
 }
+
+}  // namespace CK_UNITY_ID

@@ -29,6 +29,10 @@ using namespace ciuickafka::storage::test;
 using ciuickafka::protocol::Codec;
 namespace protocol = ciuickafka::protocol;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 constexpr int64_t kTs = 1'000'000;  // record timestamps are kTs + offset
@@ -851,3 +855,5 @@ TEST_CASE("compaction: cleaner throughput", "[.bench]") {
               st.records_read / 1e6 / secs);
   check_latest(*log, model, st.cleaned_up_to);
 }
+
+}  // namespace CK_UNITY_ID

@@ -15,6 +15,10 @@ using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::io;
 using namespace ciuickafka::storage::test;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
@@ -188,3 +192,5 @@ TEST_CASE("file: parent_dir", "[storage][io]") {
   CHECK(parent_dir("a") == ".");
   CHECK(parent_dir("a/b") == "a");
 }
+
+}  // namespace CK_UNITY_ID

@@ -10,6 +10,10 @@
 using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::io;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
@@ -191,3 +195,5 @@ TEST_CASE("mem fs: power_off crashes and refuses every call until power_on", "[s
   REQUIRE(g->append(bytes("again")).is_ok());
   CHECK(text(t.fs.contents("/d/log")) == "kept|again");
 }
+
+}  // namespace CK_UNITY_ID

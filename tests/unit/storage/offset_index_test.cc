@@ -14,6 +14,10 @@ using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::io;
 using ciuickafka::storage::test::TempDir;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 constexpr int64_t kBase = 1000;
@@ -240,3 +244,5 @@ TEST_CASE("offset index: open errors are values", "[storage][index]") {
   REQUIRE(readonly.is_ok());
   CHECK_FALSE(readonly->flush().is_ok());
 }
+
+}  // namespace CK_UNITY_ID

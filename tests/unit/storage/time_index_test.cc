@@ -13,6 +13,10 @@ using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::io;
 using ciuickafka::storage::test::TempDir;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 constexpr int64_t kBase = 5000;
@@ -142,3 +146,5 @@ TEST_CASE("time index: corruption is detected, naming the file", "[storage][inde
     CHECK(ix.sanity_check().code() == StatusCode::kCorruption);
   }
 }
+
+}  // namespace CK_UNITY_ID

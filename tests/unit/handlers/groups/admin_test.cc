@@ -17,6 +17,10 @@ using namespace ciuickafka::broker::test;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<std::string> overrides() {
@@ -156,3 +160,5 @@ TEST_CASE("OffsetDelete keeps offsets of subscribed topics", "[groups]") {
   req.group_id = "unknown";
   CHECK(f.call<protocol::OffsetDeleteResponse>(req, 0).error_code == to_wire(ErrorCode::GROUP_ID_NOT_FOUND));
 }
+
+}  // namespace CK_UNITY_ID

@@ -20,6 +20,10 @@ using namespace ciuickafka::broker::test;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 constexpr int16_t kJoinVersion = 5;
@@ -87,3 +91,5 @@ TEST_CASE("a killed member's socket close ends its held JoinGroup; the group mov
   CHECK(a2->members.size() == 1);
   CHECK(waited < std::chrono::seconds(5));
 }
+
+}  // namespace CK_UNITY_ID

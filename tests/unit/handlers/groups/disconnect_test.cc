@@ -22,6 +22,10 @@ using protocol::to_wire;
 using JoinResp = protocol::JoinGroupResponse;
 using SyncResp = protocol::SyncGroupResponse;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 constexpr int32_t kSession = 20000;
@@ -207,3 +211,5 @@ TEST_CASE("static members and a grace of -1 keep Kafka's session-timeout-only ev
     CHECK(pb.get().generation_id == 2);
   }
 }
+
+}  // namespace CK_UNITY_ID

@@ -20,6 +20,10 @@ using protocol::to_wire;
 using JoinResp = protocol::JoinGroupResponse;
 using SyncResp = protocol::SyncGroupResponse;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 // A consumer member's JoinGroup metadata subscribing to `topics`.
@@ -132,3 +136,5 @@ TEST_CASE("an explicit retention (OffsetCommit v2-v4 retention_time_ms) sets the
   CHECK(committed(f, "short", "t", 0) == -1);
   CHECK(committed(f, "long", "t", 0) == 12);
 }
+
+}  // namespace CK_UNITY_ID

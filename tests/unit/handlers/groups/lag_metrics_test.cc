@@ -17,6 +17,10 @@ using namespace ciuickafka;
 using namespace ciuickafka::broker;
 using namespace ciuickafka::broker::test;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -66,3 +70,5 @@ TEST_CASE("lag covers every partition of a committed topic; uncommitted ones fro
   CHECK(has_line(text, "kafka_coordinator_group_groupmetadatamanager_numgroups 1"));
   CHECK(has_line(text, "kafka_coordinator_group_groupmetadatamanager_numoffsets 1"));
 }
+
+}  // namespace CK_UNITY_ID

@@ -23,6 +23,10 @@ using protocol::to_wire;
 using JoinResp = protocol::JoinGroupResponse;
 using SyncResp = protocol::SyncGroupResponse;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<std::string> overrides() {
@@ -321,3 +325,5 @@ TEST_CASE("group.max.size bounds new members", "[groups]") {
   REQUIRE(start_join(f, "small").get().error_code == 0);
   CHECK(f.call<JoinResp>(join_request("small", ""), 5).error_code == to_wire(ErrorCode::GROUP_MAX_SIZE_REACHED));
 }
+
+}  // namespace CK_UNITY_ID

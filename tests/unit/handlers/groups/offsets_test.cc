@@ -20,6 +20,10 @@ using namespace ciuickafka::broker::test;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
+// A namespace of this file's own (tests/CMakeLists.txt: the tests are unity
+// builds), so that its helpers do not clash with a sibling file's.
+namespace CK_UNITY_ID {
+
 namespace {
 
 std::vector<std::string> base_overrides() {
@@ -276,3 +280,5 @@ TEST_CASE("deleting a topic deletes the groups' committed offsets for it", "[gro
   coordinator(f);
   check_gone();
 }
+
+}  // namespace CK_UNITY_ID
