@@ -12,6 +12,7 @@
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
 #include "broker/cluster/coordinator_errors.h"
+#include "broker/cluster/partition_scan.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/groups/lag_metrics.h"
 #include "broker/groups/membership.h"
@@ -401,59 +402,43 @@ void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::s
     if (!slot) slot = std::make_shared<Group>(id);
     return *slot;
   };
-  int64_t offset = p.log_start_offset();
-  while (offset < end) {
-    auto read = p.log().read(offset, 1 << 20, end);
-    if (!read.is_ok() || read.value().slices.empty()) break;
-    auto bytes = storage::read_slices(read.value());
-    if (!bytes.is_ok()) break;
-    protocol::BatchSplitter splitter(std::span<const uint8_t>(bytes.value()));
-    protocol::RecordsEntry entry;
-    int64_t next = offset;
-    while (splitter.next(&entry) == protocol::SplitStatus::kEntry) {
-      if (entry.magic != 2) continue;  // we never write v0/v1 here
-      auto view = protocol::RecordBatchView::parse(entry.bytes);
-      if (!view.ok()) break;
-      next = std::max(next, view.value().next_offset());
-      const int64_t pid = view.value().producer_id();
-      if (view.value().is_control()) {
-        // A transaction's end: its commits become visible, or are dropped.
-        if (auto m = protocol::read_txn_marker(view.value()); m && pid >= 0) {
-          for (auto& [id, g] : into) {
-            auto it = g->txn_offsets.find(pid);
-            if (it == g->txn_offsets.end()) continue;
-            if (m->commit)
-              for (auto& [k, v] : it->second) g->offsets[k] = std::move(v);
-            g->txn_offsets.erase(it);
-          }
+  for_each_batch(p, end, [&](const protocol::RecordBatchView& batch) {
+    const int64_t pid = batch.producer_id();
+    if (batch.is_control()) {
+      // A transaction's end: its commits become visible, or are dropped.
+      if (auto m = protocol::read_txn_marker(batch); m && pid >= 0) {
+        for (auto& [id, g] : into) {
+          auto it = g->txn_offsets.find(pid);
+          if (it == g->txn_offsets.end()) continue;
+          if (m->commit)
+            for (auto& [k, v] : it->second) g->offsets[k] = std::move(v);
+          g->txn_offsets.erase(it);
         }
-        continue;
       }
-      const bool transactional = view.value().is_transactional() && pid >= 0;
-      auto records = protocol::decode_records(view.value(), 256u << 20);
-      if (!records.ok()) continue;
-      protocol::RecordReader reader = records.value().reader();
-      protocol::RecordView rec;
-      while (reader.next(&rec)) {
-        if (!rec.key) continue;
-        auto d = decode_offsets_record(*rec.key, rec.value);
-        if (!d) continue;
-        if (d->kind == DecodedOffsetsRecord::Kind::kOffset && transactional) {
-          if (d->offset) group(d->group).txn_offsets[pid][{d->topic, d->partition}] = std::move(*d->offset);
-        } else if (d->kind == DecodedOffsetsRecord::Kind::kOffset) {
-          Group& g = group(d->group);
-          if (d->offset) g.offsets[{d->topic, d->partition}] = std::move(*d->offset);
-          else g.offsets.erase({d->topic, d->partition});
-        } else if (d->kind == DecodedOffsetsRecord::Kind::kGroup) {
-          Group& g = group(d->group);
-          has_metadata[d->group] = d->metadata.has_value();
-          Membership::restore(g, d->metadata);
-        }
+      return;
+    }
+    const bool transactional = batch.is_transactional() && pid >= 0;
+    auto records = protocol::decode_records(batch, 256u << 20);
+    if (!records.ok()) return;
+    protocol::RecordReader reader = records.value().reader();
+    protocol::RecordView rec;
+    while (reader.next(&rec)) {
+      if (!rec.key) continue;
+      auto d = decode_offsets_record(*rec.key, rec.value);
+      if (!d) continue;
+      if (d->kind == DecodedOffsetsRecord::Kind::kOffset && transactional) {
+        if (d->offset) group(d->group).txn_offsets[pid][{d->topic, d->partition}] = std::move(*d->offset);
+      } else if (d->kind == DecodedOffsetsRecord::Kind::kOffset) {
+        Group& g = group(d->group);
+        if (d->offset) g.offsets[{d->topic, d->partition}] = std::move(*d->offset);
+        else g.offsets.erase({d->topic, d->partition});
+      } else if (d->kind == DecodedOffsetsRecord::Kind::kGroup) {
+        Group& g = group(d->group);
+        has_metadata[d->group] = d->metadata.has_value();
+        Membership::restore(g, d->metadata);
       }
     }
-    if (next <= offset) break;
-    offset = next;
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
 #include "broker/cluster/coordinator_errors.h"
+#include "broker/cluster/partition_scan.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
 #include "broker/groups/coordinator.h"
@@ -754,35 +755,29 @@ size_t TxnCoordinator::expire_ids(int64_t now_ms) {
 // Loading and the timer.
 
 void TxnCoordinator::read_partition(Partition& p, int64_t end, std::map<std::string, TxnRecord>& found) {
-  int64_t offset = p.log_start_offset();
-  while (offset < end) {
-    auto read = p.log().read(offset, 1 << 20, end);
-    if (!read.is_ok() || read.value().slices.empty()) break;
-    auto bytes = storage::read_slices(read.value());
-    if (!bytes.is_ok()) break;
-    protocol::BatchSplitter splitter(std::span<const uint8_t>(bytes.value()));
-    protocol::RecordsEntry entry;
-    int64_t next = offset;
-    while (splitter.next(&entry) == protocol::SplitStatus::kEntry) {
-      if (entry.magic != 2) continue;
-      auto view = protocol::RecordBatchView::parse(entry.bytes);
-      if (!view.ok()) break;
-      next = std::max(next, view.value().next_offset());
-      if (view.value().is_control()) continue;
-      auto records = protocol::decode_records(view.value(), 256u << 20);
-      if (!records.ok()) continue;
-      protocol::RecordReader reader = records.value().reader();
-      protocol::RecordView rec;
-      while (reader.next(&rec)) {
-        if (!rec.key) continue;
-        auto d = decode_txn_record(*rec.key, rec.value);
-        if (!d) continue;
-        if (d->record) found[d->transactional_id] = std::move(*d->record);
-        else found.erase(d->transactional_id);
-      }
+  for_each_batch(p, end, [&found](const protocol::RecordBatchView& batch) {
+    if (batch.is_control()) return;
+    auto records = protocol::decode_records(batch, 256u << 20);
+    if (!records.ok()) return;
+    protocol::RecordReader reader = records.value().reader();
+    protocol::RecordView rec;
+    while (reader.next(&rec)) {
+      if (!rec.key) continue;
+      auto d = decode_txn_record(*rec.key, rec.value);
+      if (!d) continue;
+      if (d->record) found[d->transactional_id] = std::move(*d->record);
+      else found.erase(d->transactional_id);
     }
-    if (next <= offset) break;
-    offset = next;
+  });
+}
+
+void TxnCoordinator::install_locked(std::map<std::string, TxnRecord>& found, std::vector<MetaPtr>& to_complete) {
+  for (auto& [id, rec] : found) {
+    auto m = std::make_shared<TxnMeta>();
+    m->id = id;
+    m->rec = std::move(rec);
+    if (is_prepare(m->rec.state)) to_complete.push_back(m);
+    txns_[id] = m;
   }
 }
 
@@ -797,13 +792,7 @@ void TxnCoordinator::load() {
   std::vector<MetaPtr> to_complete;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, rec] : found) {
-      auto m = std::make_shared<TxnMeta>();
-      m->id = id;
-      m->rec = std::move(rec);
-      if (is_prepare(m->rec.state)) to_complete.push_back(m);
-      txns_[id] = m;
-    }
+    install_locked(found, to_complete);
   }
   load_ms_.store(Broker::now_ms() - started, std::memory_order_relaxed);
   {
@@ -864,15 +853,7 @@ void TxnCoordinator::load_owned(const std::shared_ptr<Partition>& p, uint64_t to
       std::lock_guard<std::mutex> own(own_mu_);
       installed = ownership_.finish_load(index, token);
     }
-    if (installed) {
-      for (auto& [id, rec] : found) {
-        auto m = std::make_shared<TxnMeta>();
-        m->id = id;
-        m->rec = std::move(rec);
-        if (is_prepare(m->rec.state)) to_complete.push_back(m);
-        txns_[id] = m;
-      }
-    }
+    if (installed) install_locked(found, to_complete);
   }
   own_cv_.notify_all();
   if (!installed) return;  // overtaken by a leadership change

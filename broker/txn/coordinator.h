@@ -226,6 +226,9 @@ class TxnCoordinator : public ReplicaRoleListener {
   void load();
   // The last record per id in p's log below end (tombstones erase).
   static void read_partition(Partition& p, int64_t end, std::map<std::string, TxnRecord>& found);
+  // Under mu_: found's ids become metas (replacing any); those in Prepare*
+  // are added to to_complete (their markers are written again).
+  void install_locked(std::map<std::string, TxnRecord>& found, std::vector<MetaPtr>& to_complete);
   // Cluster mode.
   void load_owned(const std::shared_ptr<Partition>& p, uint64_t token);
   void unload(int32_t index);

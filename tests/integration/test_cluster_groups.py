@@ -71,10 +71,10 @@ def partition_for(group, n=OFFSETS_PARTITIONS):
     return (java_hash(group) & 0x7FFFFFFF) % n
 
 
-def find_coordinator(b, group):
-    """Raw FindCoordinator v1 (GROUP key): (error_code, node_id, host, port)."""
+def find_coordinator(b, key, key_type=0):
+    """Raw FindCoordinator v1 (key_type 0: GROUP, 1: TRANSACTION): (error_code, node_id, host, port)."""
     with b.conn() as c:
-        d = c.request(10, 1, kafka_wire.string(group) + kafka_wire.i8(0))
+        d = c.request(10, 1, kafka_wire.string(key) + kafka_wire.i8(key_type))
         d.i32()  # throttle_time_ms
         err = d.i16()
         d.string()  # error_message

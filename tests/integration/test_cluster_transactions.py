@@ -41,7 +41,6 @@ Scenarios:
 """
 
 import os
-import struct
 import subprocess
 import sys
 import threading
@@ -49,9 +48,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-import kafka_wire  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
+from test_cluster_groups import find_coordinator, java_hash  # noqa: E402
 from test_cluster_replication import create, metadata, partition_states, wait_leaders, zk_json  # noqa: E402
 
 CHROOT = "/ck-txn"
@@ -74,27 +73,14 @@ def start_cluster(ctx, zk, ids=(1, 2, 3)):
     return out
 
 
-def java_hash(s):
-    h = 0
-    for unit in struct.unpack(">%dH" % (len(s.encode("utf-16-be")) // 2), s.encode("utf-16-be")):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h
-
-
 def txn_partition(tid):
     return (java_hash(tid) & 0x7FFFFFFF) % TXN_PARTITIONS
 
 
 def find_txn_coordinator(b, tid):
     """Raw FindCoordinator v1 (TRANSACTION key): (error_code, node_id, port)."""
-    with b.conn() as c:
-        d = c.request(10, 1, kafka_wire.string(tid) + kafka_wire.i8(1))
-        d.i32()  # throttle_time_ms
-        err = d.i16()
-        d.string()  # error_message
-        node = d.i32()
-        d.string()  # host
-        return err, node, d.i32()
+    err, node, _, port = find_coordinator(b, tid, key_type=1)
+    return err, node, port
 
 
 def bootstrap(brokers):
@@ -127,19 +113,19 @@ def write_txn(p, tag, n=300):
     return per
 
 
-def read_all(brokers, isolation, want, timeout=60):
-    """Reads the topic from the start until `want` records came and no more
-    arrive for 2 s (every partition's end reached); {partition: [values]}."""
+def read_all(brokers, isolation, want, timeout=60, topic=TOPIC, parts=PARTS):
+    """Reads the topic from the start until `want` records came and every
+    partition's end is reached; {partition: [values]}."""
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "txn-check-%s-%f" % (isolation, time.time()),
                   "enable.auto.commit": False, "isolation.level": isolation, "broker.address.family": "v4",
                   "enable.partition.eof": True})
-    c.assign([TopicPartition(TOPIC, q, 0) for q in range(PARTS)])
+    c.assign([TopicPartition(topic, q, 0) for q in range(parts)])
     got = {}
     eof = set()
     n = 0
     end = time.monotonic() + timeout
-    while time.monotonic() < end and not (n >= want and len(eof) == PARTS):
+    while time.monotonic() < end and not (n >= want and len(eof) == parts):
         m = c.poll(0.5)
         if m is None:
             continue
@@ -391,7 +377,7 @@ def scenario_copy(ctx, zk):
     keep_copying(lambda: copiers["proc"].poll() == 0)
     print("[test] copy complete after %d copier runs" % copiers["n"], flush=True)
 
-    out = read_all_topic(brokers, dst, total, timeout=60 + total / 100)
+    out = read_all(brokers, "read_committed", total, timeout=60 + total / 100, topic=dst, parts=1).get(0, [])
     dups = len(out) - len(set(out))
     check(out == want, "output read_committed: %d records (%d duplicates), want %d; first difference at %s" %
           (len(out), dups, total, next((i for i, (a, b) in enumerate(zip(out, want)) if a != b), min(len(out), total))))
@@ -401,28 +387,6 @@ def scenario_copy(ctx, zk):
     check(seen == want, "the live read_committed consumer saw %d records, first difference at %s" %
           (len(seen), next((i for i, (a, b) in enumerate(zip(seen, want)) if a != b), min(len(seen), total))))
     print("[test] output == input (%d records, in order, no duplicate), also as seen live" % total, flush=True)
-
-
-def read_all_topic(brokers, topic, want, timeout=60):
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "eos-final-%f" % time.time(),
-                  "enable.auto.commit": False, "isolation.level": "read_committed", "broker.address.family": "v4",
-                  "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out = []
-    eof = False
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and not (eof and len(out) >= want):
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error() is not None:
-            eof = eof or m.error().code() == -191
-            continue
-        eof = False
-        out.append(m.value().decode())
-    c.close()
-    return out
 
 
 SCENARIOS = {"commit_abort": scenario_commit_abort, "failover": scenario_failover, "fence": scenario_fence,
