@@ -628,7 +628,9 @@ Result<int64_t> Log::finish_sync(const SyncPlan& plan, const Status& synced) {
     auto list = segments();
     for (const auto& seg : plan.finishing) {
       if (std::find(list->begin(), list->end(), seg) == list->end()) continue;
-      Status s = seg->flush();
+      // Its .log is synced (the plan's files): the indexes are flushed and
+      // handed to the IndexCache, as a finished segment's are.
+      Status s = seg->release_indexes();
       if (s.is_ok()) s = remove_marker_if_present(unfinished_marker_path(seg->base_offset()));
       if (!s.is_ok()) {
         sync_error_ = s;
@@ -650,7 +652,6 @@ Result<int64_t> Log::finish_sync(const SyncPlan& plan, const Status& synced) {
       auto it = std::find(unfinished_.begin(), unfinished_.end(), seg);
       if (it == unfinished_.end()) continue;
       unfinished_.erase(it);
-      (void)seg->release_indexes();  // flushed just now: only handed to the IndexCache
     }
     // The recovery point stops at the first rolled segment still unfinished
     // (its indexes are not durable yet); a truncation since the plan owns it.

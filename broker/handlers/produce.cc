@@ -129,9 +129,9 @@ ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::st
   if (!transactional_id || transactional_id->empty()) return not_in_txn;
   // Cluster mode with the id's coordinator on another broker: not verified
   // (Kafka 3.9 would ask it with AddPartitionsToTxn v4; see txn/coordinator.h).
-  if (!txn::coordinator(broker).verifies(*transactional_id)) return ErrorCode::NONE;
-  const ErrorCode e = txn::coordinator(broker).verify_partition(*transactional_id, b.producer_id,
-                                                                             b.epoch, p.topic(), p.index());
+  auto& coordinator = txn::coordinator(broker);
+  if (!coordinator.verifies(*transactional_id)) return ErrorCode::NONE;
+  const ErrorCode e = coordinator.verify_partition(*transactional_id, b.producer_id, b.epoch, p.topic(), p.index());
   switch (e) {
     case ErrorCode::NONE:
       return ErrorCode::NONE;
