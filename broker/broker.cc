@@ -221,6 +221,14 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     return nullptr;
   }
 
+  // The cleaner stops at each partition's HW (and, from the log itself, at
+  // its first undecided transaction); a log no partition holds yet waits.
+  b->logs_->set_stable_bound([topics = b->topics_.get()](const storage::TopicPartition& tp, const storage::Log& log) {
+    auto p = topics->partition(tp.topic, tp.partition);
+    if (!p || p->log_ptr().get() != &log) return log.log_start_offset();
+    return p->high_watermark();
+  });
+
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
   b->log_metrics_id_ = register_log_metrics(*b);  // removed by shutdown()

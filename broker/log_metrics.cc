@@ -174,6 +174,11 @@ void collect_log_metrics(Broker& broker, const fetch::FetchSessionCache& fetch_s
                        prometheus::MetricType::Counter);
   add(passes, {}, static_cast<double>(cs.passes));
   out.push_back(std::move(passes));
+  auto aborted = family("ciuic_log_cleaner_aborted_batches_removed_total",
+                        "Batches of aborted transactions the cleaner removed from compacted logs.",
+                        prometheus::MetricType::Counter);
+  add(aborted, {}, static_cast<double>(cs.aborted_batches_removed));
+  out.push_back(std::move(aborted));
 
   // io_uring, over every ring of the process (network threads' rings, the flusher's).
   const storage::io::Ring::ProcessStats rs = storage::io::Ring::process_stats();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "protocol/records/batch_builder.h"
@@ -74,8 +76,65 @@ int64_t first_batch_timestamp(const Segment& seg) {
   return static_cast<int64_t>(load_be64(ts));
 }
 
+// The transactions of a log below a bound, read from its batch headers
+// (cleaner.h, "Transactions and the stable bound").
+struct TxnView {
+  int64_t first_unstable = kMaxOffset;    // first offset of a transaction open at the bound
+  int64_t first_txn_offset = kMaxOffset;  // the first transactional or control batch seen
+  // producer id -> aborted (first offset, marker offset), ascending.
+  std::unordered_map<int64_t, std::vector<std::pair<int64_t, int64_t>>> aborted;
+
+  bool is_aborted(const protocol::RecordBatchView& b) const {
+    if (!b.is_transactional() || b.is_control() || aborted.empty()) return false;
+    auto it = aborted.find(b.producer_id());
+    if (it == aborted.end()) return false;
+    const auto& ranges = it->second;
+    auto r = std::upper_bound(ranges.begin(), ranges.end(), b.base_offset(),
+                              [](int64_t o, const std::pair<int64_t, int64_t>& range) { return o < range.first; });
+    return r != ranges.begin() && b.base_offset() <= std::prev(r)->second;
+  }
+};
+
+// Reads the batches of log whose offsets lie in [from, upper). Nothing
+// transactional below from (Log::txn_free_below), so every transaction
+// that matters opens in the range.
+Result<TxnView> scan_transactions(const Log& log, int64_t from, int64_t upper, size_t chunk, Throttler* throttle,
+                                  uint64_t* bytes_read) {
+  TxnView view;
+  std::unordered_map<int64_t, int64_t> open;  // producer id -> first offset of its open transaction
+  auto segs = log.segments();
+  const size_t n = segs->size();
+  for (size_t i = 0; i < n; ++i) {
+    const Segment& seg = *(*segs)[i];
+    if (seg.base_offset() >= upper) break;
+    if (i + 1 < n && (*segs)[i + 1]->base_offset() <= from) continue;
+    CK_RETURN_IF_ERROR(for_each_batch(seg, chunk, throttle, bytes_read, [&](const protocol::RecordBatchView& b) {
+      if (b.last_offset() < from || b.base_offset() >= upper) return Status::ok();
+      if (b.producer_id() < 0 || !(b.is_transactional() || b.is_control())) return Status::ok();
+      view.first_txn_offset = std::min(view.first_txn_offset, b.base_offset());
+      if (b.last_offset() >= upper) return Status::ok();  // reaches past the bound
+      if (!b.is_control()) {
+        open.try_emplace(b.producer_id(), b.base_offset());
+        return Status::ok();
+      }
+      auto it = open.find(b.producer_id());
+      if (it == open.end()) return Status::ok();  // a marker with no data here
+      auto marker = protocol::read_txn_marker(b);
+      // A marker we cannot read leaves its transaction undecided: the bound
+      // stays below it.
+      if (!marker) return Status::ok();
+      if (!marker->commit) view.aborted[b.producer_id()].emplace_back(it->second, b.base_offset());
+      open.erase(it);
+      return Status::ok();
+    }));
+  }
+  for (const auto& [pid, first] : open) view.first_unstable = std::min(view.first_unstable, first);
+  return view;
+}
+
 struct RewriteContext {
   const OffsetMap& map;
+  const TxnView& txns;
   int64_t now_ms;
   int64_t delete_retention_ms;
   size_t max_decompressed;
@@ -94,6 +153,13 @@ Status rewrite_batch(const protocol::RecordBatchView& batch, RewriteContext& cx,
   if (batch.validate_crc() != protocol::RecordError::kNone) {
     ++cx.stats.batches_undecodable;
     return copy();
+  }
+  if (cx.txns.is_aborted(batch)) {  // an aborted transaction's data goes whole
+    ++cx.stats.aborted_batches_removed;
+    cx.stats.records_read += static_cast<uint64_t>(batch.record_count());
+    cx.stats.records_removed += static_cast<uint64_t>(batch.record_count());
+    cx.changed = true;
+    return Status::ok();
   }
   auto records = protocol::decode_records(batch, cx.max_decompressed);
   if (!records) {
@@ -165,10 +231,13 @@ Status rewrite_batch(const protocol::RecordBatchView& batch, RewriteContext& cx,
 
 }  // namespace
 
-std::optional<CleanPlan> Cleaner::plan(const Log& log, int64_t now_ms) const {
+namespace {
+
+// Cleaner::plan on one snapshot of the segment list (clean() keeps using
+// the same snapshot: indexes into a later one could be shifted by retention).
+std::optional<CleanPlan> plan_on(const Log& log, const Log::SegmentList* segs, int64_t now_ms, int64_t stable_bound) {
   const LogConfig cfg = log.config();
   if (!cfg.cleanup_compact) return std::nullopt;
-  auto segs = log.segments();
   const size_t n = segs->size();
   if (n < 2) return std::nullopt;
   const int64_t first_dirty = log.first_dirty_offset();
@@ -179,6 +248,10 @@ std::optional<CleanPlan> Cleaner::plan(const Log& log, int64_t now_ms) const {
   // `.unfinished` marker still on disk), nor anything after it.
   const int64_t unfinished = log.first_unfinished_base();
   while (p.end_segment > 0 && (*segs)[p.end_segment - 1]->base_offset() >= unfinished) --p.end_segment;
+  // Nor a segment reaching the stable bound (the HW, or an undecided
+  // transaction's first offset).
+  p.stable_bound = stable_bound;
+  while (p.end_segment > 0 && next_base(p.end_segment - 1) > stable_bound) --p.end_segment;
   if (cfg.min_compaction_lag_ms > 0) {
     for (size_t i = 0; i + 1 < n; ++i) {
       if (next_base(i) <= first_dirty) continue;  // clean already
@@ -211,12 +284,32 @@ std::optional<CleanPlan> Cleaner::plan(const Log& log, int64_t now_ms) const {
   return p;
 }
 
-Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook) const {
+}  // namespace
+
+std::optional<CleanPlan> Cleaner::plan(const Log& log, int64_t now_ms, int64_t stable_bound) const {
+  auto segs = log.segments();
+  return plan_on(log, segs.get(), now_ms, stable_bound);
+}
+
+Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook, int64_t stable_bound) const {
   CleanStats stats;
-  auto p = plan(log, now_ms);
+  auto segs = log.segments();
+  auto p = plan_on(log, segs.get(), now_ms, stable_bound);
   if (!p) return stats;
   const LogConfig cfg = log.config();
-  auto segs = log.segments();
+
+  // 1b. Transactions: the aborted ranges, and the bound an undecided one sets.
+  const Log::TxnFreeHint hint = log.txn_free_hint();
+  const int64_t scan_to = std::min(stable_bound, log.log_end_offset());
+  auto txns = scan_transactions(log, hint.below, scan_to, config_.read_chunk_bytes, throttler_,
+                                &stats.txn_bytes_scanned);
+  if (!txns) return txns.status();
+  log.raise_txn_free_below(hint, std::min(scan_to, txns->first_txn_offset));
+  stats.stable_bound = std::min(stable_bound, txns->first_unstable);
+  if (stats.stable_bound < stable_bound) {
+    p = plan_on(log, segs.get(), now_ms, stats.stable_bound);
+    if (!p) return stats;
+  }
 
   // 2. Map the dirty segments (whole segments only).
   OffsetMap map(config_.dedupe_buffer_bytes);
@@ -225,6 +318,7 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
     CK_RETURN_IF_ERROR(for_each_batch(*(*segs)[i], config_.read_chunk_bytes, throttler_, &stats.bytes_read,
                                       [&](const protocol::RecordBatchView& b) -> Status {
                                         if (b.is_control() || b.record_count() == 0) return Status::ok();
+                                        if (txns->is_aborted(b)) return Status::ok();  // shadows nothing
                                         auto records = protocol::decode_records(b, config_.max_decompressed_batch_bytes);
                                         if (!records) return Status::ok();  // kept whole by the rewrite
                                         auto reader = records->reader();
@@ -240,7 +334,7 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
   const int64_t cleaned_up_to = (*segs)[map_end]->base_offset();
 
   // 3 and 4. Rewrite and swap each segment below the mapped end.
-  RewriteContext cx{map, now_ms, cfg.delete_retention_ms, config_.max_decompressed_batch_bytes, stats};
+  RewriteContext cx{map, *txns, now_ms, cfg.delete_retention_ms, config_.max_decompressed_batch_bytes, stats};
   const std::string& dir = log.dir();
   for (size_t i = 0; i < map_end; ++i) {
     const auto& seg = (*segs)[i];

@@ -26,14 +26,29 @@
 //      the rule survives restarts; tombstones go in the first clean after it.
 //      Records without a key are dropped (Kafka does the same; its produce
 //      path refuses them for compacted topics).
-//      Choices where Kafka does more: control batches (transaction markers)
-//      are always kept as they are; transactional data is compacted like any
-//      other (there is no aborted-transaction index yet); a batch left with
-//      no record is dropped even when it carries producer state (there are
-//      no producer-state snapshots yet for it to matter to); batches that
-//      do not decode (corrupt, or over the decompression bound) are kept
-//      unchanged and their keys ignored. Segments are never merged, so a
-//      cleaned segment may be small or empty.
+//      Transactions, as Kafka's cleaner treats them: the batches of an
+//      aborted transaction are removed whole and put nothing in the map (an
+//      aborted value never shadows a committed one); committed transactional
+//      data is compacted like any other; control batches (markers) are kept.
+//      Choices where Kafka does more: markers are kept for ever (Kafka drops
+//      one past the delete horizon once its transaction has no data left);
+//      a batch left with no record is dropped even when it carries producer
+//      state; batches that do not decode (corrupt, or over the decompression
+//      bound) are kept unchanged and their keys ignored. Segments are never
+//      merged, so a cleaned segment may be small or empty.
+//
+// Transactions and the stable bound. Kafka cleans nothing at or past the
+// last stable offset: min(HW, first offset of a transaction not decided
+// below the HW). The caller gives the bound it knows (the partition's HW;
+// the LogManager asks the broker); a pass that is due then reads the batch
+// headers of the log from Log::txn_free_below() to that bound (Kafka keeps a
+// .txnindex for this; we read the log, which a due pass reads anyway): each
+// producer's transaction opens at its first transactional batch and closes
+// at its marker; ABORT markers give the aborted ranges (producer id, first
+// offset, marker offset); a transaction still open at the bound lowers the
+// bound to its first offset. Only whole segments below the bound are
+// cleaned. When the scan finds nothing transactional, txn_free_below()
+// moves up to where it ended, so the next pass reads only what is new.
 //   4. Swap each cleaned segment in (compact_swap.h, Log::replace_segment),
 //      then advance the log's first dirty offset.
 //
@@ -81,6 +96,7 @@ struct CleanPlan {
   uint64_t dirty_bytes = 0;
   double dirty_ratio = 0;
   bool forced = false;  // max.compaction.lag.ms or a passed delete horizon
+  int64_t stable_bound = std::numeric_limits<int64_t>::max();  // nothing at or past it is cleaned
 };
 
 struct CleanStats {
@@ -96,6 +112,9 @@ struct CleanStats {
   uint64_t batches_undecodable = 0;
   int64_t cleaned_up_to = -1;       // the new first dirty offset
   size_t map_entries = 0;
+  uint64_t aborted_batches_removed = 0;
+  uint64_t txn_bytes_scanned = 0;   // read by the transaction scan
+  int64_t stable_bound = -1;        // after the transaction scan (-1: no scan)
 };
 
 class Cleaner {
@@ -105,10 +124,15 @@ class Cleaner {
   explicit Cleaner(CleanerConfig config = {}, Throttler* throttler = nullptr)
       : config_(config), throttler_(throttler) {}
 
-  // What a pass would clean now; nullopt when the log is not due.
-  std::optional<CleanPlan> plan(const Log& log, int64_t now_ms) const;
-  // Plans and, when due, cleans. hook stops the swap part-way (tests).
-  Result<CleanStats> clean(Log& log, int64_t now_ms, const SwapHook& hook = {}) const;
+  static constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max();
+
+  // What a pass would clean now below stable_bound (before the transaction
+  // scan lowers it); nullopt when the log is not due.
+  std::optional<CleanPlan> plan(const Log& log, int64_t now_ms, int64_t stable_bound = kNoBound) const;
+  // Plans and, when due, cleans below stable_bound (the partition's HW).
+  // hook stops the swap part-way (tests).
+  Result<CleanStats> clean(Log& log, int64_t now_ms, const SwapHook& hook = {},
+                           int64_t stable_bound = kNoBound) const;
 
  private:
   CleanerConfig config_;

@@ -399,6 +399,17 @@ class Log : public std::enable_shared_from_this<Log> {
   // (kNever when none): once it passes, the log is worth cleaning again.
   int64_t earliest_delete_horizon() const { return earliest_delete_horizon_.load(); }
   void set_earliest_delete_horizon(int64_t ms) { earliest_delete_horizon_.store(ms); }
+  // The cleaner's transaction scan starts at txn_free_below(): below it the
+  // log holds no transactional and no control batch (the log start until a
+  // scan proved more). A truncation lowers it and bumps the generation, so
+  // that a scan that raced with it cannot raise it again.
+  struct TxnFreeHint {
+    int64_t below = 0;
+    uint64_t generation = 0;
+  };
+  TxnFreeHint txn_free_hint() const;
+  // Raises the hint to offset unless a truncation came after hint was read.
+  void raise_txn_free_below(const TxnFreeHint& read, int64_t offset);
 
  private:
   struct Deleted {
@@ -522,6 +533,9 @@ class Log : public std::enable_shared_from_this<Log> {
   std::atomic<int64_t> recovery_point_{0};
   std::atomic<int64_t> first_dirty_offset_{0};
   std::atomic<int64_t> earliest_delete_horizon_{kNever};
+  mutable std::mutex txn_hint_mu_;
+  TxnFreeHint txn_hint_;  // under txn_hint_mu_
+  void lower_txn_free_below(int64_t offset);
   mutable std::mutex segments_mu_;  // guards the pointer only
   std::shared_ptr<const SegmentList> segments_;
 };

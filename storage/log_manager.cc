@@ -402,7 +402,8 @@ Status LogManager::clean_now(int64_t now_ms) {
       if (cleaner_stop_) break;
     }
     if (!log->config().cleanup_compact) continue;
-    auto r = cleaner.clean(*log, now_ms);
+    const int64_t bound = stable_bound_ ? stable_bound_(tp, *log) : Cleaner::kNoBound;
+    auto r = cleaner.clean(*log, now_ms, {}, bound);
     if (!r) {
       ++delta.errors;
       delta.last_error = r.status().to_string();
@@ -413,6 +414,7 @@ Status LogManager::clean_now(int64_t now_ms) {
     delta.segments_rewritten += r->segments_rewritten;
     delta.bytes_read += r->bytes_read;
     delta.bytes_written += r->bytes_written;
+    delta.aborted_batches_removed += r->aborted_batches_removed;
   }
   std::lock_guard lock(cleaner_mu_);
   auto& s = cleaner_stats_;
@@ -421,9 +423,15 @@ Status LogManager::clean_now(int64_t now_ms) {
   s.segments_rewritten += delta.segments_rewritten;
   s.bytes_read += delta.bytes_read;
   s.bytes_written += delta.bytes_written;
+  s.aborted_batches_removed += delta.aborted_batches_removed;
   s.errors += delta.errors;
   if (!delta.last_error.empty()) s.last_error = delta.last_error;
   return first;
+}
+
+void LogManager::set_stable_bound(StableBound bound) {
+  std::lock_guard pass(cleaner_pass_mu_);
+  stable_bound_ = std::move(bound);
 }
 
 CleanerManagerStats LogManager::cleaner_stats() const {

@@ -81,6 +81,7 @@ struct CleanerManagerStats {
   uint64_t segments_rewritten = 0;
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
+  uint64_t aborted_batches_removed = 0;  // batches of aborted transactions
   uint64_t errors = 0;
   std::string last_error;
   // log.cleaner.io.max.bytes.per.second at work (storage/throttler.h):
@@ -153,6 +154,12 @@ class LogManager {
   // the other logs are still cleaned.
   Status clean_now(int64_t now_ms);
   CleanerManagerStats cleaner_stats() const;
+  // The cleaner cleans nothing of a log at or past bound(tp, log): the
+  // owner of the partitions answers their HW (a log it does not know yet:
+  // its log start, so nothing). Unset (storage tests): no bound but the
+  // log's own transactions. Takes effect from the next pass.
+  using StableBound = std::function<int64_t(const TopicPartition&, const Log&)>;
+  void set_stable_bound(StableBound bound);
 
   const std::vector<std::string>& log_dirs() const { return dirs_; }
   const LogManagerStats& open_stats() const { return stats_; }
@@ -193,6 +200,7 @@ class LogManager {
 
   // The cleaner thread: tick() sets cleaner_request_ and notifies.
   std::mutex cleaner_pass_mu_;                 // one pass at a time
+  StableBound stable_bound_;                   // under cleaner_pass_mu_
   mutable std::mutex cleaner_mu_;
   std::condition_variable cleaner_cv_;
   std::optional<int64_t> cleaner_request_;     // under cleaner_mu_

@@ -143,6 +143,7 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   if (recovery_point() > end) recovery_point_.store(end, std::memory_order_release);
   if (log_start_offset() > end) log_start_offset_.store(end, std::memory_order_release);
   if (first_dirty_offset_.load() > end) first_dirty_offset_.store(end);
+  lower_txn_free_below(end);
   CK_RETURN_IF_ERROR(epochs_->truncate_from_end(end));
   return end;
 }
@@ -175,7 +176,26 @@ Status Log::truncate_fully_locked(int64_t offset, int64_t now_ms) {
   next_offset_ = offset;
   recovery_point_.store(offset, std::memory_order_release);
   first_dirty_offset_.store(offset);
+  lower_txn_free_below(offset);
   return epochs_->clear();
+}
+
+Log::TxnFreeHint Log::txn_free_hint() const {
+  std::lock_guard lock(txn_hint_mu_);
+  TxnFreeHint h = txn_hint_;
+  h.below = std::max(h.below, log_start_offset());
+  return h;
+}
+
+void Log::raise_txn_free_below(const TxnFreeHint& read, int64_t offset) {
+  std::lock_guard lock(txn_hint_mu_);
+  if (txn_hint_.generation == read.generation && offset > txn_hint_.below) txn_hint_.below = offset;
+}
+
+void Log::lower_txn_free_below(int64_t offset) {
+  std::lock_guard lock(txn_hint_mu_);
+  txn_hint_.below = std::min(txn_hint_.below, offset);
+  ++txn_hint_.generation;
 }
 
 }  // namespace ciuickafka::storage

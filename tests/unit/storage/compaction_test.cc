@@ -58,10 +58,18 @@ std::string value_for(int64_t offset) { return "value-" + std::to_string(offset)
 
 // Appends one batch of keys (nullopt value: a tombstone); values name their
 // offset, timestamps are kTs + offset. Updates the model.
+// txn_pid >= 0: a transactional batch of that producer, and the model is
+// updated only when update_model (a transaction that will commit).
 void put(Log& log, Model& model, const std::vector<std::pair<std::string, bool>>& keys, Codec codec = Codec::kNone,
-         int64_t now_ms = 0) {
+         int64_t now_ms = 0, int64_t txn_pid = -1, bool update_model = true) {
   protocol::BatchOptions o;
   o.codec = codec;
+  if (txn_pid >= 0) {
+    o.transactional = true;
+    o.producer_id = txn_pid;
+    o.producer_epoch = 0;
+    o.base_sequence = 0;
+  }
   protocol::BatchBuilder b(o);
   int64_t offset = log.log_end_offset();
   std::vector<std::string> values;
@@ -71,7 +79,7 @@ void put(Log& log, Model& model, const std::vector<std::pair<std::string, bool>>
     std::optional<std::span<const uint8_t>> v;
     if (live) v = protocol::as_bytes(values.back());
     REQUIRE(b.add(kTs + offset, protocol::as_bytes(k), v));
-    model[k] = Latest{offset, live ? std::optional<std::string>(values.back()) : std::nullopt};
+    if (update_model) model[k] = Latest{offset, live ? std::optional<std::string>(values.back()) : std::nullopt};
     ++offset;
   }
   auto built = b.build();
@@ -116,6 +124,10 @@ std::vector<Rec> all_records(const Log& log) {
     while (split.next(&e) == protocol::SplitStatus::kEntry) {
       auto v = protocol::RecordBatchView::parse_and_validate(e.bytes);
       REQUIRE(v.ok());
+      if (v->is_control()) {  // transaction markers are not data
+        next = v->last_offset() + 1;
+        continue;
+      }
       auto recs = protocol::decode_records(*v, 1 << 24);
       REQUIRE(recs.ok());
       auto reader = recs->reader();
@@ -331,6 +343,117 @@ TEST_CASE("compaction: control batches are kept as they are, records without a k
   auto next = protocol::RecordBatchView::parse(after);
   REQUIRE(next.ok());
   CHECK(next->base_offset() > keyless_offset);
+}
+
+// A COMMIT or ABORT marker of producer pid; its offset.
+int64_t end_txn(Log& log, int64_t pid, bool commit) {
+  auto marker = protocol::build_end_txn_marker_batch(
+      commit ? protocol::ControlRecordType::kCommit : protocol::ControlRecordType::kAbort, pid, 0, 5, kTs);
+  REQUIRE(marker.ok());
+  Bytes m = std::move(marker).value();
+  return append_ok(log, m).base_offset;
+}
+
+std::vector<std::pair<std::string, bool>> keys_named(int from, int to) {
+  std::vector<std::pair<std::string, bool>> out;
+  for (int k = from; k < to; ++k) out.emplace_back("key-" + std::to_string(k), true);
+  return out;
+}
+
+TEST_CASE("compaction: an aborted transaction's records are removed and never shadow committed ones",
+          "[storage][compaction][txn]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/txn-0", compact_config());
+  Model model;
+  fill(*log, model, 10, 2);
+  // Producer 100 commits new values of keys 0-4; producer 200 then writes
+  // keys 0-4 again, interleaved with a committed producer 300, and aborts.
+  put(*log, model, keys_named(0, 5), Codec::kNone, 0, 100);
+  const int64_t commit100 = end_txn(*log, 100, true);
+  const int64_t aborted_first = log->log_end_offset();
+  put(*log, model, keys_named(0, 3), Codec::kNone, 0, 200, /*update_model=*/false);
+  put(*log, model, keys_named(5, 7), Codec::kNone, 0, 300);
+  put(*log, model, keys_named(3, 5), Codec::kNone, 0, 200, /*update_model=*/false);
+  const int64_t abort200 = end_txn(*log, 200, false);
+  end_txn(*log, 300, true);
+  // Plain writes of other keys push all of it out of the active segment.
+  for (int r = 0; r < 40; ++r) put(*log, model, keys_named(10, 15));
+  REQUIRE(log->segment_count() > 4);
+
+  CleanStats st = clean_ok(*log, 0);
+  REQUIRE(st.cleaned);
+  REQUIRE(st.cleaned_up_to > abort200);
+  CHECK(st.aborted_batches_removed == 2);
+  CHECK(st.stable_bound == Cleaner::kNoBound);
+  // Keys 0-4 keep producer 100's committed values, keys 5-6 producer 300's.
+  check_latest(*log, model, st.cleaned_up_to);
+  for (const auto& r : all_records(*log)) CHECK((r.offset < aborted_first || r.offset > abort200 ||
+                                                 *r.key == "key-5" || *r.key == "key-6"));
+  // Both markers are still there.
+  for (int64_t at : {commit100, abort200}) {
+    Bytes blob = read_bytes(*log, at, 1);
+    auto view = protocol::RecordBatchView::parse_and_validate(blob);
+    REQUIRE(view.ok());
+    CHECK(view->is_control());
+    CHECK(view->base_offset() == at);
+  }
+  check_indexes(t.fs, *log);
+  // The scan found transactions, so the next pass reads from the first one.
+  CHECK(log->txn_free_hint().below == commit100 - 5);
+}
+
+TEST_CASE("compaction: nothing at or past an undecided transaction or the stable bound is cleaned",
+          "[storage][compaction][txn]") {
+  MemFs t;
+  auto log = open_log(t.fs, "/t/open-0", compact_config());
+  Model model;
+  fill(*log, model, 6, 6);
+  const Model before_txn = model;
+  const int64_t open_first = log->log_end_offset();
+  put(*log, model, keys_named(0, 3), Codec::kNone, 0, 400, /*update_model=*/false);
+  fill(*log, model, 6, 30);
+  REQUIRE(log->segment_count() > 6);
+
+  SECTION("the open transaction bounds the pass") {
+    CleanStats st = clean_ok(*log, 0);
+    REQUIRE(st.cleaned);
+    CHECK(st.stable_bound == open_first);
+    CHECK(st.cleaned_up_to <= open_first);
+    CHECK(log->first_dirty_offset() <= open_first);
+    // Only whole segments below the transaction were cleaned, by what lies
+    // below it: each key's last value before the transaction is there.
+    auto recs = all_records(*log);
+    for (const auto& [k, want] : before_txn) {
+      bool found = false;
+      for (const auto& r : recs) found = found || (r.offset == want.offset && *r.key == k);
+      INFO("key " << k << " offset " << want.offset);
+      CHECK(found);
+    }
+    // The transaction aborts: the next pass cleans past it and removes it.
+    end_txn(*log, 400, false);
+    fill(*log, model, 6, 10);
+    st = clean_ok(*log, 0);
+    REQUIRE(st.cleaned);
+    CHECK(st.stable_bound == Cleaner::kNoBound);
+    CHECK(st.cleaned_up_to > open_first);
+    CHECK(st.aborted_batches_removed == 1);
+    check_latest(*log, model, st.cleaned_up_to);
+  }
+  SECTION("a log whose transactions are decided is bounded by the HW alone") {
+    auto log2 = open_log(t.fs, "/t/hw-0", compact_config());
+    Model m2;
+    fill(*log2, m2, 6, 30);
+    const int64_t bound = log2->segments()->at(3)->base_offset();
+    auto r = Cleaner().clean(*log2, 0, {}, bound);
+    REQUIRE(r.is_ok());
+    REQUIRE(r->cleaned);
+    CHECK(r->cleaned_up_to <= bound);
+    CHECK(r->stable_bound == bound);
+    // Nothing at or past the bound changed: every record there is still read.
+    int64_t at_or_past = 0;
+    for (const auto& rec : all_records(*log2)) at_or_past += rec.offset >= bound;
+    CHECK(at_or_past == log2->log_end_offset() - bound);
+  }
 }
 
 TEST_CASE("compaction: tombstones stay until delete.retention.ms past their first clean",
@@ -756,11 +879,17 @@ TEST_CASE("compaction: a throttled pass counts every byte it reads and writes an
   CHECK(r->cleaned_up_to == active_base);
   check_latest(*log, model, active_base);
   const auto s = throttle.stats();
-  // Reads: the map pass and the rewrite each read every segment below the
-  // active one once (each is smaller than a read chunk); writes: at least
-  // the cleaned segments swapped in.
+  // Reads: the transaction scan reads the whole log (the first pass; the
+  // log has no transaction, so the next pass starts where it ended); the
+  // map pass and the rewrite each read every segment below the active one
+  // once (each is smaller than a read chunk); writes: at least the cleaned
+  // segments swapped in.
+  uint64_t active_bytes = 0;
+  for (const auto& seg : *log->segments()) active_bytes += seg->base_offset() < active_base ? 0 : seg->published_size();
+  CHECK(r->txn_bytes_scanned == below_active + active_bytes);
+  CHECK(log->txn_free_hint().below == log->log_end_offset());
   CHECK(r->bytes_read == below_active);
-  REQUIRE(s.bytes >= 2 * below_active + r->bytes_written);
+  REQUIRE(s.bytes >= 2 * below_active + r->bytes_written + r->txn_bytes_scanned);
   CHECK(r->bytes_written > 0);
   // The pass slept, and on the fake clock it took what the rate allows:
   // (bytes - burst) / rate, less at most one acquire's worth (a segment read)
