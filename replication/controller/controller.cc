@@ -310,7 +310,11 @@ void Controller::process_topics(uint64_t gen) {
   for (const auto& n : names)
     if (!psm_->context().topics.contains(n)) fresh.push_back(n);
   if (!fresh.empty() && !run_step(gen, "new topics", [&] { return psm_->on_new_topics(fresh); })) return;
-  for (const auto& n : names) arm_topic(gen, n);
+  // A topic watched for the first time (at activation, or after an error)
+  // is also read once after its watch is set: partitions added before the
+  // watch existed (between the load and now) fire no event.
+  for (const auto& n : names)
+    if (!topic_armed_.contains(n)) process_topic_change(gen, n);
 }
 
 void Controller::arm_topic(uint64_t gen, const std::string& topic) {
