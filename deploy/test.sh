@@ -28,7 +28,7 @@ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCK_FUZZ=ON -DBUILD_TESTING=ON \
   -DCK_FUZZ_SECONDS="${CK_FUZZ_SECONDS:-45}" >/dev/null
 cmake --build build/fuzz -j"$jobs" --target fuzz_targets
-(cd build/fuzz && ctest -L fuzz --output-on-failure)
+(cd build/fuzz && ctest -j"$jobs" -L fuzz --output-on-failure)
 
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCK_SANITIZE=ON \
   -DCK_SCHEMA_DIR="$schema_dir" >/dev/null

@@ -94,6 +94,9 @@ class FetchWaitingRoom {
     std::lock_guard<std::mutex> lock(state_->mu);
     return state_->count;
   }
+  // Re-reads that found a waiter still short of min_bytes (its look right
+  // after parking included): tests wait on it instead of sleeping.
+  uint64_t short_attempts() const { return state_->short_attempts.load(std::memory_order_acquire); }
 
   // Shutdown: answers every waiter with what it has; later fetches do not wait.
   void stop() {
@@ -120,6 +123,7 @@ class FetchWaitingRoom {
     std::map<std::pair<std::string, int32_t>, std::vector<std::weak_ptr<Waiter>>> by_partition;
     std::vector<std::weak_ptr<Waiter>> all;
     prometheus::Gauge* gauge = nullptr;
+    std::atomic<uint64_t> short_attempts{0};
   };
 
   static void wake(const std::shared_ptr<State>& s, const std::string& topic, int32_t partition) {
@@ -147,7 +151,10 @@ class FetchWaitingRoom {
     {
       std::lock_guard<std::mutex> lock(w->mu);
       if (w->done) return;
-      if (!w->attempt(force)) return;
+      if (!w->attempt(force)) {
+        s->short_attempts.fetch_add(1, std::memory_order_acq_rel);
+        return;
+      }
       w->done = true;
       w->attempt = nullptr;  // drops the request state now
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
@@ -26,10 +27,23 @@ namespace ciuickafka::broker::groups {
 
 using protocol::ErrorCode;
 
-int64_t steady_ms() {
+namespace {
+std::atomic<int64_t> g_manual_ms{-1};  // -1: the steady clock
+
+int64_t real_steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+}  // namespace
+
+int64_t steady_ms() {
+  const int64_t manual = g_manual_ms.load(std::memory_order_acquire);
+  return manual >= 0 ? manual : real_steady_ms();
+}
+
+ManualGroupClock::ManualGroupClock() { g_manual_ms.store(real_steady_ms(), std::memory_order_release); }
+ManualGroupClock::~ManualGroupClock() { g_manual_ms.store(-1, std::memory_order_release); }
+void ManualGroupClock::advance(int64_t ms) { g_manual_ms.fetch_add(ms, std::memory_order_acq_rel); }
 
 
 GroupCoordinator::GroupCoordinator(Broker& broker)
@@ -454,6 +468,17 @@ void GroupCoordinator::arm_timer() {
     tick();
     arm_timer();
   });
+}
+
+void GroupCoordinator::tick_now() {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  auto alive = alive_;
+  asio::post(broker_.background(), [this, alive, done] {
+    if (*alive) tick();
+    done->set_value();
+  });
+  finished.wait();
 }
 
 void GroupCoordinator::tick() {

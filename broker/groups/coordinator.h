@@ -216,6 +216,10 @@ class GroupCoordinator : public ReplicaRoleListener {
 
   Broker& broker() { return broker_; }
 
+  // Tests (with a ManualGroupClock): runs the timer's work (deadlines,
+  // expiry) on the background thread now and returns when it is done.
+  void tick_now();
+
  private:
   friend struct Membership;
 
@@ -291,7 +295,22 @@ class GroupCoordinator : public ReplicaRoleListener {
   std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
 };
 
-// Steady-clock milliseconds (deadlines).
+// The groups' clock in milliseconds (session, rebalance and disconnect
+// deadlines): the steady clock, unless a ManualGroupClock is alive.
 int64_t steady_ms();
+
+// Tests: while one lives, steady_ms() (for every group coordinator of the
+// process) is a manual clock that starts at the steady clock's now and moves
+// only by advance(); GroupCoordinator::tick_now() then runs the deadline
+// checks at once, so a test of an expiry neither sleeps nor races the 50 ms
+// timer. One at a time.
+class ManualGroupClock {
+ public:
+  ManualGroupClock();
+  ~ManualGroupClock();
+  ManualGroupClock(const ManualGroupClock&) = delete;
+  ManualGroupClock& operator=(const ManualGroupClock&) = delete;
+  void advance(int64_t ms);
+};
 
 }  // namespace ciuickafka::broker::groups

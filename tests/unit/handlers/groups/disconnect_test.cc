@@ -127,7 +127,8 @@ TEST_CASE("a held JoinGroup on a closed connection is answered and its member le
 TEST_CASE("a member whose connection closed keeps its session only if it speaks from a new one",
           "[groups][disconnect]") {
   BrokerFixture f(overrides());
-  coordinator(f);
+  groups::ManualGroupClock clock;  // the grace runs out when the test says so
+  auto& c = coordinator(f);
   std::string a, b;
   two_stable_members(f, "d2", &a, &b);
 
@@ -140,21 +141,21 @@ TEST_CASE("a member whose connection closed keeps its session only if it speaks 
   // B's connection closes, but B reconnects and heartbeats: it stays.
   f.broker().service<ConnectionEvents>().closed(11);
   REQUIRE(heartbeat_on(f, "d2", 2, b, 12) == 0);
-  for (int i = 0; i < 8; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    REQUIRE(heartbeat_on(f, "d2", 2, a, 10) == 0);
-  }
+  clock.advance(800);  // well past the 300 ms grace
+  c.tick_now();
+  REQUIRE(heartbeat_on(f, "d2", 2, a, 10) == 0);
   CHECK(describe(f, "d2").members.size() == 2);
 
   // Now its new connection closes too and it says nothing more: evicted
-  // after the grace, long before its 20 s session.
+  // when the grace (300 ms) is over, long before its 20 s session.
   f.broker().service<ConnectionEvents>().closed(12);
-  int16_t err = 0;
-  for (int i = 0; i < 30 && err == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    err = heartbeat_on(f, "d2", 2, a, 10);
-  }
-  CHECK(err == to_wire(ErrorCode::REBALANCE_IN_PROGRESS));
+  clock.advance(299);
+  c.tick_now();
+  REQUIRE(heartbeat_on(f, "d2", 2, a, 10) == 0);
+  CHECK(describe(f, "d2").members.size() == 2);
+  clock.advance(2);
+  c.tick_now();
+  CHECK(heartbeat_on(f, "d2", 2, a, 10) == to_wire(ErrorCode::REBALANCE_IN_PROGRESS));
   auto d = describe(f, "d2");
   REQUIRE(d.members.size() == 1);
   CHECK(d.members[0].member_id == a);
@@ -186,14 +187,16 @@ TEST_CASE("a closed connection drops a held SyncGroup; the leader's close ends t
 TEST_CASE("static members and a grace of -1 keep Kafka's session-timeout-only eviction", "[groups][disconnect]") {
   SECTION("static member") {
     BrokerFixture f(overrides());
-    coordinator(f);
+    groups::ManualGroupClock clock;
+    auto& c = coordinator(f);
     auto j = join_request("d4", "", kSession);
     j.group_instance_id = "worker-0";
     auto r = send<JoinResp>(f, j, 5, "tester", 20).get();
     REQUIRE(r.error_code == 0);
     REQUIRE(sync_on(f, "d4", 1, r.member_id, 20, {{r.member_id, "all"}}).get().error_code == 0);
     f.broker().service<ConnectionEvents>().closed(20);
-    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    clock.advance(800);  // past the grace, within the session
+    c.tick_now();
     CHECK(heartbeat_on(f, "d4", 1, r.member_id, 21, std::string("worker-0")) == 0);
     CHECK(describe(f, "d4").group_state == "Stable");
   }

@@ -187,7 +187,8 @@ TEST_CASE("two members: the second join rebalances; the leader assigns; leave re
 
 TEST_CASE("a member that stops heartbeating is evicted", "[groups]") {
   BrokerFixture f(overrides());
-  coordinator(f);
+  groups::ManualGroupClock clock;  // sessions run out when the test says so
+  auto& c = coordinator(f);
   std::string a, b;
   auto pa = start_join(f, "g3", 400, &a);
   REQUIRE(pa.get().error_code == 0);
@@ -198,20 +199,25 @@ TEST_CASE("a member that stops heartbeating is evicted", "[groups]") {
   REQUIRE(ra.generation_id == 2);
   REQUIRE(sync(f, "g3", 2, a, {{a, "x"}, {b, "y"}}).error_code == 0);
   REQUIRE(sync(f, "g3", 2, b).error_code == 0);
-  // Only A heartbeats; B's session (400 ms) runs out.
-  int16_t err = 0;
-  for (int i = 0; i < 40 && err == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    err = heartbeat(f, "g3", 2, a);
-  }
-  CHECK(err == to_wire(ErrorCode::REBALANCE_IN_PROGRESS));
+  // Only A heartbeats; B's session (400 ms) runs out. Just before it does,
+  // nothing happens.
+  clock.advance(300);
+  REQUIRE(heartbeat(f, "g3", 2, a) == 0);
+  clock.advance(99);
+  c.tick_now();
+  REQUIRE(heartbeat(f, "g3", 2, a) == 0);
+  CHECK(describe(f, "g3").members.size() == 2);
+  clock.advance(2);
+  c.tick_now();
+  CHECK(heartbeat(f, "g3", 2, a) == to_wire(ErrorCode::REBALANCE_IN_PROGRESS));
   auto r = send<JoinResp>(f, join_request("g3", a, 400), 5).get();
   CHECK(r.generation_id == 3);
   REQUIRE(r.members.size() == 1);
   CHECK(r.members[0].member_id == a);
   CHECK(heartbeat(f, "g3", 2, b) == to_wire(ErrorCode::UNKNOWN_MEMBER_ID));
   // When the last member also goes quiet the group empties.
-  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  clock.advance(401);
+  c.tick_now();
   CHECK(describe(f, "g3").group_state == "Empty");
 }
 
@@ -241,8 +247,9 @@ TEST_CASE("static members that go quiet expire after their session; the group ca
   // librdkafka and the Java client close a static member without LeaveGroup:
   // Kafka's heartbeat expiry removes it like any other member.
   BrokerFixture f(overrides());
+  groups::ManualGroupClock clock;
   REQUIRE(f.broker().topics().create("t", 2, 1, {}, false, Broker::now_ms()).error.ok());
-  coordinator(f);
+  auto& coord = coordinator(f);
   constexpr int32_t kSession = 500;
   auto ja = join_request("gq", "", kSession);
   ja.group_instance_id = "worker-a";
@@ -274,11 +281,12 @@ TEST_CASE("static members that go quiet expire after their session; the group ca
 
   // Both close without LeaveGroup. Once their sessions are over the group
   // is Empty and DeleteGroups removes it.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::string state;
-  while (std::chrono::steady_clock::now() < deadline && (state = describe(f, "gq").group_state) != "Empty")
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  CHECK(state == "Empty");
+  clock.advance(kSession - 1);
+  coord.tick_now();
+  CHECK(describe(f, "gq").group_state == "Stable");
+  clock.advance(2);
+  coord.tick_now();
+  CHECK(describe(f, "gq").group_state == "Empty");
   protocol::DeleteGroupsRequest del;
   del.groups_names = {"gq"};
   CHECK(f.call<protocol::DeleteGroupsResponse>(del, 2).results[0].error_code == 0);
