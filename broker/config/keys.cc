@@ -249,6 +249,11 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("socket.request.max.bytes", T::kInt, "104857600", S::kSocket,
                   "The largest request frame accepted; a larger size prefix closes the connection.")
                   .valid(V::at_least(1)));
+  k.push_back(key("fetch.max.bytes", T::kInt, "57671680", S::kSocket,
+                  "The most record bytes one Fetch response carries (a consumer's fetch.max.bytes is capped "
+                  "to it; the first batch is sent even if larger). Fetch v0-v2 have no limit of their own, and "
+                  "their down-converted records are built in memory: this bounds them too.")
+                  .valid(V::at_least(1024)));
   k.push_back(key("queued.max.requests", T::kInt, "500", S::kSocket,
                   "Requests read but not yet answered, across all connections, beyond the one request every "
                   "connection may always have in flight. When reached, connections with a request in flight "

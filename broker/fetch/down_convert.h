@@ -5,7 +5,9 @@
 // Version V0_10_2_0, say) cannot read v2 batches, so the slices are read
 // into memory and converted (protocol/records/legacy.h), as Kafka's
 // down-conversion does. A zstd batch cannot be expressed before v2:
-// UNSUPPORTED_COMPRESSION_TYPE, as in Kafka.
+// UNSUPPORTED_COMPRESSION_TYPE, as in Kafka. What is held is bounded by the
+// response's budget (fetch.max.bytes; handlers/fetch.cc stops converting
+// once the converted bytes pass it).
 //
 // Header-only: broker/CMakeLists.txt compiles handlers/*.cc only.
 // Thread-safety: pure function of its arguments (reads files).

@@ -96,8 +96,8 @@ struct ReadOptions {
   bool by_topic_id = false;      // v13+
   bool from_replica = false;
   bool read_committed = false;
-  bool response_limit = true;    // v3+: max_bytes applies
-  int64_t max_bytes = std::numeric_limits<int32_t>::max();
+  bool response_limit = true;    // v3+: the request has a max_bytes (only the first batch may exceed it)
+  int64_t max_bytes = std::numeric_limits<int32_t>::max();  // the response's budget (fetch.max.bytes applied)
   replica::LeaderReplicas* leaders = nullptr;  // set for replica fetches
   produce::ProduceService* producers = nullptr;  // the LSO's source (looked up when null)
   // Fetch v11+ from a consumer (Kafka's ClientMetadata): followers serve it
@@ -136,8 +136,10 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
   out->clear();
   out->resize(plan.size());
   ReadTotals totals;
-  int64_t left = opts.response_limit ? std::max<int64_t>(opts.max_bytes, 0) : std::numeric_limits<int64_t>::max();
-  bool first_data = true;  // the next batch read may exceed the limits
+  // The response's byte budget: the request's max_bytes (v3+) capped by
+  // fetch.max.bytes; v0-v2 have only fetch.max.bytes.
+  int64_t left = std::max<int64_t>(opts.max_bytes, 0);
+  bool first_data = true;  // v3+: the next batch read may exceed the limits
   for (size_t i = 0; i < plan.size(); ++i) {
     const FetchPartitionState& s = plan[i];
     PartitionOutcome& o = (*out)[i];
@@ -204,9 +206,12 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
                                                                            : protocol::ErrorCode::KAFKA_STORAGE_ERROR;
         } else {
           o.read = std::move(r.value());
-          if (o.read.bytes > static_cast<uint64_t>(limit) && !first_data) o.read = storage::ReadResult{};
+          // v0-v2: each partition's first batch may exceed its limit while
+          // the response's budget lasts; v3+: only the response's first.
+          const bool may_exceed = opts.response_limit ? first_data : left > 0;
+          if (o.read.bytes > static_cast<uint64_t>(limit) && !may_exceed) o.read = storage::ReadResult{};
           if (o.read.bytes > 0) {
-            first_data = !opts.response_limit && first_data;  // v0-v2: every partition may exceed
+            if (opts.response_limit) first_data = false;
             left = std::max<int64_t>(0, left - static_cast<int64_t>(o.read.bytes));
           }
           o.high_watermark = p->high_watermark();

@@ -159,12 +159,23 @@ void respond(PendingFetch& pf) {
   FetchMetrics& metrics = broker.service<FetchMetrics>();
   const int8_t magic = fetch::legacy_magic_for_fetch(pf.version);
   if (magic >= 0) {
+    // Converted message sets can be larger than the batches they come from
+    // (a legacy message per record): once they pass the response's budget,
+    // later partitions answer without records (the client fetches them
+    // again), so the bytes held in memory stay near fetch.max.bytes.
+    int64_t converted = 0;
     for (PartitionOutcome& o : pf.outcomes) {
       if (o.read.bytes == 0) continue;
+      if (converted >= pf.opts.max_bytes) {
+        o.read = storage::ReadResult{};
+        continue;
+      }
       ErrorCode e = fetch::down_convert(o.read, magic, &o.converted);
       if (e != ErrorCode::NONE) {
         o = fetch::error_outcome(e, o.topic, o.topic_exists);
+        continue;
       }
+      converted += static_cast<int64_t>(o.converted.size());
     }
   }
 
@@ -261,9 +272,13 @@ void handle_fetch(RequestContext&& ctx) {
   pf->replica_id = pf->version >= 15 ? req.replica_state.replica_id : req.replica_id;
   pf->opts.from_replica = pf->replica_id >= 0;
   pf->opts.read_committed = pf->version >= 4 && req.isolation_level == 1;
-  pf->opts.response_limit = pf->version >= 3;
-  pf->opts.max_bytes = req.max_bytes;
   Broker& broker = *ctx.broker;
+  // fetch.max.bytes caps the request's limit (v3+) and is the only one of
+  // v0-v2, whose down-converted records are built in memory (Kafka caps
+  // both the same way).
+  pf->opts.response_limit = pf->version >= 3;
+  const int64_t broker_max = broker.config().get_int("fetch.max.bytes");
+  pf->opts.max_bytes = pf->opts.response_limit ? std::min<int64_t>(req.max_bytes, broker_max) : broker_max;
   if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
   else pf->opts.producers = &broker.service<produce::ProduceService>();
   if (!pf->opts.from_replica && pf->version >= 11) {  // KIP-392 client metadata

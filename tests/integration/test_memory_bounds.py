@@ -11,7 +11,12 @@ while an attacker from 127.0.0.2:
      it); each is answered;
   C. sends 100,000 unknown topic names in four Fetch requests;
   D. sends one 64 MiB Produce v9 frame of ~22 million empty topics: the
-     decoders' allocation budget refuses it as malformed (connection closed).
+     decoders' allocation budget refuses it as malformed (connection closed);
+  E. sends Fetch v0 (no response limit of its own; answered with message
+     sets converted in memory) on 6 connections at once, each asking all 8
+     partitions of a topic holding 24 MiB each for 32 MiB apiece: 1.1 GiB of
+     batches, more once converted, without a bound. fetch.max.bytes (16 MiB
+     here) bounds each answer.
 Checked: the broker stays up, the refusals are counted, no per-topic series
 appears for the unknown names, the normal client loses nothing and is never
 stalled for long, and the broker's RSS (VmRSS from /proc, sampled every
@@ -42,6 +47,10 @@ PER_IP = 40
 HUGE = 64 << 20
 HUGE_CONNS = 16
 RSS_BOUND_MIB = 640
+OLD_PARTS = 8
+OLD_PART_BYTES = 24 << 20
+OLD_CONNS = 6
+FETCH_MAX = 16 << 20
 
 
 def rss_kib(pid, field="VmRSS"):
@@ -121,8 +130,19 @@ class NormalClient(threading.Thread):
 def test(ctx):
     os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""),
                                                         "quarantine_size_mb=32"]))
-    b = ctx.broker({"max.connections.per.ip": str(PER_IP), "auto.create.topics.enable": "false"})
+    b = ctx.broker({"max.connections.per.ip": str(PER_IP), "auto.create.topics.enable": "false",
+                    "fetch.max.bytes": str(FETCH_MAX)})
     b.create_topic("steady", 1)
+    # E's data, written before the baseline is taken.
+    b.create_topic("old", OLD_PARTS)
+    filler = Producer({"bootstrap.servers": b.bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 1 << 20})
+    value = b"o" * (256 << 10)
+    for part in range(OLD_PARTS):
+        for _ in range(OLD_PART_BYTES // len(value)):
+            filler.produce("old", value, partition=part)
+            filler.poll(0)
+    check(filler.flush(60) == 0, "topic old not written")
+    del filler
     pid = b.proc.pid
     samples = []
     sampling = threading.Event()
@@ -229,6 +249,40 @@ def test(ctx):
     s.close()
     print("[membound] D: a %d MiB Produce v9 frame of %d empty topics refused in %.1fs"
           % (HUGE >> 20, n_topics, time.monotonic() - t0), flush=True)
+
+    # E. Fetch v0 of every partition of "old", 32 MiB each, on 6 connections at once.
+    t0 = time.monotonic()
+    phases.append(("E", t0))
+    v0_body = (kw.i32(-1) + kw.i32(0) + kw.i32(0)
+               + kw.array([("old", list(range(OLD_PARTS)))],
+                          lambda t: kw.string(t[0]) + kw.array(t[1], lambda p: kw.i32(p) + kw.i64(0) + kw.i32(32 << 20))))
+    v0_frame = kw.request_frame(kw.API_FETCH, 0, 9, v0_body)
+    sizes, fetch_errors = [], []
+
+    def fetch_v0():
+        try:
+            with kw.Conn(b.port, timeout=60) as c:
+                c.send_raw(v0_frame)
+                size = struct.unpack(">i", c.recv_exact(4))[0]
+                answer = c.recv_exact(size)
+                if struct.unpack(">i", answer[:4])[0] != 9:
+                    fetch_errors.append("wrong correlation id")
+                sizes.append(size)
+        except OSError as e:
+            fetch_errors.append(repr(e))
+    fetchers = [threading.Thread(target=fetch_v0) for _ in range(OLD_CONNS)]
+    for t in fetchers:
+        t.start()
+    for t in fetchers:
+        t.join(60)
+    check(not any(t.is_alive() for t in fetchers), "Fetch v0 answers missing after 60 s")
+    check(fetch_errors == [], "Fetch v0 failed: %s" % fetch_errors[:3])
+    print("[membound] E: %d x Fetch v0 of %d x %d MiB answered in %.1fs, answers of %s MiB"
+          % (OLD_CONNS, OLD_PARTS, OLD_PART_BYTES >> 20, time.monotonic() - t0,
+             ", ".join("%.1f" % (x / 1048576.0) for x in sizes)), flush=True)
+    # The budget, overshot by at most one converted batch (about 1 MiB here).
+    check(all(FETCH_MAX // 2 <= x <= FETCH_MAX + (2 << 20) for x in sizes),
+          "Fetch v0 answers of %s bytes, want about fetch.max.bytes (%d)" % (sizes, FETCH_MAX))
 
     phases.append(("end", time.monotonic()))
     for s in kept[HUGE_CONNS:]:
