@@ -47,6 +47,8 @@ storage::io::MemFileSystem* memfs() {
     auto* mem = new storage::io::MemFileSystem();
     if (const char* bps = std::getenv(kSyncBandwidthEnv); bps != nullptr && *bps != '\0')
       mem->set_sync_bandwidth(std::strtoull(bps, nullptr, 10));
+    if (const char* us = std::getenv(kSyncLatencyEnv); us != nullptr && *us != '\0')
+      mem->set_sync_latency_us(std::strtoull(us, nullptr, 10));
     return mem;
   }();
   return fs;

@@ -51,6 +51,9 @@ inline constexpr char kTornEnv[] = "CK_TEST_MEMFS_TORN";
 // CK_TEST_MEMFS_SYNC_BPS=N as well: a slow disk, each fdatasync taking the
 // bytes it syncs / N seconds (storage::io::MemFileSystem::set_sync_bandwidth).
 inline constexpr char kSyncBandwidthEnv[] = "CK_TEST_MEMFS_SYNC_BPS";
+// CK_TEST_MEMFS_SYNC_US=N as well: every file and directory sync first takes
+// N microseconds (storage::io::MemFileSystem::set_sync_latency_us).
+inline constexpr char kSyncLatencyEnv[] = "CK_TEST_MEMFS_SYNC_US";
 storage::io::MemFileSystem::KeepFn power_cut_keep(int cut, std::string* what);
 
 // Creates dir and its missing parents on fs.

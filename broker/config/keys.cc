@@ -236,10 +236,12 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("num.network.threads", T::kInt, "3", S::kSocket,
                   "Threads that accept connections, read requests and write responses.")
                   .valid(V::at_least(1)));
-  k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket, "Threads that handle requests, disk I/O included.")
-                  .valid(V::at_least(1))
-                  .ignored("requests are handled on the network threads (num.network.threads) and log writes "
-                           "go through each network thread's io_uring; there is no separate I/O thread pool"));
+  k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket,
+                  "Threads for the request work that must not run on a network thread: creating and deleting "
+                  "topics on one node (CreateTopics, CreatePartitions, DeleteTopics, a Metadata request that "
+                  "auto-creates). Other requests are handled on the network threads, log writes go through "
+                  "each network thread's io_uring.")
+                  .valid(V::at_least(1)));
   k.push_back(key("socket.send.buffer.bytes", T::kInt, "102400", S::kSocket,
                   "SO_SNDBUF of each accepted connection (bytes); -1 keeps the operating system's default "
                   "(Linux doubles the value and caps it at net.core.wmem_max)."));

@@ -17,6 +17,7 @@
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/create_partitions.h"
 
@@ -92,8 +93,9 @@ void handle_create_partitions(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  if (broker.cluster() == nullptr) {
-    answer(ctx, *req, nullptr);
+  if (broker.cluster() == nullptr) {  // directories, files, fsyncs: on the I/O pool
+    if (!broker.service<IoPool>().post([ctx, req]() mutable { answer(ctx, *req, nullptr); }))
+      ctx.respond(Response::close());
     return;
   }
   auto fail_all = [](RequestContext& c, const CreatePartitionsRequest& r, const std::string& why) {

@@ -35,6 +35,7 @@
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/create_topics.h"
 
@@ -243,8 +244,9 @@ void handle_create_topics(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  if (broker.cluster() == nullptr) {
-    answer(ctx, *req, nullptr);
+  if (broker.cluster() == nullptr) {  // directories, files, fsyncs: on the I/O pool
+    if (!broker.service<IoPool>().post([ctx, req]() mutable { answer(ctx, *req, nullptr); }))
+      ctx.respond(Response::close());
     return;
   }
   admin::with_zk_admin(

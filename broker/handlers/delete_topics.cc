@@ -23,6 +23,7 @@
 #include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/delete_topics.h"
 #include "replication/zk_data.h"
@@ -149,8 +150,9 @@ void handle_delete_topics(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  if (broker.cluster() == nullptr) {
-    answer(ctx, *req, nullptr, nullptr);
+  if (broker.cluster() == nullptr) {  // removals and fsyncs: on the I/O pool
+    if (!broker.service<IoPool>().post([ctx, req]() mutable { answer(ctx, *req, nullptr, nullptr); }))
+      ctx.respond(Response::close());
     return;
   }
   auto fail_all = [](RequestContext& c, const DeleteTopicsRequest& r, const std::string& why) {

@@ -42,6 +42,7 @@
 #include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/metadata.h"
 
@@ -213,6 +214,19 @@ void handle_metadata(RequestContext&& ctx) {
 
   const bool may_create = broker.config().get_bool("auto.create.topics.enable") &&
                           (version < 4 || req.allow_auto_topic_creation);
+  // A topic to auto-create (directories, files, fsyncs): the whole request
+  // is handled again on the I/O pool.
+  if (may_create && !IoPool::on_pool_thread()) {
+    bool creates = false;
+    for (const auto* rt : distinct_topics(req))
+      creates = creates || (rt->name.has_value() && !broker.topics().find(*rt->name) &&
+                            !TopicTable::invalid_name_reason(*rt->name));
+    if (creates) {
+      if (!broker.service<IoPool>().post([ctx]() mutable { handle_metadata(std::move(ctx)); }))
+        ctx.respond(Response::close());
+      return;
+    }
+  }
   for (const auto* rtp : distinct_topics(req)) {
     const auto& rt = *rtp;
     if (!rt.name.has_value()) {

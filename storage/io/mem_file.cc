@@ -43,6 +43,7 @@ class MemFile : public File {
   }
 
   Status sync() override {
+    fs_->sleep_sync_latency();
     std::unique_lock lock(fs_->mu_);
     CK_RETURN_IF_ERROR(check(false));
     ++fs_->syncs_;
@@ -207,7 +208,12 @@ Status MemFileSystem::rename(const std::string& from, const std::string& to) {
   return Status::ok();
 }
 
+void MemFileSystem::sleep_sync_latency() const {
+  if (const uint64_t us = sync_latency_us_.load(); us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 Status MemFileSystem::sync_dir(const std::string& dir) {
+  sleep_sync_latency();
   std::lock_guard lock(mu_);
   if (off_) return off_status("sync dir " + dir);
   if (!dir_exists(dir)) return Status::from_errno(ENOENT, "open directory " + dir);

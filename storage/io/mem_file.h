@@ -30,6 +30,7 @@
 // a crash() fail with EIO afterwards.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -75,6 +76,10 @@ class MemFileSystem : public FileSystem {
   // bytes_per_second, slept without the file system's lock. 0 (the
   // default): syncs are instant.
   void set_sync_bandwidth(uint64_t bytes_per_second);
+  // A disk with a fixed cost per sync: every file sync and directory sync
+  // first sleeps this long (microseconds, without the lock). 0: none.
+  void set_sync_latency_us(uint64_t us) { sync_latency_us_.store(us); }
+  void sleep_sync_latency() const;
 
   // Simulates a power loss (see the file comment). keep, when given, returns
   // how many of a file's unsynced tail bytes survive (clamped to the tail).
@@ -115,6 +120,7 @@ class MemFileSystem : public FileSystem {
   uint64_t fail_sync_at_ = 0;
   int fail_sync_err_ = 0;
   uint64_t sync_bytes_per_second_ = 0;
+  std::atomic<uint64_t> sync_latency_us_{0};
 };
 
 }  // namespace ciuickafka::storage::io
