@@ -166,6 +166,52 @@ def wait_until(pred, timeout, what, interval=0.05):
                       (timeout, what, "" if last is None else " (last error: %r)" % last))
 
 
+class ApiVersionsProber:
+    """ApiVersions round trips in a loop on one connection to broker b, from
+    a thread: what another client on the same network thread sees while a
+    test makes the broker do something slow. Use as a context manager; the
+    latencies (seconds) are in .latencies, .worst() after the block."""
+
+    def __init__(self, b, timeout=60):
+        import threading
+        self.b = b
+        self.timeout = timeout
+        self.latencies = []
+        self.errors = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        try:
+            with self.b.conn(timeout=self.timeout) as c:
+                while not self._stop.is_set():
+                    t0 = time.monotonic()
+                    err, _ = c.api_versions()
+                    self.latencies.append(time.monotonic() - t0)
+                    if err != 0:
+                        self.errors.append(err)
+        except Exception as e:  # noqa: BLE001 - reported by __exit__
+            self.errors.append(repr(e))
+
+    def __enter__(self):
+        self._thread.start()
+        wait_until(lambda: len(self.latencies) > 10 or self.errors, 30, "the prober's first round trips")
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(30)
+        if exc[0] is None:
+            check(not self.errors, "ApiVersions prober errors: %s" % self.errors[:3])
+        return False
+
+    def worst(self):
+        return max(self.latencies)
+
+    def median(self):
+        return sorted(self.latencies)[len(self.latencies) // 2]
+
+
 class Broker:
     """One broker process on its own ports and data directory."""
 

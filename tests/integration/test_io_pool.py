@@ -19,12 +19,11 @@ a third of the fastest step or 1 s.
 
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, wait_until  # noqa: E402
+from harness import check  # noqa: E402
 
 PARTITIONS = 20
 
@@ -33,20 +32,6 @@ def main(ctx):
     from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
     b = ctx.broker({"num.network.threads": "1", "num.partitions": str(PARTITIONS), "num.io.threads": "2"},
                    env={"CK_TEST_MEMFS": "1", "CK_TEST_MEMFS_SYNC_US": "20000"})
-    latencies = []
-    stop = threading.Event()
-
-    def probe():
-        with b.conn(timeout=60) as c:
-            while not stop.is_set():
-                t0 = time.monotonic()
-                err, _ = c.api_versions()
-                latencies.append(time.monotonic() - t0)
-                check(err == 0, "ApiVersions error %d" % err)
-    prober = threading.Thread(target=probe, daemon=True)
-    prober.start()
-    wait_until(lambda: len(latencies) > 10, 30, "the prober's first round trips")
-
     admin = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4",
                          "socket.timeout.ms": 120000})
     steps = []
@@ -75,16 +60,15 @@ def main(ctx):
         for f in admin.delete_topics(["auto"], operation_timeout=120).values():
             f.result(120)
 
-    step("CreateTopics", create)
-    step("Metadata auto-create", auto_create)
-    step("CreatePartitions", add_partitions)
-    step("DeleteTopics", delete)
-    stop.set()
-    prober.join(30)
-    worst = max(latencies)
+    with harness.ApiVersionsProber(b) as prober:
+        step("CreateTopics", create)
+        step("Metadata auto-create", auto_create)
+        step("CreatePartitions", add_partitions)
+        step("DeleteTopics", delete)
+    worst = prober.worst()
     print("[test] %s; %d ApiVersions round trips meanwhile, slowest %.0f ms, median %.1f ms"
-          % (", ".join("%s %.1fs" % s for s in steps), len(latencies), worst * 1000,
-             sorted(latencies)[len(latencies) // 2] * 1000), flush=True)
+          % (", ".join("%s %.1fs" % s for s in steps), len(prober.latencies), worst * 1000,
+             prober.median() * 1000), flush=True)
     fastest = min(s[1] for s in steps)
     check(fastest >= 1.0, "a step took %.2fs: the slow disk did not slow it, so the test shows nothing" % fastest)
     check(worst < min(1.0, fastest / 3),

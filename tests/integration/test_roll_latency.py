@@ -18,12 +18,11 @@ that no ApiVersions round trip took 1 s or more, and prints the slowest.
 
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import check, wait_until  # noqa: E402
+from harness import check  # noqa: E402
 
 TOPIC = "rolls"
 SEGMENT = 1 << 20
@@ -47,46 +46,30 @@ def main(ctx):
                    env={"CK_TEST_MEMFS": "1", "CK_TEST_MEMFS_SYNC_BPS": str(512 * 1024)})
     b.create_topic(TOPIC, 1)
 
-    latencies = []
-    stop = threading.Event()
-
-    def probe():
-        with b.conn(timeout=30) as c:
-            while not stop.is_set():
-                t0 = time.monotonic()
-                err, _ = c.api_versions()
-                latencies.append(time.monotonic() - t0)
-                check(err == 0, "ApiVersions error %d" % err)
-    prober = threading.Thread(target=probe, daemon=True)
-    prober.start()
-    wait_until(lambda: len(latencies) > 10, 30, "the prober's first round trips")
-
     p = Producer({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4", "acks": "1",
                   "linger.ms": 5, "batch.size": 256 * 1024, "compression.type": "none"})
     value = b"x" * 1024
     acked = []
-    t0 = time.monotonic()
-    for _ in range(TOTAL // len(value)):
-        while True:
-            try:
-                p.produce(TOPIC, value=value, partition=0, on_delivery=lambda e, m: acked.append(e is None))
-                break
-            except BufferError:
-                p.poll(0.05)
-    p.flush(120)
-    produce_s = time.monotonic() - t0
-    stop.set()
-    prober.join(30)
+    with harness.ApiVersionsProber(b, timeout=30) as prober:
+        t0 = time.monotonic()
+        for _ in range(TOTAL // len(value)):
+            while True:
+                try:
+                    p.produce(TOPIC, value=value, partition=0, on_delivery=lambda e, m: acked.append(e is None))
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        p.flush(120)
+        produce_s = time.monotonic() - t0
     check(len(acked) == TOTAL // len(value) and all(acked), "%d of %d acknowledged" % (sum(acked), len(acked)))
     segments = segments_of(b, TOPIC)
     check(segments is not None and segments >= 5, "%s segments: want 5 or more (4 rolls)" % segments)
-    worst = max(latencies)
+    worst = prober.worst()
     print("[test] %d MiB in %.1fs, %d segments; %d ApiVersions round trips meanwhile, slowest %.0f ms, "
-          "median %.1f ms" % (TOTAL >> 20, produce_s, segments, len(latencies), worst * 1000,
-                              sorted(latencies)[len(latencies) // 2] * 1000), flush=True)
+          "median %.1f ms" % (TOTAL >> 20, produce_s, segments, len(prober.latencies), worst * 1000,
+                              prober.median() * 1000), flush=True)
     check(worst < 1.0, "an ApiVersions round trip took %.0f ms: a roll stalled the network thread "
                        "(a roll's fsync of a 1 MiB segment takes 2 s on this disk)" % (worst * 1000))
-
 
 if __name__ == "__main__":
     harness.run_test(main, total_timeout=150)
