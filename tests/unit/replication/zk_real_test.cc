@@ -17,11 +17,14 @@ using namespace std::chrono_literals;
 // server without pings, so it times the session out for real.
 class RealBackend final : public Backend {
  public:
-  explicit RealBackend(ZkTestServer& server)
-      : server_(server), client_(make_zookeeper_client()), proxy_(server.port()) {}
+  // chroot (say "/c"): the expirable sessions live under it.
+  explicit RealBackend(ZkTestServer& server, std::string chroot = "")
+      : server_(server), client_(make_zookeeper_client()), proxy_(server.port()), chroot_(std::move(chroot)) {}
   Client& client() override { return *client_; }
   std::string connect_string() override { return server_.connect_string(); }
-  std::string expirable_connect_string() override { return "127.0.0.1:" + std::to_string(proxy_.port()); }
+  std::string expirable_connect_string() override {
+    return "127.0.0.1:" + std::to_string(proxy_.port()) + chroot_;
+  }
 
   bool expire(Session& s, std::string* error) override {
     // An ephemeral marker of s tells when the server has ended the session.
@@ -31,7 +34,7 @@ class RealBackend final : public Backend {
       return false;
     }
     ConnectOptions o;
-    o.connect = connect_string();
+    o.connect = connect_string() + chroot_;
     auto observer = client_->connect(o, {}, error);
     if (observer == nullptr) return false;
     Recorder gone;
@@ -50,6 +53,7 @@ class RealBackend final : public Backend {
   ZkTestServer& server_;
   std::unique_ptr<Client> client_;
   TcpProxy proxy_;
+  std::string chroot_;
 };
 
 // One server for every section of the contract (sections re-enter the test
@@ -125,6 +129,32 @@ TEST_CASE("zk connect to a port where nothing listens fails after the timeout [r
   o.connect = "/only-chroot";
   CHECK(client->connect(o, {}, &bad) == nullptr);
   CHECK(!bad.empty());
+}
+
+}  // namespace ciuickafka::replication::zk::testing
+
+namespace ciuickafka::replication::zk::testing {
+
+// The C client's zoo_amulti frees a chrooted sub-op path twice when the
+// handle has expired (zookeeper_session.cc, ZkSession::multi): the first
+// broker to hit it died of a double free in a chaos run. The multi must
+// answer kSessionExpired without reaching it.
+TEST_CASE("zk multi on an expired chrooted session answers SESSION_EXPIRED [real]", "[real]") {
+  RealBackend b(shared_server(), "/ck-multi-chroot");
+  Recorder r;
+  auto doomed = connect_or_fail(b, b.expirable_connect_string(), r.state(), 1500);
+  REQUIRE(doomed->create("/n", "x", CreateMode::kPersistent) == Code::kOk);
+  std::vector<OpResult> res;
+  REQUIRE(doomed->multi(std::vector<Op>{Op::check("/n", 0), Op::set_data("/n", "y", 0)}, &res) == Code::kOk);
+  std::string error;
+  const bool expired = b.expire(*doomed, &error);
+  INFO(error);
+  REQUIRE(expired);
+  REQUIRE(r.wait_state(SessionState::kExpired, 0, 30s));
+  CHECK(doomed->multi(std::vector<Op>{Op::check("/n", 1), Op::set_data("/n", "z", 1)}, &res) ==
+        Code::kSessionExpired);
+  CHECK(res.empty());
+  CHECK(doomed->multi(std::vector<Op>{Op::remove("/n", -1)}, &res) == Code::kSessionExpired);
 }
 
 }  // namespace ciuickafka::replication::zk::testing
