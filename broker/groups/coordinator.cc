@@ -213,13 +213,24 @@ void GroupCoordinator::when_durable(Appended a, std::function<void(ErrorCode)> d
   if (!cluster_ || !a.partition || a.partition->hw_follows_leo()) return fsync_then_done(std::move(done));
   // Cluster mode, replicated partition: answered once the HW covers the
   // write (acks=all), then once fsynced when so configured.
+  //
+  // The replication wait completes on whichever thread moves the HW or the
+  // role: an append (a later commit of the same group, made under the
+  // group's lock) or a LeaderAndIsr (under the replica manager's lock). The
+  // callbacks lock the group, so they run on the background executor, never
+  // on that stack: inline, the next commit of a group waiting on a dead
+  // follower locked its own group twice, and the broker's network threads
+  // piled up behind it (seen in a chaos run).
   std::vector<replica::ReplicationTarget> targets{replica::ReplicationTarget{a.partition, a.end_offset}};
+  asio::any_io_executor background = broker_.background();
   broker_.service<replica::LeaderReplicas>().wait_for_replication(
       std::move(targets), broker_.config().get_int("offsets.commit.timeout.ms"),
-      [fsync_then_done, done = std::move(done)](const std::vector<ErrorCode>& results) mutable {
+      [background, fsync_then_done, done = std::move(done)](const std::vector<ErrorCode>& results) mutable {
         const ErrorCode e = results.empty() ? ErrorCode::NONE : results.front();
-        if (e != ErrorCode::NONE) return done(coordinator_append_error(e));
-        fsync_then_done(std::move(done));
+        asio::post(background, [e, fsync_then_done, done = std::move(done)]() mutable {
+          if (e != ErrorCode::NONE) return done(coordinator_append_error(e));
+          fsync_then_done(std::move(done));
+        });
       });
 }
 

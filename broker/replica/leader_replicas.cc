@@ -569,12 +569,19 @@ void when_acks_all_durable(Broker& broker, const std::shared_ptr<Partition>& p, 
   };
   if (broker.cluster() == nullptr || !p || p->hw_follows_leo()) return then_fsync(std::move(done));
   std::vector<ReplicationTarget> targets{ReplicationTarget{p, end_offset}};
+  // done runs on the background executor: the wait completes on the stack
+  // of whoever moved the HW or the role (an appender holding its own locks,
+  // a LeaderAndIsr holding the replica manager's), and coordinators' done
+  // callbacks take their own locks.
+  asio::any_io_executor background = broker.background();
   broker.service<LeaderReplicas>().wait_for_replication(
       std::move(targets), timeout_ms,
-      [then_fsync, done = std::move(done)](const std::vector<protocol::ErrorCode>& results) mutable {
+      [background, then_fsync, done = std::move(done)](const std::vector<protocol::ErrorCode>& results) mutable {
         const protocol::ErrorCode e = results.empty() ? protocol::ErrorCode::NONE : results.front();
-        if (e != protocol::ErrorCode::NONE) return done(e);
-        then_fsync(std::move(done));
+        asio::post(background, [e, then_fsync, done = std::move(done)]() mutable {
+          if (e != protocol::ErrorCode::NONE) return done(e);
+          then_fsync(std::move(done));
+        });
       });
 }
 

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <thread>
 
 #include "broker/broker.h"
 #include "broker/groups/coordinator.h"
@@ -253,6 +254,30 @@ TEST_CASE("Cluster mode: a commit waits for the replicated HW; timeout and lost 
   cc.roles({offsets_part(0, 2, 1, {2, 1}, {1, 2}), offsets_part(1, 2, 0, {2}, {2, 1})}, 2);
   REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   CHECK(commit_error(future.get()) == to_wire(ErrorCode::NOT_COORDINATOR));
+}
+
+TEST_CASE("Cluster mode: a waiting commit is answered off the thread that ended its wait") {
+  // The wait ends on whichever thread moves the HW or the role: here the
+  // LeaderAndIsr handler's (this thread: the fixture dispatches inline). In
+  // a broker that is also an appender holding the group's lock (the next
+  // commit of the same group), and the answer locks the group: run there,
+  // it deadlocked the broker in a chaos run. So it runs elsewhere.
+  CoordinatorCluster cc;
+  cc.roles({offsets_part(0, 1, 0, {1, 2}, {1, 2}), offsets_part(1, 2, 0, {2}, {2, 1})});
+  REQUIRE(cc.coord().wait_partition_state(0, OwnState::kLoaded, 10000));
+  auto commit = commit_request(group_on(0), "t", 0, 5);
+  commit.generation_id_or_member_epoch = -1;
+  std::promise<std::pair<std::thread::id, protocol::OffsetCommitResponse>> answered;
+  auto future = answered.get_future();
+  cc.coord().commit_offsets(commit, 8, [&answered](protocol::OffsetCommitResponse r) {
+    answered.set_value({std::this_thread::get_id(), std::move(r)});
+  });
+  CHECK(future.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);  // follower 2 never fetches
+  cc.roles({offsets_part(0, 2, 1, {2, 1}, {1, 2}), offsets_part(1, 2, 0, {2}, {2, 1})}, 2);
+  REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  auto [thread, resp] = future.get();
+  CHECK(thread != std::this_thread::get_id());
+  CHECK(commit_error(resp) == to_wire(ErrorCode::NOT_COORDINATOR));
 }
 
 TEST_CASE("Cluster mode: below min.insync.replicas a commit is COORDINATOR_NOT_AVAILABLE") {
