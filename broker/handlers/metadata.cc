@@ -28,7 +28,12 @@
 // live replicas and answers REPLICA_NOT_AVAILABLE when it left some out. A
 // topic being deleted has left the cache: UNKNOWN_TOPIC_OR_PARTITION, as in
 // Kafka. An unknown topic that is auto-created answers LEADER_NOT_AVAILABLE
-// (the controller elects its leaders later), as Kafka does.
+// (the controller elects its leaders later), as Kafka does. Until the first
+// UpdateMetadata has arrived (a broker just started) every named topic is
+// LEADER_NOT_AVAILABLE: the cache cannot tell an unknown topic from one it
+// has not heard of yet, and UNKNOWN_TOPIC_OR_PARTITION would make clients
+// forget a topic that exists. A request for all topics gets the (empty)
+// cache, as Kafka's would.
 //
 // Authorized operations (v8+ topic, v8-10 cluster): the full set when asked
 // for (we have no authorizer), INT32_MIN otherwise.
@@ -138,7 +143,14 @@ MetadataResponse::MetadataResponseTopic describe_cached(const MetadataSnapshot& 
 // Metadata in a ZooKeeper cluster: topics from the metadata cache.
 void cluster_topics(Broker& broker, const MetadataRequest& req, const std::string& listener, int16_t version,
                     bool all_topics, bool with_ops, MetadataResponse& resp) {
-  auto snap = broker.service<ReplicaManager>().metadata_cache().snapshot();
+  const MetadataCache& cache = broker.service<ReplicaManager>().metadata_cache();
+  // Before the first UpdateMetadata (a broker that has just started) the
+  // cache knows no topic yet. A named topic is then LEADER_NOT_AVAILABLE,
+  // which clients retry, never UNKNOWN_TOPIC_OR_PARTITION: librdkafka takes
+  // that as the topic gone, sets its partition count to 0 and a consumer
+  // drops its assignment (seen in chaos runs against a restarted broker).
+  const bool known = cache.initialized();
+  auto snap = cache.snapshot();
   if (all_topics) {
     for (const auto& [name, t] : snap->topics) resp.topics.push_back(describe_cached(*snap, t, listener, version, with_ops));
     return;
@@ -151,7 +163,8 @@ void cluster_topics(Broker& broker, const MetadataRequest& req, const std::strin
       if (const CachedTopic* t = snap->topic(rt.topic_id)) {
         resp.topics.push_back(describe_cached(*snap, *t, listener, version, with_ops));
       } else {
-        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id, ErrorCode::UNKNOWN_TOPIC_ID));
+        resp.topics.push_back(topic_error(std::nullopt, rt.topic_id,
+                                          known ? ErrorCode::UNKNOWN_TOPIC_ID : ErrorCode::LEADER_NOT_AVAILABLE));
       }
       continue;
     }
@@ -162,6 +175,10 @@ void cluster_topics(Broker& broker, const MetadataRequest& req, const std::strin
     }
     if (TopicTable::invalid_name_reason(name)) {
       resp.topics.push_back(topic_error(name, {}, ErrorCode::INVALID_TOPIC_EXCEPTION));
+      continue;
+    }
+    if (!known) {
+      resp.topics.push_back(topic_error(name, {}, ErrorCode::LEADER_NOT_AVAILABLE));
       continue;
     }
     if (!may_create) {

@@ -92,6 +92,36 @@ TEST_CASE("Metadata in cluster mode answers from the metadata cache") {
   CHECK(dc.brokers.size() == 2);
 }
 
+TEST_CASE("Metadata in cluster mode before the first UpdateMetadata: named topics are LEADER_NOT_AVAILABLE") {
+  // A broker just started knows no topic yet; UNKNOWN_TOPIC_OR_PARTITION
+  // would make librdkafka set the topic's partition count to 0.
+  ClusterFixture c;
+  MetadataRequest by_id;
+  MetadataRequest::MetadataRequestTopic idt;
+  idt.name = std::nullopt;
+  idt.topic_id = uuid(7);
+  by_id.topics = std::vector<MetadataRequest::MetadataRequestTopic>{idt};
+  auto early = c.f().call<MetadataResponse>(metadata_for({"m", "bad name!"}), 12);
+  CHECK(topic_named(early, "m").error_code == to_wire(ErrorCode::LEADER_NOT_AVAILABLE));
+  CHECK(topic_named(early, "m").partitions.empty());
+  CHECK(topic_named(early, "bad name!").error_code == to_wire(ErrorCode::INVALID_TOPIC_EXCEPTION));
+  auto early_id = c.f().call<MetadataResponse>(by_id, 12);
+  REQUIRE(early_id.topics.size() == 1);
+  CHECK(early_id.topics[0].error_code == to_wire(ErrorCode::LEADER_NOT_AVAILABLE));
+
+  // Once the controller has spoken, an unknown topic is unknown.
+  auto um = update_metadata({{"m", 0, 1, 4, {1, 2}, {1, 2}}}, {1, 2});
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(um, 8).error_code == 0);
+  auto later = c.f().call<MetadataResponse>(metadata_for({"m", "nope"}), 12);
+  CHECK(topic_named(later, "m").error_code == 0);
+  CHECK(topic_named(later, "m").partitions.size() == 1);
+  CHECK(topic_named(later, "nope").error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  by_id.topics->front().topic_id = uuid(99);
+  auto later_id = c.f().call<MetadataResponse>(by_id, 12);
+  REQUIRE(later_id.topics.size() == 1);
+  CHECK(later_id.topics[0].error_code == to_wire(ErrorCode::UNKNOWN_TOPIC_ID));
+}
+
 TEST_CASE("cluster mode: Produce, Fetch v0-10, ListOffsets, DeleteRecords on a follower are NOT_LEADER_OR_FOLLOWER") {
   ClusterFixture c;
   auto lai = leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}, {"p", 1, 2, 1, {2, 1}, {2, 1}}});
