@@ -124,6 +124,11 @@ class Node:
         if self.broker.proc is not None and not self.broker.alive():
             note = "%s had exited by itself (status %s)" % (self.name, self.broker.proc.returncode)
             self.broker.dump_log(40)
+            # The run's summary is what a truncated CI log keeps: the log's
+            # last lines go into the note too, the errors among them first.
+            tail = self.broker.log_text().splitlines()[-200:]
+            errors = [l for l in tail if " ERROR " in l or "Sanitizer" in l or "runtime error" in l][-6:]
+            note += "; its log ends:\n" + "\n".join("    | " + l[:300] for l in errors + tail[-8:])
             self.broker.proc = None
         if self.broker.proc is None:
             self.broker.start()
