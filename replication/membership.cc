@@ -52,9 +52,13 @@ ClusterMembership::~ClusterMembership() { stop(); }
 
 bool ClusterMembership::connect(std::string* error) {
   std::string why;
+  // Events of a session this one replaces are stale (start() replaces an
+  // expired session itself; its expiry may be delivered after that).
+  const uint64_t gen = session_gen_.fetch_add(1) + 1;
   auto s = client_.connect(
       config_.zk,
-      [this](zk::SessionState st) {
+      [this, gen](zk::SessionState st) {
+        if (gen != session_gen_.load()) return;
         if (st == zk::SessionState::kExpired) post(Event::kSessionExpired);
         else if (st == zk::SessionState::kConnected) post(Event::kSync);
       },
@@ -122,13 +126,25 @@ bool ClusterMembership::settle_cluster_id(std::string* error) {
 
 bool ClusterMembership::start(std::vector<ListenerEndpoint> endpoints, int64_t deadline_ms, std::string* error) {
   endpoints_ = std::move(endpoints);
-  const int64_t deadline = steady_ms() + deadline_ms;
+  int64_t deadline = steady_ms() + deadline_ms;
   bool waited = false;
   for (;;) {
     ++registration_attempts_;
     const zk::Code c = register_broker();
     if (c == zk::Code::kOk) break;
-    if (c != zk::Code::kNodeExists && !zk::retriable(c)) {
+    if (c == zk::Code::kSessionExpired) {
+      // Expired before it was registered (the process was paused, or
+      // ZooKeeper stalled, past the session timeout): a new session, as
+      // run() makes one later on. Its expiry event is stale now.
+      std::string why;
+      if (connect(&why)) {
+        log_line("WARN", "ZooKeeper session expired while registering: registering with a new session");
+        std::lock_guard<std::mutex> lock(mu_);
+        std::erase(events_, Event::kSessionExpired);
+        continue;
+      }
+      log_line("WARN", why + " (retrying)");
+    } else if (c != zk::Code::kNodeExists && !zk::retriable(c)) {
       *error = "registering " + broker_id_path(config_.broker_id) + ": " + std::string(zk::to_string(c));
       return false;
     }
@@ -147,11 +163,16 @@ bool ClusterMembership::start(std::vector<ListenerEndpoint> endpoints, int64_t d
       return false;
     }
     std::unique_lock<std::mutex> lock(mu_);
+    const int64_t before = steady_ms();
     cv_.wait_for(lock, std::chrono::milliseconds(config_.retry_backoff_ms), [this] { return stopping_.load(); });
     if (stopping_.load()) {
       *error = "stopped while registering";
       return false;
     }
+    // A wait that overslept by seconds is a process that did not run
+    // (SIGSTOP, a starved machine): that time is not the old session's.
+    const int64_t overslept = steady_ms() - before - config_.retry_backoff_ms;
+    if (overslept > 1000) deadline += overslept;
   }
   registered_ = true;
   sync();

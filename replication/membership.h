@@ -185,6 +185,7 @@ class ClusterMembership {
   uint64_t generation_ = 0;
 
   std::atomic<uint64_t> expirations_{0};
+  std::atomic<uint64_t> session_gen_{0};  // bumped by each connect(); older sessions' events are dropped
   std::atomic<uint64_t> elections_won_{0};
   std::atomic<uint64_t> registration_attempts_{0};
 };

@@ -5,6 +5,8 @@
 // a stale registration, and riding out an outage.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -213,6 +215,52 @@ TEST_CASE("a registration left by an earlier session is waited out") {
   REQUIRE(blocked);
   CHECK_FALSE(blocked->start(endpoints_for(5), 200, &error));
   CHECK(error.find("broker.id 5 is registered by another live broker") != std::string::npos);
+}
+
+TEST_CASE("a session that expires while start() waits out a stale registration is replaced, not fatal") {
+  // A broker restarted right after a kill -9 waits for its old registration;
+  // paused meanwhile (chaos runs SIGSTOP it) past the session timeout, its
+  // own new session expires too. It used to give up and exit.
+  Cluster c;
+  c.add(1);
+  auto stale = c.reader();
+  REQUIRE(zk::ensure_path(*stale, "/brokers/ids") == zk::Code::kOk);
+  REQUIRE(stale->create("/brokers/ids/3", "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+  const int64_t stale_id = stale->session_id();
+  const std::vector<int64_t> before = c.server.session_ids();
+
+  std::string error;
+  auto m = ClusterMembership::open(*c.client, config_for(3), &error);
+  REQUIRE(m);
+  std::vector<int64_t> mine;
+  for (int64_t id : c.server.session_ids())
+    if (std::find(before.begin(), before.end(), id) == before.end()) mine.push_back(id);
+  REQUIRE(mine.size() == 1);
+  bool started = false;
+  std::thread starter([&] { started = m->start(endpoints_for(3), 5000, &error); });
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (m->registration_attempts() < 2 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(2ms);
+  REQUIRE(c.server.expire_session(mine[0]));  // its own session first
+  const uint64_t attempts = m->registration_attempts();
+  while (m->registration_attempts() < attempts + 2 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(2ms);
+  c.server.expire_session(stale_id);  // then the old registration goes
+  starter.join();
+  INFO(error);
+  REQUIRE(started);
+  auto reader = c.reader();
+  zk::Stat st;
+  std::string data;
+  REQUIRE(reader->get("/brokers/ids/3", &data, &st) == zk::Code::kOk);
+  CHECK(st.ephemeral_owner != stale_id);
+  CHECK(st.ephemeral_owner != mine[0]);
+  // The replaced session's expiry is not replayed as a bounce: the
+  // registration stays the one start() made.
+  CHECK(eventually(*m, [](const ClusterView& v) { return v.brokers.size() == 2; }));
+  zk::Stat again;
+  REQUIRE(reader->get("/brokers/ids/3", &data, &again) == zk::Code::kOk);
+  CHECK(again.czxid == st.czxid);
+  CHECK(m->session_expirations() == 0);
 }
 
 TEST_CASE("an outage leaves the view as it was; on return everything is registered") {
