@@ -23,11 +23,12 @@ BUILD_PKGS=(build-essential cmake ninja-build pkg-config ccache python3
 # lld: the test builds link with it (CMakeLists.txt uses it when present).
 # openjdk-17-jdk-headless and maven: the Java client programs and Kafka's own
 # tools (tests/clients/java, below). python3-matplotlib: the chart of
-# tests/bench/run_vs_kafka.py.
+# tests/bench/run_vs_kafka.py. gdb: a chaos run dumps the threads of a broker
+# that stops answering (tests/chaos/run_chaos.py).
 TEST_PKGS=(clang libclang-rt-14-dev lld kcat python3-confluent-kafka python3-kafka python3-lz4 python3-snappy
   python3-zstandard golang-go golang-github-shopify-sarama-dev
   python3-torch python3-numpy python3-prometheus-client python3-matplotlib
-  librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv openjdk-17-jdk-headless maven)
+  librdkafka-dev iperf3 burrow zookeeper python3-kazoo python3-venv openjdk-17-jdk-headless maven gdb)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" != "--build-only" ]; then want+=("${TEST_PKGS[@]}"); fi

@@ -47,6 +47,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -104,6 +105,11 @@ class Node:
         self.broker = broker
         self.name = broker.name
         self.paused = False
+        # Set by the nemesis around each of its operations on this node, so
+        # the liveness watch never counts a fault it caused.
+        self.busy = False
+        self.ops = 0
+        self.last_op_end = time.monotonic()
 
     def pid(self):
         return self.broker.proc.pid
@@ -119,6 +125,14 @@ class Node:
 
     def heal(self):
         """Resumed and running; returns a note if it had died on its own."""
+        self.busy = True
+        try:
+            return self._heal()
+        finally:
+            self.last_op_end = time.monotonic()
+            self.busy = False
+
+    def _heal(self):
         self.resume()
         note = None
         if self.broker.proc is not None and not self.broker.alive():
@@ -283,7 +297,13 @@ class Nemesis:
             self.history.log(type="nemesis", op=op, node=node.name, phase="start")
             print("[chaos] %7.2fs nemesis %s %s" % (time.monotonic() - self.history.t0, op, node.name),
                   flush=True)
-            getattr(self, op)(node)
+            node.busy = True
+            node.ops += 1
+            try:
+                getattr(self, op)(node)
+            finally:
+                node.last_op_end = time.monotonic()
+                node.busy = False
             self.history.log(type="nemesis", op=op, node=node.name, phase="end")
             self.events[op] += 1
 
@@ -301,6 +321,75 @@ class Nemesis:
         node.broker.stop()  # SIGTERM; must exit 0
         self.stop.wait(self.rng.uniform(*self.down_s))
         node.broker.start()
+
+
+# ------------------------------------------------------------------ liveness
+
+# A broker that is running, not paused and untouched by the nemesis answers
+# ApiVersions (network threads never block): silent this long, it is hung.
+UNRESPONSIVE_S = 12.0
+
+
+class LivenessWatch(threading.Thread):
+    """Probes every running broker with ApiVersions once a second. One that
+    stays silent for UNRESPONSIVE_S while nothing touched it is a problem;
+    its threads' stacks (gdb, where installed) go to the run directory, so
+    a deadlock shows where it is."""
+
+    def __init__(self, cluster, run_dir, history):
+        super().__init__(name="liveness", daemon=True)
+        self.cluster, self.run_dir, self.history = cluster, run_dir, history
+        self.stop = threading.Event()
+        self.problems = []
+        self.last_ok = {}
+
+    def probe(self, node):
+        try:
+            with kafka_wire.Conn(node.broker.port, timeout=2.0) as c:
+                err, apis = c.api_versions()
+                return err == 0 and bool(apis)
+        except (OSError, kafka_wire.ConnectionClosed, ValueError, kafka_wire.Truncated):
+            return False
+
+    def run(self):
+        reported = set()
+        while not self.stop.wait(1.0):
+            for node in self.cluster.nodes:
+                proc = node.broker.proc
+                if proc is None or proc.poll() is not None or node.paused or node.busy:
+                    continue
+                ops = node.ops
+                ok = self.probe(node)
+                if node.ops != ops or node.busy or node.paused:
+                    continue  # the nemesis acted meanwhile: not this broker's doing
+                now = time.monotonic()
+                if ok:
+                    self.last_ok[node.name] = now
+                    continue
+                since = max(self.last_ok.get(node.name, 0.0), node.last_op_end)
+                key = (node.name, proc.pid)
+                if now - since < UNRESPONSIVE_S or key in reported:
+                    continue
+                reported.add(key)
+                where = self.dump_stacks(node, proc.pid)
+                msg = "%s (pid %d) answered no ApiVersions for %.0fs while running untouched%s" % (
+                    node.name, proc.pid, now - since, where)
+                print("[chaos] %7.2fs PROBLEM %s" % (now - self.history.t0, msg), flush=True)
+                self.history.log(type="unresponsive", node=node.name)
+                self.problems.append(msg)
+
+    def dump_stacks(self, node, pid):
+        gdb = shutil.which("gdb")
+        if gdb is None:
+            return " (no gdb here for its stacks)"
+        path = os.path.join(self.run_dir, "stacks-%s-%d.txt" % (node.name, pid))
+        try:
+            with open(path, "w") as f:
+                subprocess.run([gdb, "-batch", "-p", str(pid), "-ex", "thread apply all bt 25"],
+                               stdout=f, stderr=subprocess.STDOUT, timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return " (gdb failed: %r)" % e
+        return "; its threads' stacks: %s" % path
 
 
 # ------------------------------------------------------------------ workload
@@ -588,6 +677,7 @@ def main(argv=None):
     stop_producers, stop_consumers, stop_nemesis = threading.Event(), threading.Event(), threading.Event()
     producers, consumers, problems, notes, summary = [], [], [], [], None
     nemesis = Nemesis(cluster, args.nemesis, rng, history, stop_nemesis)
+    liveness = LivenessWatch(cluster, run_dir, history)
     try:
         cluster.start()
         cluster.create_topic(TOPIC, args.partitions)
@@ -604,6 +694,7 @@ def main(argv=None):
             harness.check(w.assigned.wait(60), "consumer %s got no assignment within 60s" % w.proc)
         history.log(type="nemesis", op="start", phase="start")
         t_faults = time.monotonic()
+        liveness.start()
         if args.nemesis:
             nemesis.run(t_faults + args.seconds)
         else:
@@ -651,6 +742,9 @@ def main(argv=None):
             if w.error:
                 problems.append("%s died: %s" % (w.name, w.error))
         final = cluster.final_read(TOPIC, args.partitions)
+        liveness.stop.set()
+        liveness.join(10)
+        problems += liveness.problems
         for p, (lo, hi, recs) in sorted(final.items()):
             history.log(type="final", partition=p, log_start=lo, end=hi, records=[list(r) for r in recs])
         history.close()
@@ -670,6 +764,7 @@ def main(argv=None):
             n.broker.dump_log(40)
     finally:
         signal.alarm(0)
+        liveness.stop.set()
         stop_nemesis.set()
         stop_producers.set()
         stop_consumers.set()
