@@ -260,18 +260,46 @@ class Cluster:
         # A cluster: every replica back in the ISR first, so the leader's HW
         # has reached its log end (a new leader's HW may lag until the
         # followers have fetched from it).
-        leaders = {p: self.nodes[0].broker for p in range(partitions)} if self.zk is None else \
-            self.wait_leaders(topic, partitions, full_isr=True)
         for p in range(partitions):
-            with leaders[p].conn(timeout=10) as c:
-                lo = c.list_offsets([(topic, [(p, -2)])])[(topic, p)]
-                hi = c.list_offsets([(topic, [(p, -1)])])[(topic, p)]
-                harness.check(lo[0] == 0 and hi[0] == 0, "ListOffsets %s-%d: errors %d, %d" % (topic, p, lo[0], hi[0]))
-                recs, hw = c.fetch_all(topic, p, start=lo[2], deadline_s=30.0, with_session=True)
-                harness.check(hw == hi[2], "%s-%d: high watermark %d, ListOffsets latest %d" % (topic, p, hw, hi[2]))
-                out[p] = (lo[2], hi[2], [(o, v.decode("utf-8", "replace") if v is not None else None, session)
-                                         for o, _, v, session in recs])
+            # The controller may still move a leader (its preferred-replica
+            # election after the heal): a read that meets another leader
+            # starts again from the leaders of the moment.
+            for attempt in range(5):
+                leaders = {q: self.nodes[0].broker for q in range(partitions)} if self.zk is None else \
+                    self.wait_leaders(topic, partitions, full_isr=True)
+                try:
+                    out[p] = self._read_partition(leaders[p], topic, p)
+                    break
+                except LeaderMoved as e:
+                    if self.zk is None or attempt == 4:
+                        raise AssertionError(str(e))
+                    print("[chaos] final read: %s; reading again" % e, flush=True)
         return out
+
+    @staticmethod
+    def _read_partition(broker, topic, p):
+        with broker.conn(timeout=10) as c:
+            lo = c.list_offsets([(topic, [(p, -2)])])[(topic, p)]
+            hi = c.list_offsets([(topic, [(p, -1)])])[(topic, p)]
+            if NOT_LEADER in (lo[0], hi[0]):
+                raise LeaderMoved("ListOffsets %s-%d on %s: NOT_LEADER_OR_FOLLOWER" % (topic, p, broker.name))
+            harness.check(lo[0] == 0 and hi[0] == 0, "ListOffsets %s-%d: errors %d, %d" % (topic, p, lo[0], hi[0]))
+            try:
+                recs, hw = c.fetch_all(topic, p, start=lo[2], deadline_s=30.0, with_session=True)
+            except AssertionError as e:
+                if str(e).endswith(": error %d" % NOT_LEADER):
+                    raise LeaderMoved("%s on %s" % (e, broker.name)) from e
+                raise
+            harness.check(hw == hi[2], "%s-%d: high watermark %d, ListOffsets latest %d" % (topic, p, hw, hi[2]))
+            return (lo[2], hi[2], [(o, v.decode("utf-8", "replace") if v is not None else None, session)
+                                   for o, _, v, session in recs])
+
+
+NOT_LEADER = 6  # NOT_LEADER_OR_FOLLOWER
+
+
+class LeaderMoved(Exception):
+    """The final read met a broker that no longer leads the partition."""
 
 
 # ------------------------------------------------------------------ nemesis
