@@ -66,6 +66,15 @@ struct Cluster {
     return *members.back();
   }
 
+  // A stale /brokers/ids/<id> owned by a session of its own (a process
+  // killed a moment ago whose session has not timed out); that session.
+  std::unique_ptr<zk::Session> stale_registration(int32_t id) {
+    auto s = reader();
+    REQUIRE(zk::ensure_path(*s, "/brokers/ids") == zk::Code::kOk);
+    REQUIRE(s->create("/brokers/ids/" + std::to_string(id), "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+    return s;
+  }
+
   // A session that reads the tree as a tool would (in the chroot).
   std::unique_ptr<zk::Session> reader() {
     std::string error;
@@ -179,11 +188,7 @@ TEST_CASE("when the controller's session expires another broker takes over with 
 TEST_CASE("a registration left by an earlier session is waited out") {
   Cluster c;
   c.add(1);
-  // A stale /brokers/ids/2 owned by another session (a process killed a
-  // moment ago whose session has not timed out).
-  auto stale = c.reader();
-  REQUIRE(zk::ensure_path(*stale, "/brokers/ids") == zk::Code::kOk);
-  REQUIRE(stale->create("/brokers/ids/2", "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+  auto stale = c.stale_registration(2);
   const int64_t stale_id = stale->session_id();
 
   std::string error;
@@ -223,9 +228,7 @@ TEST_CASE("a session that expires while start() waits out a stale registration i
   // own new session expires too. It used to give up and exit.
   Cluster c;
   c.add(1);
-  auto stale = c.reader();
-  REQUIRE(zk::ensure_path(*stale, "/brokers/ids") == zk::Code::kOk);
-  REQUIRE(stale->create("/brokers/ids/3", "{}", zk::CreateMode::kEphemeral) == zk::Code::kOk);
+  auto stale = c.stale_registration(3);
   const int64_t stale_id = stale->session_id();
   const std::vector<int64_t> before = c.server.session_ids();
 
