@@ -16,6 +16,7 @@
 #include "broker/cluster/partition_scan.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/groups/lag_metrics.h"
+#include "broker/groups/legacy_offsets.h"
 #include "broker/groups/membership.h"
 #include "broker/groups/partition_for.h"
 #include "broker/replica/leader_replicas.h"
@@ -299,8 +300,21 @@ void GroupCoordinator::load() {
     std::map<std::string, std::shared_ptr<Group>> loaded_groups;
     std::map<std::string, bool> has_metadata;
     if (auto topic = broker_.topics().find(kOffsetsTopic)) {
-      for (const auto& p : topic->partitions)
-        if (p) load_partition(*p, p->high_watermark(), loaded_groups, has_metadata);
+      // Two passes (legacy_offsets.h): first what older versions left in
+      // partitions that are not a group's home, then each home's own
+      // records, which are newer.
+      const int32_t n = static_cast<int32_t>(topic->partitions.size());
+      OffsetsLoadTrace trace(n);
+      for (const bool home : {false, true}) {
+        for (const auto& p : topic->partitions) {
+          if (!p) continue;
+          const int32_t index = p->index();
+          load_partition(
+              *p, p->high_watermark(), loaded_groups, has_metadata,
+              [&](const std::string& g) { return (partition_for(g, n) == index) == home; }, &trace);
+        }
+      }
+      migrate_misplaced(trace, loaded_groups, has_metadata);
     }
     install(loaded_groups, has_metadata, [] { return true; });
   }
@@ -420,8 +434,47 @@ void GroupCoordinator::unload(int32_t index) {
   }
 }
 
+void GroupCoordinator::migrate_misplaced(const OffsetsLoadTrace& trace,
+                                         const std::map<std::string, std::shared_ptr<Group>>& loaded,
+                                         const std::map<std::string, bool>& has_metadata) {
+  auto plans = plan_offsets_migrations(trace, loaded, has_metadata);
+  if (plans.empty()) return;
+  // Appends in chunks (an offsets batch stays far below any size limit) and
+  // fdatasyncs: the home copy must be durable before the old one is
+  // tombstoned. This runs once, at load, before any group request is served.
+  auto write = [this](int32_t index, const std::vector<OffsetsRecord>& records) -> bool {
+    auto p = broker_.topics().partition(kOffsetsTopic, index);
+    if (!p) return false;
+    constexpr size_t kChunk = 500;
+    for (size_t i = 0; i < records.size(); i += kChunk) {
+      const std::vector<OffsetsRecord> chunk(records.begin() + static_cast<std::ptrdiff_t>(i),
+                                             records.begin() + static_cast<std::ptrdiff_t>(std::min(records.size(), i + kChunk)));
+      auto batch = build_offsets_batch(chunk, Broker::now_ms());
+      if (!batch || !p->append(std::span<uint8_t>(*batch), Broker::now_ms()).is_ok()) return false;
+    }
+    return p->log().flush().is_ok();
+  };
+  size_t moved = 0;
+  for (const auto& m : plans) {
+    if (!m.state.empty() && !write(m.home, m.state)) {
+      CK_LOG_ERROR("groups", "group %s: could not move its offsets to %s-%d; they stay where they are (loaded)",
+                   m.group.c_str(), kOffsetsTopic, m.home);
+      continue;
+    }
+    bool ok = true;
+    for (const auto& [old, tombstones] : m.tombstones) ok = write(old, tombstones) && ok;
+    if (!ok)
+      CK_LOG_ERROR("groups", "group %s: moved to %s-%d, but its old records could not all be tombstoned",
+                   m.group.c_str(), kOffsetsTopic, m.home);
+    ++moved;
+  }
+  CK_LOG_INFO("groups", "moved %zu of %zu groups to the %s partition Kafka chooses (Utils.abs of the hash)", moved,
+              plans.size(), kOffsetsTopic);
+}
+
 void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
-                                      std::map<std::string, bool>& has_metadata) {
+                                      std::map<std::string, bool>& has_metadata,
+                                      const std::function<bool(const std::string&)>& want, OffsetsLoadTrace* trace) {
   auto group = [&into](const std::string& id) -> Group& {
     auto& slot = into[id];
     if (!slot) slot = std::make_shared<Group>(id);
@@ -450,7 +503,9 @@ void GroupCoordinator::load_partition(Partition& p, int64_t end, std::map<std::s
     while (reader.next(&rec)) {
       if (!rec.key) continue;
       auto d = decode_offsets_record(*rec.key, rec.value);
-      if (!d) continue;
+      if (!d || d->kind == DecodedOffsetsRecord::Kind::kOther) continue;
+      if (want && !want(d->group)) continue;
+      if (trace) trace->saw(p.index(), *d);
       if (d->kind == DecodedOffsetsRecord::Kind::kOffset && transactional) {
         if (d->offset) group(d->group).txn_offsets[pid][{d->topic, d->partition}] = std::move(*d->offset);
       } else if (d->kind == DecodedOffsetsRecord::Kind::kOffset) {

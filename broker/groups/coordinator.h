@@ -101,6 +101,8 @@ namespace ciuickafka::broker::groups {
 
 inline constexpr const char* kOffsetsTopic = "__consumer_offsets";
 
+struct OffsetsLoadTrace;  // legacy_offsets.h
+
 // Who sent a request (for member records and DescribeGroups).
 struct ClientInfo {
   std::string client_id;
@@ -243,9 +245,16 @@ class GroupCoordinator : public ReplicaRoleListener {
   std::shared_ptr<Partition> offsets_partition(const std::string& group_id);
 
   void load();
-  // Reads p's records in [log start, end) into `into`.
+  // Reads p's records in [log start, end) into `into`: only those of groups
+  // `want` accepts when it is set; each one applied is shown to `trace`
+  // when set (legacy_offsets.h).
   void load_partition(Partition& p, int64_t end, std::map<std::string, std::shared_ptr<Group>>& into,
-                      std::map<std::string, bool>& has_metadata);
+                      std::map<std::string, bool>& has_metadata,
+                      const std::function<bool(const std::string&)>& want = {}, OffsetsLoadTrace* trace = nullptr);
+  // Single node, during load(): moves the groups `trace` found outside their
+  // partition home (legacy_offsets.h).
+  void migrate_misplaced(const OffsetsLoadTrace& trace, const std::map<std::string, std::shared_ptr<Group>>& loaded,
+                         const std::map<std::string, bool>& has_metadata);
   // Cluster mode: the loader thread, one partition load, the unload.
   struct LoadJob {
     std::shared_ptr<Partition> partition;

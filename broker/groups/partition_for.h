@@ -4,8 +4,12 @@
 //
 // Kafka: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions, with
 // Java's String.hashCode (s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code
-// units, int32 wrap-around) and Utils.abs(x) = x & 0x7fffffff (so
-// Integer.MIN_VALUE maps to 0, unlike Math.abs).
+// units, int32 wrap-around) and org.apache.kafka.common.utils.Utils.abs(x) =
+// (x == Integer.MIN_VALUE) ? 0 : Math.abs(x). Not x & 0x7fffffff (Utils.
+// toPositive, the producer's partitioner): for a negative hash the two give
+// different partitions. Versions before this one used the mask; the
+// coordinator moves groups it finds in a partition that is not theirs
+// (legacy_offsets.h).
 //
 // Group ids arrive as UTF-8; they are decoded to UTF-16 code units (code
 // points above U+FFFF become surrogate pairs, as in Java). Malformed UTF-8
@@ -65,8 +69,9 @@ inline int32_t java_string_hash(std::string_view s) {
 // Kafka's Utils.abs(hash) % partitions.
 inline int32_t partition_for(std::string_view group_id, int32_t partitions) {
   if (partitions <= 0) return 0;
-  const int32_t h = java_string_hash(group_id) & 0x7fffffff;
-  return h % partitions;
+  const int32_t h = java_string_hash(group_id);
+  const int32_t abs = h == INT32_MIN ? 0 : (h < 0 ? -h : h);
+  return abs % partitions;
 }
 
 }  // namespace ciuickafka::broker::groups

@@ -116,10 +116,7 @@ std::optional<protocol::Bytes> build_txn_batch(const std::string& transactional_
 }
 
 int32_t txn_partition_for(std::string_view transactional_id, int32_t partitions) {
-  if (partitions <= 0) return 0;
-  const int32_t h = groups::java_string_hash(transactional_id);
-  const int32_t abs = h == INT32_MIN ? 0 : std::abs(h);  // Kafka's Utils.abs
-  return abs % partitions;
+  return groups::partition_for(transactional_id, partitions);  // the same formula as Kafka's
 }
 
 }  // namespace ciuickafka::broker::txn

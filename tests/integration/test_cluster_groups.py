@@ -68,7 +68,10 @@ def java_hash(s):
 
 
 def partition_for(group, n=OFFSETS_PARTITIONS):
-    return (java_hash(group) & 0x7FFFFFFF) % n
+    """Kafka's Utils.abs(groupId.hashCode()) % n (abs, not a mask: they differ for negative hashes)."""
+    h = java_hash(group)
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % n
 
 
 def find_coordinator(b, key, key_type=0):

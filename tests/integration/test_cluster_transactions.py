@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
-from test_cluster_groups import find_coordinator, java_hash  # noqa: E402
+from test_cluster_groups import find_coordinator, partition_for  # noqa: E402
 from test_cluster_replication import create, metadata, partition_states, wait_leaders, zk_json  # noqa: E402
 
 CHROOT = "/ck-txn"
@@ -74,7 +74,7 @@ def start_cluster(ctx, zk, ids=(1, 2, 3)):
 
 
 def txn_partition(tid):
-    return (java_hash(tid) & 0x7FFFFFFF) % TXN_PARTITIONS
+    return partition_for(tid, TXN_PARTITIONS)  # Kafka's Utils.abs(hashCode) % n, as for groups
 
 
 def find_txn_coordinator(b, tid):

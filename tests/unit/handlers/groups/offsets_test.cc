@@ -9,6 +9,7 @@
 #include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/delete_topics.h"
+#include "protocol/generated/describe_groups.h"
 #include "protocol/generated/find_coordinator.h"
 #include "protocol/records/record_batch.h"
 #include "storage/log.h"
@@ -35,6 +36,46 @@ void make_topic(BrokerFixture& f, const std::string& name, int32_t partitions) {
   REQUIRE(c.error.ok());
 }
 
+// Every decoded record of partition p, in log order.
+std::vector<groups::DecodedOffsetsRecord> offsets_records(Partition& p) {
+  std::vector<groups::DecodedOffsetsRecord> seen;
+  auto read = p.log().read(0, 16 << 20);
+  REQUIRE(read.is_ok());
+  auto bytes = storage::read_slices(read.value());
+  REQUIRE(bytes.is_ok());
+  protocol::BatchSplitter sp(std::span<const uint8_t>(bytes.value()));
+  protocol::RecordsEntry e;
+  while (sp.next(&e) == protocol::SplitStatus::kEntry) {
+    auto view = protocol::RecordBatchView::parse(e.bytes);
+    REQUIRE(view.ok());
+    auto recs = protocol::decode_records(view.value(), 16 << 20);
+    REQUIRE(recs.ok());
+    auto rd = recs.value().reader();
+    protocol::RecordView rv;
+    while (rd.next(&rv)) {
+      REQUIRE(rv.key);
+      auto d = groups::decode_offsets_record(*rv.key, rv.value);
+      REQUIRE(d);
+      seen.push_back(*d);
+    }
+  }
+  return seen;
+}
+
+void append_records(Partition& p, const std::vector<groups::OffsetsRecord>& records) {
+  auto batch = groups::build_offsets_batch(records, Broker::now_ms());
+  REQUIRE(batch);
+  REQUIRE(p.append(std::span<uint8_t>(*batch), Broker::now_ms()).is_ok());
+}
+
+groups::CommittedOffset committed(int64_t offset, const std::string& metadata = "") {
+  groups::CommittedOffset c;
+  c.offset = offset;
+  c.metadata = metadata;
+  c.commit_timestamp = Broker::now_ms();
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("group partition follows Java's String.hashCode and Utils.abs", "[groups]") {
@@ -45,7 +86,10 @@ TEST_CASE("group partition follows Java's String.hashCode and Utils.abs", "[grou
   CHECK(groups::partition_for("polygenelubricants", 50) == 0);
   CHECK(java_string_hash("\xC3\xA9") == 0xE9);                    // U+00E9, one UTF-16 unit
   CHECK(java_string_hash("\xF0\x9F\x98\x80") == 0xD83D * 31 + 0xDE00);  // surrogate pair
-  CHECK(groups::partition_for("my-group", 50) == (java_string_hash("my-group") & 0x7fffffff) % 50);
+  // A negative hash: Utils.abs(h) % n, not (h & 0x7fffffff) % n (which is 36).
+  CHECK(java_string_hash("my-group") == -1906497762);
+  CHECK(groups::partition_for("my-group", 50) == 12);
+  CHECK(groups::partition_for("my-group", 5) == 2);
 }
 
 TEST_CASE("FindCoordinator answers this node for groups and transactions", "[groups]") {
@@ -221,6 +265,124 @@ TEST_CASE("commits survive restarts and are Kafka records in __consumer_offsets"
     CHECK(r.topics[0].partitions[1].committed_offset == 7);
     CHECK(r.topics[0].partitions[1].metadata == "");
   }
+}
+
+TEST_CASE("a group an older version wrote to the masked-hash partition is moved to Kafka's partition", "[groups]") {
+  // "my-group" hashes to -1906497762: versions before this one wrote it to
+  // (h & 0x7fffffff) % 5 = 1, Kafka (and this version) to abs(h) % 5 = 2.
+  const std::string g = "my-group";
+  constexpr int32_t kOld = 1, kHome = 2;
+  REQUIRE(groups::partition_for(g, 5) == kHome);
+  BrokerFixture f(base_overrides());
+  make_topic(f, "t", 3);
+  coordinator(f);
+  // The first commit creates __consumer_offsets.
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("g3", "t", 0, 1), 8).topics[0].partitions[0].error_code ==
+          0);
+  auto old_p = f.broker().topics().partition("__consumer_offsets", kOld);
+  auto home_p = f.broker().topics().partition("__consumer_offsets", kHome);
+  REQUIRE(old_p);
+  REQUIRE(home_p);
+  // What an older version left in partition 1: commits (t-2 then deleted by
+  // OffsetDelete), the group's metadata and a neighbour that belongs there.
+  protocol::GroupMetadataValue meta;
+  meta.protocol_type = "consumer";
+  meta.generation = 7;
+  meta.protocol = "range";
+  meta.leader = std::nullopt;
+  const std::string neighbour = "local-group";  // a positive hash: partition 1 under both formulas
+  REQUIRE(groups::partition_for(neighbour, 5) == kOld);
+  append_records(*old_p, {groups::offset_commit_record(g, "t", 0, committed(10, "old-0")),
+                          groups::offset_commit_record(g, "t", 1, committed(20)),
+                          groups::offset_commit_record(g, "t", 2, committed(30)),
+                          groups::group_metadata_record(g, meta),
+                          groups::offset_commit_record(neighbour, "t", 0, committed(5))});
+  append_records(*old_p, {groups::offset_commit_record(g, "t", 2, std::nullopt),
+                          groups::offset_commit_record(g, "t", 0, committed(11, "old-0b"))});
+  // A half-done earlier move: the home already holds a newer t-1.
+  append_records(*home_p, {groups::offset_commit_record(g, "t", 1, committed(25, "home-1"))});
+  // "resident" (-347124400): old partition 3, home 0, so a load in partition
+  // order would read its home first; the home's newer commit must still win.
+  const std::string resident = "resident";
+  REQUIRE(groups::partition_for(resident, 5) == 0);
+  append_records(*f.broker().topics().partition("__consumer_offsets", 3),
+                 {groups::offset_commit_record(resident, "t", 0, committed(40))});
+  append_records(*f.broker().topics().partition("__consumer_offsets", 0),
+                 {groups::offset_commit_record(resident, "t", 0, committed(41))});
+  const int64_t old_end = old_p->log_end_offset();
+  const int64_t home_end = home_p->log_end_offset();
+
+  auto expect_state = [&] {
+    auto r = f.call<protocol::OffsetFetchResponse>(fetch_request(g, "t", {0, 1, 2}), 6);
+    REQUIRE(r.topics.size() == 1);
+    REQUIRE(r.topics[0].partitions.size() == 3);
+    CHECK(r.topics[0].partitions[0].committed_offset == 11);
+    CHECK(r.topics[0].partitions[0].metadata == "old-0b");
+    CHECK(r.topics[0].partitions[1].committed_offset == 25);
+    CHECK(r.topics[0].partitions[1].metadata == "home-1");
+    CHECK(r.topics[0].partitions[2].committed_offset == -1);
+    protocol::DescribeGroupsRequest d;
+    d.groups = {g};
+    auto dg = f.call<protocol::DescribeGroupsResponse>(d, 5);
+    REQUIRE(dg.groups.size() == 1);
+    CHECK(dg.groups[0].error_code == 0);
+    CHECK(dg.groups[0].group_state == "Empty");
+    CHECK(dg.groups[0].protocol_type == "consumer");
+    auto n = f.call<protocol::OffsetFetchResponse>(fetch_request(neighbour, "t", {0}), 6);
+    CHECK(n.topics[0].partitions[0].committed_offset == 5);
+    auto res = f.call<protocol::OffsetFetchResponse>(fetch_request(resident, "t", {0}), 6);
+    CHECK(res.topics[0].partitions[0].committed_offset == 41);
+  };
+
+  f.restart();
+  coordinator(f);
+  expect_state();
+  old_p = f.broker().topics().partition("__consumer_offsets", kOld);
+  home_p = f.broker().topics().partition("__consumer_offsets", kHome);
+  // The home partition now holds the whole state, written after what it had.
+  auto home = offsets_records(*home_p);
+  REQUIRE(static_cast<int64_t>(home.size()) > home_end);
+  std::map<std::pair<std::string, int32_t>, int64_t> home_offsets;
+  std::optional<protocol::GroupMetadataValue> home_meta;
+  for (const auto& d : home) {
+    CHECK(d.group == g);
+    if (d.kind == groups::DecodedOffsetsRecord::Kind::kOffset && d.offset) home_offsets[{d.topic, d.partition}] = d.offset->offset;
+    if (d.kind == groups::DecodedOffsetsRecord::Kind::kGroup) home_meta = d.metadata;
+  }
+  CHECK(home_offsets == std::map<std::pair<std::string, int32_t>, int64_t>{{{"t", 0}, 11}, {{"t", 1}, 25}});
+  REQUIRE(home_meta);
+  CHECK(home_meta->generation == 7);
+  CHECK(home_meta->protocol == std::optional<std::string>("range"));
+  // The old partition ends with a tombstone for each key the group still had
+  // there (t-2 was deleted there already).
+  auto old = offsets_records(*old_p);
+  REQUIRE(static_cast<int64_t>(old.size()) > old_end);
+  std::set<std::pair<std::string, int32_t>> tombstoned;
+  bool meta_tombstoned = false;
+  for (size_t i = static_cast<size_t>(old_end); i < old.size(); ++i) {
+    CHECK(old[i].group == g);
+    if (old[i].kind == groups::DecodedOffsetsRecord::Kind::kOffset) {
+      CHECK_FALSE(old[i].offset);
+      tombstoned.insert({old[i].topic, old[i].partition});
+    } else {
+      CHECK_FALSE(old[i].metadata);
+      meta_tombstoned = true;
+    }
+  }
+  CHECK(tombstoned == std::set<std::pair<std::string, int32_t>>{{"t", 0}, {"t", 1}});
+  CHECK(meta_tombstoned);
+
+  // Moved once: a second restart finds nothing to move and the same state.
+  const int64_t old_after = old_p->log_end_offset(), home_after = home_p->log_end_offset();
+  f.restart();
+  coordinator(f);
+  expect_state();
+  CHECK(f.broker().topics().partition("__consumer_offsets", kOld)->log_end_offset() == old_after);
+  CHECK(f.broker().topics().partition("__consumer_offsets", kHome)->log_end_offset() == home_after);
+  // New commits go to the home partition.
+  REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request(g, "t", 2, 99), 8).topics[0].partitions[0].error_code ==
+          0);
+  CHECK(f.broker().topics().partition("__consumer_offsets", kHome)->log_end_offset() == home_after + 1);
 }
 
 TEST_CASE("requests before the load finishes are told to retry", "[groups]") {
