@@ -1,6 +1,8 @@
 // broker/broker.cc: opening the broker's state and shutting it down.
 #include "broker/broker.h"
 
+#include "broker/admin/dynamic_configs.h"
+
 #include "broker/cluster/config_changes.h"
 #include "broker/cluster/controlled_shutdown.h"
 #include "broker/cluster/replica_manager.h"
@@ -211,6 +213,14 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
                   names.c_str(), st.logs_opened, dirs.size() - st.dirs_clean, dirs.size(),
                   static_cast<unsigned long long>(st.segments_recovered),
                   static_cast<unsigned long long>(st.bytes_truncated));
+    }
+  }
+  // A single node's dynamic broker configs, before topics take their
+  // effective settings from them (admin/dynamic_configs.h).
+  if (!b->cluster_) {
+    if (auto s = admin::DynamicConfigs::load(*b->fs_, dirs.front(), b->config_); !s.is_ok()) {
+      *error = "cannot load the dynamic broker configs: " + s.to_string();
+      return nullptr;
     }
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);

@@ -50,6 +50,9 @@ class Broker {
   Broker& operator=(const Broker&) = delete;
 
   const config::BrokerConfig& config() const { return config_; }
+  // For the dynamic configs service only (admin/dynamic_configs.h):
+  // BrokerConfig::set_dynamic is safe against concurrent readers.
+  config::BrokerConfig& config_for_dynamic_update() { return config_; }
   const config::Listeners& listeners() const { return listeners_; }
   int32_t node_id() const { return node_id_; }
   const std::string& cluster_id() const { return cluster_id_; }

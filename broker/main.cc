@@ -70,7 +70,9 @@ std::string config_sources(const cfg::BrokerConfig& c, const std::string& file_n
       case cfg::ConfigSource::kFile: ++file; break;
       case cfg::ConfigSource::kOverride: ++overrides; break;
       case cfg::ConfigSource::kEnvironment: ++env; break;
-      case cfg::ConfigSource::kDefault: break;
+      case cfg::ConfigSource::kDefault:
+      case cfg::ConfigSource::kDynamicDefault:
+      case cfg::ConfigSource::kDynamicBroker: break;
     }
   }
   std::string out;

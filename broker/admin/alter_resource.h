@@ -5,11 +5,12 @@
 // A TOPIC resource must be a valid (INVALID_TOPIC_EXCEPTION) and existing
 // (UNKNOWN_TOPIC_OR_PARTITION) topic; in cluster mode existence is the
 // config store's to check (ZooKeeper's /brokers/topics/T, not this broker's
-// replicas). BROKER and BROKER_LOGGER resources:
-// this broker has no dynamic configs (everything is set at start-up, file >
-// --override > environment), so a change is INVALID_REQUEST with a message
-// saying so; an empty change set is accepted (it changes nothing). A
-// resource named twice in one request is INVALID_REQUEST, as in Kafka.
+// replicas). BROKER resources must name this broker or "" (INVALID_REQUEST);
+// on a single node their dynamic configs change (BrokerConfigStore,
+// dynamic_configs.h); in cluster mode, and for BROKER_LOGGER resources, a
+// change is INVALID_REQUEST with a message saying so and an empty change set
+// is accepted (it changes nothing). A resource named twice in one request is
+// INVALID_REQUEST, as in Kafka.
 //
 // alter_each_resource() is the per-resource response loop both handlers
 // share over their different generated request/response types.
@@ -31,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/admin/dynamic_configs.h"
 #include "broker/admin/resource_types.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
@@ -49,10 +51,12 @@ class ConfigStore {
   // Replaces the overrides (validated; validate_only changes nothing).
   virtual TopicError replace(const std::string& topic, const ConfigMap& configs, bool validate_only) = 0;
   // The effective value of key for a topic with these overrides.
-  std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const {
+  virtual std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const {
     auto it = overrides.find(key);
     return it != overrides.end() ? std::optional<std::string>(it->second) : config::topic_default(broker_.config(), key);
   }
+  // The definition of a config this resource takes (null: unknown).
+  virtual const config::KeyDef* key_def(const std::string& name) const { return config::find_by_topic_name(name); }
 
  protected:
   Broker& broker_;
@@ -84,6 +88,26 @@ class ZkConfigStore final : public ConfigStore {
   ZkTopicAdmin& admin_;
 };
 
+// A BROKER resource on a single node: its dynamic configs ("" is the
+// cluster-wide default, "<node id>" this broker's own; dynamic_configs.h).
+class BrokerConfigStore final : public ConfigStore {
+ public:
+  using ConfigStore::ConfigStore;
+  TopicError current(const std::string& name, ConfigMap* out) override {
+    *out = broker_.service<DynamicConfigs>().current(name.empty());
+    return {};
+  }
+  TopicError replace(const std::string& name, const ConfigMap& configs, bool validate_only) override {
+    return broker_.service<DynamicConfigs>().replace(name.empty(), configs, validate_only);
+  }
+  std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const override {
+    auto it = overrides.find(key);
+    if (it != overrides.end()) return it->second;
+    return config::find_key(key) ? broker_.config().describe_value(key) : std::nullopt;
+  }
+  const config::KeyDef* key_def(const std::string& name) const override { return config::find_key(name); }
+};
+
 // Checks a resource about to be altered; `changes` = number of configs.
 // NONE means: a topic, go ahead (or a broker resource with nothing to do,
 // then *nothing_to_do is set).
@@ -100,14 +124,15 @@ inline TopicError check_alter_resource(Broker& broker, int8_t type, const std::s
     case kResourceBroker:
     case kResourceBrokerLogger:
       if (auto why = bad_broker_resource(name, broker.node_id())) return {ErrorCode::INVALID_REQUEST, *why};
+      if (type == kResourceBroker && broker.cluster() == nullptr) return {};  // BrokerConfigStore
       if (changes == 0) {
         *nothing_to_do = true;
         return {};
       }
       return {ErrorCode::INVALID_REQUEST,
               type == kResourceBroker
-                  ? "Dynamic broker configs are not supported: set broker configs in server.properties, "
-                    "--override or KAFKA_* environment variables and restart the broker."
+                  ? "Dynamic broker configs are not supported in cluster mode yet: set broker configs in "
+                    "server.properties, --override or KAFKA_* environment variables and restart the broker."
                   : "Changing logger levels at runtime is not supported."};
     default:
       return {ErrorCode::INVALID_REQUEST, "Unsupported resource type " + std::to_string(type)};

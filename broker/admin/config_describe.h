@@ -102,39 +102,54 @@ inline std::vector<DescribedConfig> describe_topic_configs(const TopicTable& top
     d.is_sensitive = bk->type == config::ConfigType::kPassword;
     d.documentation = std::string(bk->doc);
     auto over = topic.configs.find(name);
+    std::vector<ConfigSynonym> synonyms = broker_synonyms(cfg, bk->name);
     if (over != topic.configs.end()) {
       d.value = d.is_sensitive ? std::nullopt : std::optional<std::string>(over->second);
-      d.source = config::DescribeSource::kTopicConfig;
+      synonyms.insert(synonyms.begin(), ConfigSynonym{name, d.value, config::DescribeSource::kTopicConfig});
     } else {
       d.value = d.is_sensitive ? std::nullopt : topics.config_value(topic, name);
-      bool set = false;
-      for (const config::KeyDef* k : config::synonym_keys(bk->name)) set = set || cfg.is_set(k->name);
-      d.source = set ? config::DescribeSource::kStaticBrokerConfig : config::DescribeSource::kDefaultConfig;
     }
-    if (with_synonyms) {
-      if (over != topic.configs.end()) d.synonyms.push_back({name, d.value, config::DescribeSource::kTopicConfig});
-      for (auto& s : broker_synonyms(cfg, bk->name)) d.synonyms.push_back(std::move(s));
-    }
+    // Kafka's rule: the source is the first synonym's, DEFAULT_CONFIG when
+    // there is none (so a retention.ms inherited from a static
+    // log.retention.hours, which is not among log.retention.ms's listed
+    // synonyms, says DEFAULT_CONFIG although its value is the hours').
+    d.source = synonyms.empty() ? config::DescribeSource::kDefaultConfig : synonyms.front().source;
+    if (with_synonyms) d.synonyms = std::move(synonyms);
     out.push_back(std::move(d));
   }
   return out;
 }
 
+// A broker's configs (resource "<node id>"): every key, read-only unless it
+// can be set dynamically here. The cluster-wide default resource ("") lists
+// only the keys set dynamically for it, as Kafka does.
 inline std::vector<DescribedConfig> describe_broker_configs(const config::BrokerConfig& cfg,
                                                             const std::optional<std::vector<std::string>>& keys,
-                                                            bool with_synonyms) {
+                                                            bool with_synonyms, bool cluster_default = false) {
   std::vector<DescribedConfig> out;
+  const config::DynamicMap defaults = cluster_default ? cfg.dynamic_default() : config::DynamicMap{};
   for (const config::KeyDef& k : config::all_keys()) {
     if (!wanted(keys, k.name)) continue;
+    if (cluster_default && !defaults.contains(std::string(k.name))) continue;
     DescribedConfig d;
     d.name = std::string(k.name);
     d.value = cfg.describe_value(k.name);
-    d.read_only = true;
+    d.read_only = config::not_dynamic_reason(k).has_value();
     d.source = config::describe_source(cfg.source(k.name));
+    if (cluster_default) {
+      auto v = defaults.find(std::string(k.name));
+      d.value = k.type == config::ConfigType::kPassword ? std::nullopt : std::optional<std::string>(v->second);
+      d.source = config::DescribeSource::kDynamicDefaultBrokerConfig;
+    }
     d.is_sensitive = k.type == config::ConfigType::kPassword;
     d.config_type = describe_type(k.type);
     d.documentation = std::string(k.doc);
     if (with_synonyms) d.synonyms = broker_synonyms(cfg, k.name);
+    // The default resource shows only the dynamic defaults among them (Kafka).
+    if (cluster_default)
+      std::erase_if(d.synonyms, [](const ConfigSynonym& s) {
+        return s.source != config::DescribeSource::kDynamicDefaultBrokerConfig;
+      });
     out.push_back(std::move(d));
   }
   return out;

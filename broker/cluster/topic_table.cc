@@ -386,6 +386,15 @@ TopicError TopicTable::set_configs(std::string_view name, const ConfigMap& confi
   return {};
 }
 
+void TopicTable::refresh_log_configs() {
+  std::lock_guard<std::mutex> wlock(write_mu_);
+  for (const auto& topic : list()) {
+    const storage::LogConfig lc = log_config(topic->configs);
+    for (const auto& p : topic->partitions)
+      if (p) (void)logs_.update_config(p->tp(), lc);
+  }
+}
+
 TopicTable::Ensured TopicTable::ensure_partition(std::string_view name, const protocol::Uuid& id, int32_t index,
                                                 const ConfigMap& configs, int64_t now_ms) {
   Ensured out;

@@ -120,6 +120,9 @@ class TopicTable {
   // Replaces the topic's overrides with `configs` (AlterConfigs semantics;
   // IncrementalAlterConfigs builds the full map first).
   TopicError set_configs(std::string_view name, const ConfigMap& configs, bool validate_only);
+  // Re-applies every topic's effective storage settings to its logs, after
+  // a broker default changed (dynamic broker configs).
+  void refresh_log_configs();
 
   // Effective value of a topic config for a topic (override, else broker
   // default); nullopt for an unknown key or a null default.

@@ -3,6 +3,7 @@
 
 #include "broker/config/listeners.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -51,6 +52,16 @@ bool is_empty_value(const Value& v) {
 
 }  // namespace
 
+std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
+  // The topic-level defaults (log.retention.ms, message.max.bytes, ...):
+  // Kafka's DynamicLogConfig. Every topic reads them through its effective
+  // config, and the broker re-applies its logs' settings after a change.
+  // unclean.leader.election.enable is the exception: the controller takes
+  // it at start-up.
+  if (!k.topic_name.empty() && k.name != "unclean.leader.election.enable") return std::nullopt;
+  return "it takes effect only at start-up here: set it in server.properties, --override or KAFKA_* and restart";
+}
+
 BrokerConfig BrokerConfig::defaults() {
   BrokerConfig c;
   for (const KeyDef& k : all_keys()) {
@@ -65,7 +76,92 @@ BrokerConfig BrokerConfig::defaults() {
   return c;
 }
 
-const Entry& BrokerConfig::entry(std::string_view name) const { return entries_[key_index(must_find(name))]; }
+BrokerConfig::BrokerConfig(const BrokerConfig& other) : entries_(other.entries_) { copy_dynamic_from(other); }
+
+BrokerConfig& BrokerConfig::operator=(const BrokerConfig& other) {
+  if (this == &other) return *this;
+  entries_ = other.entries_;
+  tables_.reset();
+  live_.store(nullptr, std::memory_order_release);
+  copy_dynamic_from(other);
+  return *this;
+}
+
+BrokerConfig::BrokerConfig(BrokerConfig&& other) noexcept
+    : entries_(std::move(other.entries_)), tables_(std::move(other.tables_)) {
+  live_.store(other.live_.exchange(nullptr), std::memory_order_release);
+}
+
+BrokerConfig& BrokerConfig::operator=(BrokerConfig&& other) noexcept {
+  if (this == &other) return *this;
+  entries_ = std::move(other.entries_);
+  tables_ = std::move(other.tables_);
+  live_.store(other.live_.exchange(nullptr), std::memory_order_release);
+  return *this;
+}
+
+void BrokerConfig::copy_dynamic_from(const BrokerConfig& other) {
+  const Table* t = other.live();
+  if (t == nullptr) return;
+  tables_ = std::make_unique<std::deque<std::unique_ptr<Table>>>();
+  tables_->push_back(std::make_unique<Table>(*t));
+  live_.store(tables_->back().get(), std::memory_order_release);
+}
+
+DynamicMap BrokerConfig::dynamic_default() const {
+  const Table* t = live();
+  return t ? t->raw_default : DynamicMap{};
+}
+
+DynamicMap BrokerConfig::dynamic_broker() const {
+  const Table* t = live();
+  return t ? t->raw_broker : DynamicMap{};
+}
+
+Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const DynamicMap& this_broker) {
+  auto next = std::make_unique<Table>();
+  next->effective = entries_;
+  next->raw_default = cluster_default;
+  next->raw_broker = this_broker;
+  auto lay = [&](const DynamicMap& m, ConfigSource source, std::map<size_t, Entry>& into) -> std::optional<ConfigError> {
+    for (const auto& [name, text] : m) {
+      const KeyDef* k = find_key(name);
+      if (k == nullptr) return ConfigError{"unknown configuration key \"" + name + "\""};
+      if (auto why = not_dynamic_reason(*k))
+        return ConfigError{"cannot update " + name + " dynamically: " + *why};
+      auto v = parse_value(*k, text);
+      if (!v) return v.error();
+      Entry e;
+      e.value = std::move(v).value();
+      e.source = source;
+      e.origin = source == ConfigSource::kDynamicBroker ? "dynamic broker config" : "dynamic default broker config";
+      into[key_index(*k)] = e;
+    }
+    return std::nullopt;
+  };
+  if (auto e = lay(cluster_default, ConfigSource::kDynamicDefault, next->dynamic_default)) return *e;
+  if (auto e = lay(this_broker, ConfigSource::kDynamicBroker, next->dynamic_broker)) return *e;
+  for (const auto* layer : {&next->dynamic_default, &next->dynamic_broker})
+    for (const auto& [i, e] : *layer) next->effective[i] = e;
+  // The start-up checks that concern dynamic keys, on a candidate.
+  BrokerConfig candidate;
+  candidate.entries_ = next->effective;
+  const KeyDef& retention = candidate.effective_key("log.retention.ms");
+  if (candidate.group_ms("log.retention.ms") == 0)
+    return ConfigError{"invalid value \"0\" for " + std::string(retention.name) +
+                       ": expected -1 (unlimited) or a positive retention"};
+  if (!tables_) tables_ = std::make_unique<std::deque<std::unique_ptr<Table>>>();
+  tables_->push_back(std::move(next));
+  live_.store(tables_->back().get(), std::memory_order_release);
+  return true;
+}
+
+const std::vector<Entry>& BrokerConfig::table() const {
+  const Table* t = live();
+  return t ? t->effective : entries_;
+}
+
+const Entry& BrokerConfig::entry(std::string_view name) const { return table()[key_index(must_find(name))]; }
 
 bool BrokerConfig::is_null(std::string_view name) const {
   return std::holds_alternative<std::monostate>(entry(name).value);
@@ -90,34 +186,67 @@ std::optional<std::string> BrokerConfig::describe_value(std::string_view name) c
 }
 
 std::vector<Synonym> BrokerConfig::synonyms(std::string_view name) const {
-  std::vector<Synonym> out;
-  for (const KeyDef* k : synonym_keys(name)) {
-    const Entry& e = entries_[key_index(*k)];
-    const bool hidden = k->type == ConfigType::kPassword;
-    if (e.source != ConfigSource::kDefault)
-      out.push_back({k->name, hidden ? std::nullopt : format_value(e.value), e.source});
-    if (k->default_value)
-      out.push_back({k->name, hidden ? std::nullopt : std::optional<std::string>(*k->default_value),
-                     ConfigSource::kDefault});
+  // Kafka's ConfigHelper.configSynonyms: over the whole synonym group, first
+  // every dynamic broker value, then every dynamic default, every static
+  // value, every default; then the leading entries of other keys are
+  // dropped, so a key lists its own entries and what follows them (a
+  // retention.hours after a dynamic retention.ms shows only its default).
+  std::vector<Synonym> all;
+  const Table* t = live();
+  const auto group = synonym_keys(name);
+  auto shown = [](const KeyDef* k, const Value& v) {
+    return k->type == ConfigType::kPassword ? std::nullopt : format_value(v);
+  };
+  if (t != nullptr) {
+    for (const auto* dyn : {&t->dynamic_broker, &t->dynamic_default})
+      for (const KeyDef* k : group)
+        if (auto d = dyn->find(key_index(*k)); d != dyn->end())
+          all.push_back({k->name, shown(k, d->second.value), d->second.source});
   }
-  return out;
+  for (const KeyDef* k : group) {
+    const Entry& e = entries_[key_index(*k)];
+    if (e.source != ConfigSource::kDefault) all.push_back({k->name, shown(k, e.value), e.source});
+  }
+  for (const KeyDef* k : group)
+    if (k->default_value)
+      all.push_back({k->name, k->type == ConfigType::kPassword ? std::nullopt : std::optional<std::string>(*k->default_value),
+                     ConfigSource::kDefault});
+  auto first = std::find_if(all.begin(), all.end(), [&](const Synonym& s) { return s.name == name; });
+  return std::vector<Synonym>(first, all.end());
 }
+
+namespace {
+int source_rank(ConfigSource s) {
+  switch (s) {
+    case ConfigSource::kDefault: return 0;
+    case ConfigSource::kDynamicDefault: return 2;
+    case ConfigSource::kDynamicBroker: return 3;
+    default: return 1;  // static: file, override, environment
+  }
+}
+}  // namespace
 
 const KeyDef& BrokerConfig::effective_key(std::string_view name) const {
   auto group = synonym_keys(name);
   if (group.empty()) die("no such key", name);
+  const std::vector<Entry>& t = table();
+  const KeyDef* best = nullptr;
+  for (const KeyDef* k : group) {
+    const int r = source_rank(t[key_index(*k)].source);
+    if (r > 0 && (best == nullptr || r > source_rank(t[key_index(*best)].source))) best = k;
+  }
+  if (best != nullptr) return *best;
   for (const KeyDef* k : group)
-    if (entries_[key_index(*k)].source != ConfigSource::kDefault) return *k;
-  for (const KeyDef* k : group)
-    if (!std::holds_alternative<std::monostate>(entries_[key_index(*k)].value)) return *k;
+    if (!std::holds_alternative<std::monostate>(t[key_index(*k)].value)) return *k;
   return *group.front();
 }
 
 int64_t BrokerConfig::group_ms(std::string_view name) const {
   const KeyDef& k = effective_key(name);
-  const Value& v = entries_[key_index(k)].value;
-  int64_t n = std::holds_alternative<int32_t>(v) ? get_as<int32_t>(entries_[key_index(k)], k.name)
-                                                 : get_as<int64_t>(entries_[key_index(k)], k.name);
+  const std::vector<Entry>& t = table();
+  const Value& v = t[key_index(k)].value;
+  int64_t n = std::holds_alternative<int32_t>(v) ? get_as<int32_t>(t[key_index(k)], k.name)
+                                                 : get_as<int64_t>(t[key_index(k)], k.name);
   return k.unit_ms > 1 ? n * k.unit_ms : n;
 }
 

@@ -12,9 +12,26 @@
 // see listeners.h). Unknown keys and keys accepted but ignored here are
 // warnings for the caller to print. Each key keeps its source and origin, for DescribeConfigs.
 //
-// Thread-safety: BrokerConfig is immutable after loading; share it freely.
+// Dynamic configs (Kafka's DynamicBrokerConfig): set_dynamic() lays two sets
+// over what the broker started with: the cluster-wide default (resource "")
+// and this broker's own (resource "<node id>"), the broker's winning. Within
+// a synonym group the key set at the highest source wins (dynamic broker >
+// dynamic default > static > default), then the group's order.
+// dynamic_updatable() says which keys may be set so: those that take effect
+// here without a restart.
+//
+// Thread-safety: every reader may run while set_dynamic() runs on another
+// thread. A reader sees the table before or after a change, never a mix;
+// references it got stay valid for the BrokerConfig's lifetime (each change
+// keeps its table: a few hundred entries per change an operator makes).
+// set_dynamic() calls are serialised by the caller.
 #pragma once
 
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,10 +69,31 @@ struct LoadedConfig;
 
 Result<LoadedConfig> load_config(const ConfigInput& input);
 
+using DynamicMap = std::map<std::string, std::string>;
+
+// Whether `k` may be set dynamically here (Kafka allows it, and it takes
+// effect live in CiuicKafka); when not, why not, one line.
+std::optional<std::string> not_dynamic_reason(const KeyDef& k);
+
 class BrokerConfig {
  public:
   // Every key at its default.
   static BrokerConfig defaults();
+
+  BrokerConfig() = default;
+  BrokerConfig(const BrokerConfig& other);
+  BrokerConfig& operator=(const BrokerConfig& other);
+  BrokerConfig(BrokerConfig&& other) noexcept;
+  BrokerConfig& operator=(BrokerConfig&& other) noexcept;
+
+  // Replaces both dynamic sets (key -> raw text, as AlterConfigs sends):
+  // every key must be a known, dynamically updatable key with a valid value,
+  // and the keys together must pass the start-up checks; otherwise nothing
+  // changes and the error names the key and the value.
+  Result<bool> set_dynamic(const DynamicMap& cluster_default, const DynamicMap& this_broker);
+  // The sets last accepted.
+  DynamicMap dynamic_default() const;
+  DynamicMap dynamic_broker() const;
 
   // The entry of a registry key. An unknown name is a programming error and
   // aborts: callers name keys in code.
@@ -97,7 +135,23 @@ class BrokerConfig {
  private:
   friend Result<LoadedConfig> load_config(const ConfigInput& input);
 
-  std::vector<Entry> entries_;  // parallel to all_keys()
+  // One effective table: the start-up entries with the dynamic sets laid
+  // over, and the dynamic entries themselves (for synonyms).
+  struct Table {
+    std::vector<Entry> effective;                 // parallel to all_keys()
+    std::map<size_t, Entry> dynamic_default;      // registry index -> entry
+    std::map<size_t, Entry> dynamic_broker;
+    DynamicMap raw_default, raw_broker;
+  };
+  const std::vector<Entry>& table() const;
+  const Table* live() const { return live_.load(std::memory_order_acquire); }
+  void copy_dynamic_from(const BrokerConfig& other);
+
+  std::vector<Entry> entries_;  // the start-up entries, parallel to all_keys()
+  // The dynamic tables, each kept until the BrokerConfig goes (readers may
+  // hold references into them); live_ is the newest (null: none yet).
+  std::unique_ptr<std::deque<std::unique_ptr<Table>>> tables_;
+  std::atomic<const Table*> live_{nullptr};
 };
 
 struct LoadedConfig {

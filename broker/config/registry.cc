@@ -152,12 +152,19 @@ std::string_view to_string(ConfigSource s) {
     case ConfigSource::kFile: return "file";
     case ConfigSource::kOverride: return "override";
     case ConfigSource::kEnvironment: return "environment";
+    case ConfigSource::kDynamicDefault: return "dynamic default";
+    case ConfigSource::kDynamicBroker: return "dynamic";
   }
   return "unknown";
 }
 
 DescribeSource describe_source(ConfigSource s) {
-  return s == ConfigSource::kDefault ? DescribeSource::kDefaultConfig : DescribeSource::kStaticBrokerConfig;
+  switch (s) {
+    case ConfigSource::kDefault: return DescribeSource::kDefaultConfig;
+    case ConfigSource::kDynamicDefault: return DescribeSource::kDynamicDefaultBrokerConfig;
+    case ConfigSource::kDynamicBroker: return DescribeSource::kDynamicBrokerConfig;
+    default: return DescribeSource::kStaticBrokerConfig;
+  }
 }
 
 Validator Validator::at_least(int64_t min) {

@@ -39,12 +39,14 @@ std::string_view to_string(ConfigType t);
 using List = std::vector<std::string>;
 using Value = std::variant<std::monostate, bool, int32_t, int64_t, double, std::string, List>;
 
-// Where a key's value came from. Later (dynamic configs) adds more.
+// Where a key's value came from.
 enum class ConfigSource : uint8_t {
-  kDefault,      // the registry default
-  kFile,         // the properties file (--config)
-  kOverride,     // --override key=value
-  kEnvironment,  // KAFKA_* / KAFKA_CFG_* / CLUSTER_ID
+  kDefault,         // the registry default
+  kFile,            // the properties file (--config)
+  kOverride,        // --override key=value
+  kEnvironment,     // KAFKA_* / KAFKA_CFG_* / CLUSTER_ID
+  kDynamicDefault,  // a dynamic config for every broker (AlterConfigs, resource "")
+  kDynamicBroker,   // a dynamic config for this broker (AlterConfigs, resource "<node id>")
 };
 
 std::string_view to_string(ConfigSource s);
@@ -60,7 +62,7 @@ enum class DescribeSource : int8_t {
 };
 
 // File, override and environment are all Kafka's STATIC_BROKER_CONFIG: what
-// the broker was started with.
+// the broker was started with; the dynamic ones are DYNAMIC_(DEFAULT_)BROKER_CONFIG.
 DescribeSource describe_source(ConfigSource s);
 
 struct ConfigError {

@@ -42,7 +42,10 @@ void answer(RequestContext& ctx, const AlterConfigsRequest& req, admin::ConfigSt
   const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
       req, [&](const auto& r) {
         ConfigMap configs;
-        const TopicError e = alter(*ctx.broker, store, r, req.validate_only, configs);
+        admin::BrokerConfigStore broker_store(*ctx.broker);
+        admin::ConfigStore& target =
+            r.resource_type == admin::kResourceBroker && ctx.broker->cluster() == nullptr ? broker_store : store;
+        const TopicError e = alter(*ctx.broker, target, r, req.validate_only, configs);
         admin::log_alter("AlterConfigs", ctx.header.client_id, r.resource_type, r.resource_name, &configs, e,
                          req.validate_only);
         return e;

@@ -2,9 +2,9 @@
 //
 // TOPIC resources: every known topic config (or the requested subset) with
 // its effective value and source; an invalid name is INVALID_TOPIC_EXCEPTION,
-// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. BROKER resources (this node's
-// id, or empty): every registry key, read-only since dynamic broker configs
-// are not supported. BROKER_LOGGER: an empty list (we have no per-logger
+// an unknown topic UNKNOWN_TOPIC_OR_PARTITION. BROKER resources: this node's
+// id lists every registry key (read-only unless dynamically updatable,
+// admin/dynamic_configs.h); "" lists the cluster-wide dynamic defaults. BROKER_LOGGER: an empty list (we have no per-logger
 // levels to show). Other resource types: INVALID_REQUEST. The values,
 // sources and synonyms come from admin/config_describe.h.
 //
@@ -77,7 +77,8 @@ Result describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsRes
     case admin::kResourceBroker:
       if (auto why = admin::bad_broker_resource(r.resource_name, broker.node_id()))
         return error_result(r, ErrorCode::INVALID_REQUEST, *why);
-      entries = admin::describe_broker_configs(broker.config(), r.configuration_keys, synonyms);
+      entries = admin::describe_broker_configs(broker.config(), r.configuration_keys, synonyms,
+                                               r.resource_name.empty());
       break;
     case admin::kResourceBrokerLogger:
       if (auto why = admin::bad_broker_resource(r.resource_name, broker.node_id()))

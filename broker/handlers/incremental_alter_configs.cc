@@ -78,8 +78,11 @@ TopicError alter(Broker& broker, admin::ConfigStore& store, const IncrementalAlt
       configs[c.name] = *c.value;
       continue;
     }
-    const config::KeyDef* key = config::find_by_topic_name(c.name);
-    if (key == nullptr) return {ErrorCode::INVALID_CONFIG, "unknown topic configuration \"" + c.name + "\""};
+    const config::KeyDef* key = store.key_def(c.name);
+    if (key == nullptr)
+      return {ErrorCode::INVALID_CONFIG, std::string(r.resource_type == admin::kResourceTopic ? "unknown topic configuration \""
+                                                                                            : "unknown configuration \"") +
+                                             c.name + "\""};
     if (key->type != config::ConfigType::kList)
       return {ErrorCode::INVALID_CONFIG, std::string("Config value ") +
                                              (c.config_operation == kAppend ? "append" : "subtract") +
@@ -101,7 +104,10 @@ void answer(RequestContext& ctx, const IncrementalAlterConfigsRequest& req, admi
   const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
       req, [&](const auto& r) {
         ConfigMap configs;
-        const TopicError e = alter(*ctx.broker, store, r, req.validate_only, configs);
+        admin::BrokerConfigStore broker_store(*ctx.broker);
+        admin::ConfigStore& target =
+            r.resource_type == admin::kResourceBroker && ctx.broker->cluster() == nullptr ? broker_store : store;
+        const TopicError e = alter(*ctx.broker, target, r, req.validate_only, configs);
         admin::log_alter("IncrementalAlterConfigs", ctx.header.client_id, r.resource_type, r.resource_name, &configs, e,
                          req.validate_only);
         return e;

@@ -440,6 +440,72 @@ def configs(c):
             {"ResourceType": TOPIC_RESOURCE, "ResourceName": "diff-cfg", "ConfigurationKeys": keys}]})
 
 
+def dynamic_configs(c):
+    """Dynamic broker configs (issue #15 part 5): IncrementalAlterConfigs and
+    AlterConfigs on the broker ("0") and on every broker (""), what
+    DescribeConfigs then says of the broker and of a topic that inherits
+    the values, and the refusals. Kafka applies a change when its broker
+    replays the metadata log, after answering: each change is followed by a
+    wait until DescribeConfigs shows it (not compared). Everything set here
+    is deleted again at the end."""
+    create(c, "diff-dyn", 1)
+    keys = ["log.retention.ms", "log.retention.hours", "message.max.bytes", "num.partitions"]
+
+    def inc(case, name, ops, validate=False, v=1):
+        c.step(INCREMENTAL_ALTER_CONFIGS, v, case, {"Resources": [
+            {"ResourceType": BROKER_RESOURCE, "ResourceName": name,
+             "Configs": [{"Name": k, "ConfigOperation": op, "Value": x} for k, op, x in ops]}],
+            "ValidateOnly": validate})
+
+    def shows(name, key, value, absent=False):
+        def ready(side):
+            out = side.send(DESCRIBE_CONFIGS, 4, {"Resources": [
+                {"ResourceType": BROKER_RESOURCE, "ResourceName": name, "ConfigurationKeys": [key]}],
+                "IncludeSynonyms": False, "IncludeDocumentation": False})
+            if out.kind != "answer":
+                return False
+            got = [e["Value"] for e in out.body["Results"][0]["Configs"] if e["Name"] == key]
+            return got == ([] if absent else [value])
+        c.sync("broker %r shows %s=%s" % (name, key, "(absent)" if absent else value), ready)
+
+    def describe(case, name, ks, synonyms=True, v=4):
+        c.step(DESCRIBE_CONFIGS, v, case, {"Resources": [
+            {"ResourceType": BROKER_RESOURCE, "ResourceName": name, "ConfigurationKeys": ks}],
+            "IncludeSynonyms": synonyms, "IncludeDocumentation": False})
+
+    for v in c.versions(INCREMENTAL_ALTER_CONFIGS):
+        inc("broker: set a dynamic key v%d" % v, "0", [("log.retention.ms", 0, "3600000")], v=v)
+        shows("0", "log.retention.ms", "3600000")
+    inc("every broker: set a dynamic key", "", [("message.max.bytes", 0, "4096")])
+    shows("", "message.max.bytes", "4096")
+    inc("broker: its own value over the default", "0", [("message.max.bytes", 0, "2048")])
+    shows("0", "message.max.bytes", "2048")
+    for v in c.versions(DESCRIBE_CONFIGS):
+        describe("broker keys after dynamic changes", "0", keys, synonyms=v >= 1, v=v)
+    describe("the default resource", "", None)
+    c.step(DESCRIBE_CONFIGS, 4, "a topic inheriting dynamic values", {"Resources": [
+        {"ResourceType": TOPIC_RESOURCE, "ResourceName": "diff-dyn",
+         "ConfigurationKeys": ["retention.ms", "max.message.bytes"]}], "IncludeSynonyms": True,
+        "IncludeDocumentation": False})
+    inc("broker: a static key", "0", [("num.partitions", 0, "3")])
+    inc("broker: an unknown key", "0", [("no.such.key", 0, "1")])
+    inc("broker: a bad value", "0", [("log.retention.ms", 0, "soon")])
+    inc("broker: validate only", "0", [("log.retention.ms", 0, "60000")], validate=True)
+    inc("another broker id", "5", [("log.retention.ms", 0, "60000")])
+    for v in c.versions(ALTER_CONFIGS):
+        c.step(ALTER_CONFIGS, v, "every broker: replace the set v%d" % v, {"Resources": [
+            {"ResourceType": BROKER_RESOURCE, "ResourceName": "",
+             "Configs": [{"Name": "message.max.bytes", "Value": str(5000 + v)}]}], "ValidateOnly": False})
+        shows("", "message.max.bytes", str(5000 + v))
+    inc("broker: delete", "0", [("log.retention.ms", 1, None), ("message.max.bytes", 1, None)])
+    inc("every broker: delete", "", [("message.max.bytes", 1, None)])
+    shows("", "message.max.bytes", None, absent=True)
+    shows("0", "message.max.bytes", "1048588")
+    shows("0", "log.retention.ms", None)
+    describe("broker keys after deleting", "0", keys)
+    describe("the default resource, empty", "", None)
+
+
 def cluster_info(c):
     for v in c.versions(DESCRIBE_CLUSTER):
         c.step(DESCRIBE_CLUSTER, v, "cluster", {"IncludeClusterAuthorizedOperations": False, "EndpointType": 1})
@@ -806,5 +872,5 @@ def protocol_errors(c):
 
 
 SCENARIOS = [api_versions, metadata, create_topics, produce, fetch, list_offsets, offset_for_leader_epoch,
-             delete_records, create_partitions, delete_topics, configs, cluster_info, reassignments, groups, transactions,
+             delete_records, create_partitions, delete_topics, configs, dynamic_configs, cluster_info, reassignments, groups, transactions,
              deleted_topic, protocol_errors]

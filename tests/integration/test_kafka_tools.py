@@ -152,6 +152,20 @@ def online(ctx, b, cp):
           "--delete-config", "max.message.bytes")
     k.add("configs_describe2", CONFIGS, *B, "--entity-type", "topics", "--entity-name", T, "--describe")
     k.add("configs_broker", CONFIGS, *B, "--entity-type", "brokers", "--entity-name", "0", "--describe", "--all")
+    # Dynamic broker configs: this broker's own and every broker's default,
+    # described, refused for a static key, then deleted (nothing else here
+    # depends on them: larger limits only).
+    BRK, DFLT = ("--entity-type", "brokers", "--entity-name", "0"), ("--entity-type", "brokers", "--entity-default")
+    k.add("configs_broker_alter", CONFIGS, *B, *BRK, "--alter", "--add-config", "message.max.bytes=2000000")
+    k.add("configs_default_alter", CONFIGS, *B, *DFLT, "--alter", "--add-config",
+          "message.max.bytes=3000000,log.segment.delete.delay.ms=60001")
+    k.add("configs_broker_dynamic", CONFIGS, *B, *BRK, "--describe")
+    k.add("configs_default_describe", CONFIGS, *B, *DFLT, "--describe")
+    k.add("configs_broker_static", CONFIGS, *B, *BRK, "--alter", "--add-config", "num.partitions=3")
+    k.add("configs_broker_unset", CONFIGS, *B, *BRK, "--alter", "--delete-config", "message.max.bytes")
+    k.add("configs_default_unset", CONFIGS, *B, *DFLT, "--alter", "--delete-config",
+          "message.max.bytes,log.segment.delete.delay.ms")
+    k.add("configs_default_after", CONFIGS, *B, *DFLT, "--describe")
     k.add("produce", PRODUCER, *B, "--topic", T, "--property", "parse.key=true", "--property", "key.separator=:",
           stdin="".join("k%d:v%d\n" % (i, i) for i in range(N)))
     k.add("consume", CONSUMER, *B, "--topic", T, "--group", G, "--from-beginning", "--max-messages", str(N),
@@ -205,6 +219,28 @@ def online(ctx, b, cp):
     check(cb.startswith("All configs for broker 0 are:"), "broker configs:\n" + cb[:500])
     check(re.search(r"^\s+log\.dirs=%s sensitive=false" % re.escape(b.data_dir), cb, re.M),
           "broker configs show log.dirs=%s:\n%s" % (b.data_dir, cb[:3000]))
+    check(k.out("configs_broker_alter").strip() == "Completed updating config for broker 0.", k.out("configs_broker_alter"))
+    check(k.out("configs_default_alter").strip() == "Completed updating default config for brokers in the cluster.",
+          k.out("configs_default_alter"))
+    bd = k.out("configs_broker_dynamic")
+    check(bd.startswith("Dynamic configs for broker 0 are:") and re.search(
+        r"^\s+message\.max\.bytes=2000000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:message\.max\.bytes=2000000, "
+        r"DYNAMIC_DEFAULT_BROKER_CONFIG:message\.max\.bytes=3000000, DEFAULT_CONFIG:message\.max\.bytes=1048588\}$", bd, re.M),
+          "kafka-configs --describe of broker 0's dynamic configs:\n" + bd)
+    dd = k.out("configs_default_describe")
+    check(dd.startswith("Default configs for brokers in the cluster are:") and
+          re.search(r"^\s+message\.max\.bytes=3000000 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:", dd, re.M) and
+          re.search(r"^\s+log\.segment\.delete\.delay\.ms=60001 ", dd, re.M),
+          "kafka-configs --describe --entity-default:\n" + dd)
+    k.out("configs_broker_static", rc=1)
+    with open(os.path.join(k.dir, "configs_broker_static.err"), encoding="utf-8") as f:
+        st = f.read()
+    check("InvalidRequestException" in st and "Cannot update num.partitions dynamically" in st,
+          "a static key is refused (INVALID_REQUEST, naming it):\n" + st[-3000:])
+    k.out("configs_broker_unset")
+    k.out("configs_default_unset")
+    check(k.out("configs_default_after").strip() == "Default configs for brokers in the cluster are:",
+          "nothing left after --delete-config:\n" + k.out("configs_default_after"))
 
     k.out("produce")
     got = [l.split("\t") for l in k.out("consume").splitlines() if l.startswith("Partition:")]

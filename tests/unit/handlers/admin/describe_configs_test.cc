@@ -64,32 +64,46 @@ TEST_CASE("DescribeConfigs topic: every known config with value and source", "[a
       CHECK(segment->is_default);
     } else {
       CHECK(cleanup->config_source == 1);    // TOPIC_CONFIG
-      CHECK(retention->config_source == 4);  // STATIC_BROKER_CONFIG
+      CHECK(retention->config_source == 5);  // Kafka's first-synonym rule (see below)
       CHECK(segment->config_source == 5);    // DEFAULT_CONFIG
     }
   }
 }
 
 TEST_CASE("DescribeConfigs topic synonyms: override, then the broker keys", "[admin][describe_configs]") {
-  test::BrokerFixture f({"log.retention.hours=2"});
+  // Kafka's order (ConfigHelper.configSynonyms): the topic's override, then
+  // the broker group's values from the described broker key on.
+  test::BrokerFixture f({"log.retention.ms=7200000"});
   REQUIRE(test::create_topic(f, "syn", 1, {{"retention.ms", "1000"}}).error_code == 0);
   auto resp = call(f, {resource(2, "syn", std::vector<std::string>{"retention.ms"})}, 1, true);
   const auto& r = resp.results[0];
   REQUIRE(r.configs.size() == 1);
   const auto& c = r.configs[0];
   CHECK(c.value == "1000");
-  REQUIRE(c.synonyms.size() >= 3);
+  CHECK(c.config_source == 1);
+  REQUIRE(c.synonyms.size() == 3);
   CHECK(c.synonyms[0].name == "retention.ms");
   CHECK(c.synonyms[0].value == "1000");
   CHECK(c.synonyms[0].source == 1);
-  bool saw_hours_static = false;
-  bool saw_hours_default = false;
-  for (const auto& s : c.synonyms) {
-    if (s.name == "log.retention.hours" && s.source == 4) saw_hours_static = s.value == "2";
-    if (s.name == "log.retention.hours" && s.source == 5) saw_hours_default = true;
-  }
-  CHECK(saw_hours_static);
-  CHECK(saw_hours_default);
+  CHECK(c.synonyms[1].name == "log.retention.ms");
+  CHECK(c.synonyms[1].value == "7200000");
+  CHECK(c.synonyms[1].source == 4);
+  CHECK(c.synonyms[2].name == "log.retention.hours");
+  CHECK(c.synonyms[2].value == "168");
+  CHECK(c.synonyms[2].source == 5);
+}
+
+TEST_CASE("DescribeConfigs topic source follows Kafka's first-synonym rule", "[admin][describe_configs]") {
+  // A static log.retention.hours is not among log.retention.ms's synonyms
+  // from log.retention.ms on: Kafka lists none and says DEFAULT_CONFIG,
+  // with the hours' value.
+  test::BrokerFixture f({"log.retention.hours=2"});
+  REQUIRE(test::create_topic(f, "inherits").error_code == 0);
+  auto resp = call(f, {resource(2, "inherits", std::vector<std::string>{"retention.ms"})}, 1, true);
+  const auto& c = resp.results[0].configs.at(0);
+  CHECK(c.value == "7200000");
+  CHECK(c.config_source == 5);
+  CHECK(c.synonyms.empty());
 }
 
 TEST_CASE("DescribeConfigs v3+ returns types and documentation when asked", "[admin][describe_configs]") {
@@ -134,7 +148,9 @@ TEST_CASE("DescribeConfigs broker: every registry key, read-only, with sources",
   const std::string node = std::to_string(f.broker().node_id());
   for (int16_t v : {0, 1, 4}) {
     CAPTURE(v);
-    for (const std::string& name : {node, std::string()}) {
+    // The default resource ("") lists only the dynamic defaults: none here.
+    CHECK(call(f, {resource(4, "")}, v, v >= 1).results[0].configs.empty());
+    for (const std::string& name : {node}) {
       auto resp = call(f, {resource(4, name)}, v, v >= 1);
       const auto& r = resp.results[0];
       CHECK(r.error_code == 0);
@@ -167,7 +183,7 @@ TEST_CASE("DescribeConfigs broker: passwords are null and sensitive", "[admin][d
       break;
     }
   REQUIRE(pw != nullptr);  // the registry has password keys (ssl.*.password)
-  auto resp = call(f, {resource(4, "", std::vector<std::string>{std::string(pw->name)})}, 3);
+  auto resp = call(f, {resource(4, std::to_string(f.broker().node_id()), std::vector<std::string>{std::string(pw->name)})}, 3);
   REQUIRE(resp.results[0].configs.size() == 1);
   CHECK(resp.results[0].configs[0].is_sensitive);
   CHECK_FALSE(resp.results[0].configs[0].value.has_value());

@@ -1,0 +1,203 @@
+// tests/unit/handlers/admin/dynamic_configs_test.cc: dynamic broker configs
+// on a single node (admin/dynamic_configs.h): AlterConfigs and
+// IncrementalAlterConfigs on BROKER resources ("" for every broker, the node
+// id for this one), what DescribeConfigs reports, that the values take
+// effect (a topic's logs and Produce) and survive a restart, and the errors.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "protocol/generated/alter_configs.h"
+#include "protocol/generated/describe_configs.h"
+#include "protocol/generated/incremental_alter_configs.h"
+#include "protocol/generated/produce.h"
+#include "protocol/records/batch_builder.h"
+#include "storage/log.h"
+#include "tests/unit/handlers/admin/admin_test_util.h"
+
+using namespace ciuickafka;
+using namespace ciuickafka::broker;
+using protocol::ErrorCode;
+using test::code;
+
+namespace CK_UNITY_ID {
+namespace {
+
+constexpr int8_t kTopic = 2, kBroker = 4;
+constexpr int8_t kSet = 0, kDelete = 1, kAppend = 2;
+
+struct Op {
+  std::string name;
+  int8_t op;
+  std::optional<std::string> value;
+};
+
+protocol::IncrementalAlterConfigsResponse inc(test::BrokerFixture& f, int8_t type, const std::string& name,
+                                              std::vector<Op> ops, bool validate_only = false) {
+  protocol::IncrementalAlterConfigsRequest req;
+  auto& r = req.resources.emplace_back();
+  r.resource_type = type;
+  r.resource_name = name;
+  for (auto& o : ops) {
+    auto& c = r.configs.emplace_back();
+    c.name = o.name;
+    c.config_operation = o.op;
+    c.value = o.value;
+  }
+  req.validate_only = validate_only;
+  return f.call<protocol::IncrementalAlterConfigsResponse>(req, 1);
+}
+
+protocol::DescribeConfigsResponse::DescribeConfigsResult describe(test::BrokerFixture& f, int8_t type,
+                                                                   const std::string& name,
+                                                                   std::optional<std::vector<std::string>> keys) {
+  protocol::DescribeConfigsRequest req;
+  auto& r = req.resources.emplace_back();
+  r.resource_type = type;
+  r.resource_name = name;
+  r.configuration_keys = std::move(keys);
+  req.include_synonyms = true;
+  auto resp = f.call<protocol::DescribeConfigsResponse>(req, 4);
+  REQUIRE(resp.results.size() == 1);
+  return resp.results[0];
+}
+
+// (value, source) of one key of a DescribeConfigs result.
+std::pair<std::string, int8_t> value_of(const protocol::DescribeConfigsResponse::DescribeConfigsResult& r,
+                                        const std::string& key) {
+  const auto* c = test::find_config(r, key);
+  REQUIRE(c != nullptr);
+  return {c->value.value_or("<null>"), c->config_source};
+}
+
+int16_t produce_value_of(test::BrokerFixture& f, const std::string& topic, size_t bytes) {
+  protocol::BatchBuilder b(protocol::BatchOptions{});
+  const std::string value(bytes, 'v');
+  REQUIRE(b.add(Broker::now_ms(), std::nullopt, protocol::as_bytes(value)));
+  auto built = b.build();
+  REQUIRE(built.ok());
+  protocol::Bytes records = built.value();
+  protocol::ProduceRequest req;
+  req.acks = 1;
+  req.timeout_ms = 30000;
+  auto& td = req.topic_data.emplace_back();
+  td.name = topic;
+  auto& pd = td.partition_data.emplace_back();
+  pd.index = 0;
+  pd.records = protocol::Records(std::span<const uint8_t>(records));
+  auto resp = f.call<protocol::ProduceResponse>(req, 9);
+  REQUIRE(resp.responses.size() == 1);
+  REQUIRE(resp.responses[0].partition_responses.size() == 1);
+  return resp.responses[0].partition_responses[0].error_code;
+}
+
+}  // namespace
+
+TEST_CASE("dynamic broker configs: set per broker and for all, described, in effect, kept across a restart",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  REQUIRE(test::create_topic(f, "t").error_code == 0);
+  REQUIRE(test::create_topic(f, "own", 1, {{"retention.ms", "5000"}}).error_code == 0);
+  CHECK(value_of(describe(f, kTopic, "t", {{"retention.ms"}}), "retention.ms").second == 5);  // DEFAULT_CONFIG
+  CHECK(produce_value_of(f, "t", 4000) == 0);
+
+  // Every broker: log.retention.ms; this one: message.max.bytes.
+  REQUIRE(inc(f, kBroker, "", {{"log.retention.ms", kSet, "3600000"}, {"message.max.bytes", kSet, "4096"}})
+              .responses[0]
+              .error_code == 0);
+  REQUIRE(inc(f, kBroker, me, {{"message.max.bytes", kSet, "2048"}}).responses[0].error_code == 0);
+
+  auto check_state = [&] {
+    // A topic without overrides inherits them, and says from where.
+    auto t = describe(f, kTopic, "t", {{"retention.ms", "max.message.bytes"}});
+    CHECK(value_of(t, "retention.ms") == std::pair<std::string, int8_t>{"3600000", 3});      // DYNAMIC_DEFAULT
+    CHECK(value_of(t, "max.message.bytes") == std::pair<std::string, int8_t>{"2048", 2});    // DYNAMIC_BROKER
+    // A topic's own override still wins.
+    CHECK(value_of(describe(f, kTopic, "own", {{"retention.ms"}}), "retention.ms") ==
+          std::pair<std::string, int8_t>{"5000", 1});
+    // The logs took the new default; the override kept its own.
+    CHECK(f.broker().topics().partition("t", 0)->log().config().retention_ms == 3600000);
+    CHECK(f.broker().topics().partition("own", 0)->log().config().retention_ms == 5000);
+    // The broker resource: value, source, writable, and Kafka's synonym order.
+    auto b = describe(f, kBroker, me, {{"message.max.bytes", "num.partitions"}});
+    const auto* mmb = test::find_config(b, "message.max.bytes");
+    REQUIRE(mmb != nullptr);
+    CHECK(mmb->value == std::optional<std::string>("2048"));
+    CHECK(mmb->config_source == 2);
+    CHECK_FALSE(mmb->read_only);
+    REQUIRE(mmb->synonyms.size() == 3);
+    CHECK(mmb->synonyms[0].source == 2);
+    CHECK(mmb->synonyms[0].value == std::optional<std::string>("2048"));
+    CHECK(mmb->synonyms[1].source == 3);
+    CHECK(mmb->synonyms[1].value == std::optional<std::string>("4096"));
+    CHECK(mmb->synonyms[2].source == 5);
+    CHECK(test::find_config(b, "num.partitions")->read_only);
+    // The default resource lists only what was set for it.
+    auto d = describe(f, kBroker, "", std::nullopt);
+    CHECK(d.error_code == 0);
+    REQUIRE(d.configs.size() == 2);
+    CHECK(value_of(d, "log.retention.ms") == std::pair<std::string, int8_t>{"3600000", 3});
+    CHECK(value_of(d, "message.max.bytes") == std::pair<std::string, int8_t>{"4096", 3});
+    REQUIRE(test::find_config(d, "message.max.bytes")->synonyms.size() == 1);  // the dynamic default only
+    // Kafka's synonym order: retention.hours, after a dynamic retention.ms, lists only itself.
+    auto h = describe(f, kBroker, me, {{"log.retention.hours", "log.retention.ms"}});
+    REQUIRE(test::find_config(h, "log.retention.hours")->synonyms.size() == 1);
+    CHECK(test::find_config(h, "log.retention.hours")->synonyms[0].name == "log.retention.hours");
+    // Produce enforces the broker's own limit.
+    CHECK(produce_value_of(f, "t", 4000) == code(ErrorCode::MESSAGE_TOO_LARGE));
+    CHECK(produce_value_of(f, "t", 1000) == 0);
+  };
+  check_state();
+  f.restart();
+  check_state();
+
+  // DELETE returns this broker to the cluster default, then to the default.
+  REQUIRE(inc(f, kBroker, me, {{"message.max.bytes", kDelete, std::nullopt}}).responses[0].error_code == 0);
+  CHECK(value_of(describe(f, kTopic, "t", {{"max.message.bytes"}}), "max.message.bytes") ==
+        std::pair<std::string, int8_t>{"4096", 3});
+  CHECK(produce_value_of(f, "t", 3000) == 0);
+  // The legacy AlterConfigs replaces the whole set: an empty one clears it.
+  protocol::AlterConfigsRequest clear;
+  auto& r = clear.resources.emplace_back();
+  r.resource_type = kBroker;
+  r.resource_name = "";
+  REQUIRE(f.call<protocol::AlterConfigsResponse>(clear, 1).responses[0].error_code == 0);
+  CHECK(describe(f, kBroker, "", std::nullopt).configs.empty());
+  CHECK(value_of(describe(f, kTopic, "t", {{"retention.ms"}}), "retention.ms").second == 5);
+  CHECK(f.broker().topics().partition("t", 0)->log().config().retention_ms ==
+        f.broker().config().log_retention_ms());
+  f.restart();
+  CHECK(describe(f, kBroker, "", std::nullopt).configs.empty());
+}
+
+TEST_CASE("dynamic broker configs: refused keys and values change nothing", "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  REQUIRE(inc(f, kBroker, me, {{"log.retention.ms", kSet, "7200000"}}).responses[0].error_code == 0);
+  auto refused = [&](std::vector<Op> ops, ErrorCode want, const std::string& mentions) {
+    auto resp = inc(f, kBroker, me, std::move(ops));
+    CHECK(resp.responses[0].error_code == code(want));
+    CHECK_THAT(resp.responses[0].error_message.value_or(""), Catch::Contains(mentions));
+    CHECK(f.broker().config().dynamic_broker() == config::DynamicMap{{"log.retention.ms", "7200000"}});
+  };
+  refused({{"num.partitions", kSet, "3"}}, ErrorCode::INVALID_REQUEST, "num.partitions");   // static
+  refused({{"num.io.threads", kSet, "4"}}, ErrorCode::INVALID_REQUEST, "num.io.threads");   // read at start-up here
+  refused({{"no.such.key", kSet, "1"}}, ErrorCode::INVALID_REQUEST, "no.such.key");
+  // A bad value: INVALID_REQUEST, as Kafka answers (not INVALID_CONFIG as for topics).
+  refused({{"log.retention.ms", kSet, "soon"}}, ErrorCode::INVALID_REQUEST, "soon");
+  refused({{"log.retention.ms", kSet, "0"}}, ErrorCode::INVALID_REQUEST, "log.retention.ms");
+  refused({{"log.cleanup.policy", kAppend, "bogus"}}, ErrorCode::INVALID_REQUEST, "bogus");
+  refused({{"message.max.bytes", kSet, "1"}, {"num.partitions", kSet, "2"}}, ErrorCode::INVALID_REQUEST,
+          "num.partitions");
+  // Another broker's id, and validate_only.
+  CHECK(inc(f, kBroker, "77", {{"log.retention.ms", kSet, "1"}}).responses[0].error_code ==
+        code(ErrorCode::INVALID_REQUEST));
+  CHECK(inc(f, kBroker, me, {{"log.retention.ms", kSet, "60000"}}, true).responses[0].error_code == 0);
+  CHECK(f.broker().config().dynamic_broker() == config::DynamicMap{{"log.retention.ms", "7200000"}});
+  // APPEND starts from the effective list.
+  REQUIRE(inc(f, kBroker, me, {{"log.cleanup.policy", kAppend, "compact"}}).responses[0].error_code == 0);
+  CHECK(f.broker().config().dynamic_broker().at("log.cleanup.policy") == "delete,compact");
+}
+
+}  // namespace CK_UNITY_ID
