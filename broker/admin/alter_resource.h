@@ -6,11 +6,10 @@
 // (UNKNOWN_TOPIC_OR_PARTITION) topic; in cluster mode existence is the
 // config store's to check (ZooKeeper's /brokers/topics/T, not this broker's
 // replicas). BROKER resources must name this broker or "" (INVALID_REQUEST);
-// on a single node their dynamic configs change (BrokerConfigStore,
-// dynamic_configs.h); in cluster mode, and for BROKER_LOGGER resources, a
-// change is INVALID_REQUEST with a message saying so and an empty change set
-// is accepted (it changes nothing). A resource named twice in one request is
-// INVALID_REQUEST, as in Kafka.
+// their dynamic configs change (BrokerConfigStore, dynamic_configs.h). For
+// BROKER_LOGGER resources a change is INVALID_REQUEST with a message saying
+// so and an empty change set is accepted (it changes nothing). A resource
+// named twice in one request is INVALID_REQUEST, as in Kafka.
 //
 // alter_each_resource() is the per-resource response loop both handlers
 // share over their different generated request/response types.
@@ -88,17 +87,23 @@ class ZkConfigStore final : public ConfigStore {
   ZkTopicAdmin& admin_;
 };
 
-// A BROKER resource on a single node: its dynamic configs ("" is the
-// cluster-wide default, "<node id>" this broker's own; dynamic_configs.h).
+// A BROKER resource: its dynamic configs ("" is the cluster-wide default,
+// "<node id>" this broker's own; dynamic_configs.h), on this node's disk
+// (single node) or in ZooKeeper (cluster, on the admin worker).
 class BrokerConfigStore final : public ConfigStore {
  public:
-  using ConfigStore::ConfigStore;
+  explicit BrokerConfigStore(Broker& broker, replication::zk::Session* zk = nullptr)
+      : ConfigStore(broker), zk_(zk) {}
   TopicError current(const std::string& name, ConfigMap* out) override {
-    *out = broker_.service<DynamicConfigs>().current(name.empty());
+    auto& d = broker_.service<DynamicConfigs>();
+    if (zk_ != nullptr) return d.current_in_zk(*zk_, name.empty(), out);
+    *out = d.current(name.empty());
     return {};
   }
   TopicError replace(const std::string& name, const ConfigMap& configs, bool validate_only) override {
-    return broker_.service<DynamicConfigs>().replace(name.empty(), configs, validate_only);
+    auto& d = broker_.service<DynamicConfigs>();
+    if (zk_ != nullptr) return d.replace_in_zk(*zk_, name.empty(), configs, validate_only);
+    return d.replace(name.empty(), configs, validate_only);
   }
   std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const override {
     auto it = overrides.find(key);
@@ -106,6 +111,9 @@ class BrokerConfigStore final : public ConfigStore {
     return config::find_key(key) ? broker_.config().describe_value(key) : std::nullopt;
   }
   const config::KeyDef* key_def(const std::string& name) const override { return config::find_key(name); }
+
+ private:
+  replication::zk::Session* zk_;
 };
 
 // Checks a resource about to be altered; `changes` = number of configs.
@@ -124,16 +132,12 @@ inline TopicError check_alter_resource(Broker& broker, int8_t type, const std::s
     case kResourceBroker:
     case kResourceBrokerLogger:
       if (auto why = bad_broker_resource(name, broker.node_id())) return {ErrorCode::INVALID_REQUEST, *why};
-      if (type == kResourceBroker && broker.cluster() == nullptr) return {};  // BrokerConfigStore
+      if (type == kResourceBroker) return {};  // BrokerConfigStore
       if (changes == 0) {
         *nothing_to_do = true;
         return {};
       }
-      return {ErrorCode::INVALID_REQUEST,
-              type == kResourceBroker
-                  ? "Dynamic broker configs are not supported in cluster mode yet: set broker configs in "
-                    "server.properties, --override or KAFKA_* environment variables and restart the broker."
-                  : "Changing logger levels at runtime is not supported."};
+      return {ErrorCode::INVALID_REQUEST, "Changing logger levels at runtime is not supported."};
     default:
       return {ErrorCode::INVALID_REQUEST, "Unsupported resource type " + std::to_string(type)};
   }

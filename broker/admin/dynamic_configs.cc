@@ -4,8 +4,13 @@
 #include "broker/admin/dynamic_configs.pb.h"
 #include "broker/broker.h"
 #include "metrics/log/log.h"
+#include "replication/zk/session.h"
+#include "replication/zk_data.h"
 
 namespace ciuickafka::broker::admin {
+
+namespace zk = replication::zk;
+
 namespace {
 
 using protocol::ErrorCode;
@@ -37,11 +42,8 @@ config::DynamicMap DynamicConfigs::current(bool cluster_default) const {
   return cluster_default ? broker_.config().dynamic_default() : broker_.config().dynamic_broker();
 }
 
-TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMap& configs, bool validate_only) {
-  if (broker_.cluster() != nullptr)
-    return {ErrorCode::INVALID_REQUEST,
-            "Dynamic broker configs are not supported in cluster mode yet: set broker configs in server.properties, "
-            "--override or KAFKA_* environment variables and restart the broker."};
+TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicMap& configs,
+                                    config::DynamicMap* next_default, config::DynamicMap* next_mine) {
   // Kafka answers INVALID_REQUEST for a static key and for a bad value (its
   // ConfigException becomes an InvalidRequestException). An unknown key is
   // refused too, where Kafka stores it as a custom config (README).
@@ -51,26 +53,135 @@ TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMa
     if (auto why = config::not_dynamic_reason(*k))
       return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + *why};
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  const config::BrokerConfig& cfg = broker_.config();
+  *next_default = cluster_default ? configs : cfg.dynamic_default();
+  *next_mine = cluster_default ? cfg.dynamic_broker() : configs;
+  config::BrokerConfig probe = cfg;
+  if (auto r = probe.set_dynamic(*next_default, *next_mine); !r.is_ok())
+    return {ErrorCode::INVALID_REQUEST, r.error().message};
+  return {};
+}
+
+void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine,
+                                  const char* why) {
   config::BrokerConfig& cfg = broker_.config_for_dynamic_update();
-  const config::DynamicMap old_default = cfg.dynamic_default(), old_mine = cfg.dynamic_broker();
-  const config::DynamicMap& next_default = cluster_default ? configs : old_default;
-  const config::DynamicMap& next_mine = cluster_default ? old_mine : configs;
-  {
-    config::BrokerConfig probe = cfg;
-    if (auto r = probe.set_dynamic(next_default, next_mine); !r.is_ok())
-      return {ErrorCode::INVALID_REQUEST, r.error().message};
+  if (cfg.dynamic_default() == next_default && cfg.dynamic_broker() == next_mine) return;
+  if (auto r = cfg.set_dynamic(next_default, next_mine); !r.is_ok()) {
+    CK_LOG_WARN("config", "dynamic broker configs (%s) not applied: %s", why, r.error().message.c_str());
+    return;
   }
+  broker_.topics().refresh_log_configs();
+  CK_LOG_INFO("config", "dynamic broker configs (%s): every broker %s, this broker %s", why,
+              text(next_default).c_str(), text(next_mine).c_str());
+}
+
+TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMap& configs, bool validate_only) {
+  std::lock_guard<std::mutex> lock(mu_);
+  config::DynamicMap next_default, next_mine;
+  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine); !e.ok()) return e;
   if (validate_only) return {};
-  const std::string dir = cfg.log_dirs().front();
+  const std::string dir = broker_.config().log_dirs().front();
   if (storage::Status s = persist(broker_.fs(), dir, next_default, next_mine); !s.is_ok())
     return {ErrorCode::KAFKA_STORAGE_ERROR, "cannot write " + path_in(dir) + ": " + s.to_string()};
-  if (auto r = cfg.set_dynamic(next_default, next_mine); !r.is_ok())  // validated above: cannot fail
-    return {ErrorCode::INVALID_REQUEST, r.error().message};
-  broker_.topics().refresh_log_configs();
-  CK_LOG_INFO("config", "dynamic broker configs (%s) set to %s", cluster_default ? "cluster default" : "this broker",
-              text(configs).c_str());
+  apply_locked(next_default, next_mine, "changed by a client");
   return {};
+}
+
+std::string DynamicConfigs::znode(bool cluster_default) const {
+  return "/config/" + entity(cluster_default);
+}
+
+std::string DynamicConfigs::entity(bool cluster_default) const {
+  return "brokers/" + (cluster_default ? std::string("<default>") : std::to_string(broker_.node_id()));
+}
+
+namespace {
+
+// One set from its znode (absent: empty); false on a ZooKeeper failure.
+bool read_set(zk::Session& zk, const std::string& path, config::DynamicMap* out, std::string* error) {
+  std::string data;
+  const zk::Code c = zk.get(path, &data);
+  out->clear();
+  if (c == zk::Code::kNoNode) return true;
+  if (c != zk::Code::kOk) {
+    *error = "reading " + path + ": " + std::string(zk::to_string(c));
+    return false;
+  }
+  auto decoded = replication::decode_entity_config(data);
+  if (!decoded.ok()) {
+    *error = path + ": " + decoded.error().message;
+    return false;
+  }
+  for (const auto& [k, v] : decoded.value()) (*out)[k] = v;
+  return true;
+}
+
+}  // namespace
+
+TopicError DynamicConfigs::current_in_zk(zk::Session& zk, bool cluster_default, config::DynamicMap* out) {
+  std::string error;
+  if (!read_set(zk, znode(cluster_default), out, &error)) return {ErrorCode::REQUEST_TIMED_OUT, error};
+  return {};
+}
+
+TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, const config::DynamicMap& configs,
+                                         bool validate_only) {
+  std::lock_guard<std::mutex> lock(mu_);
+  config::DynamicMap next_default, next_mine;
+  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine); !e.ok()) return e;
+  if (validate_only) return {};
+  const std::string path = znode(cluster_default);
+  if (zk::Code c = zk::ensure_path(zk, "/config/brokers"); c != zk::Code::kOk && c != zk::Code::kNodeExists)
+    return {ErrorCode::REQUEST_TIMED_OUT, "creating /config/brokers: " + std::string(zk::to_string(c))};
+  zk::Stat stat;
+  zk::Code c = zk.exists(path, &stat);
+  if (c != zk::Code::kOk && c != zk::Code::kNoNode)
+    return {ErrorCode::REQUEST_TIMED_OUT, "reading " + path + ": " + std::string(zk::to_string(c))};
+  const std::string data = replication::encode_entity_config(replication::ConfigEntries(configs.begin(), configs.end()));
+  std::vector<zk::Op> ops;
+  ops.push_back(c == zk::Code::kNoNode ? zk::Op::create(path, data) : zk::Op::set_data(path, data, stat.version));
+  ops.push_back(zk::Op::create(std::string(replication::kConfigChangePrefix),
+                               replication::encode_config_change(entity(cluster_default)),
+                               zk::CreateMode::kPersistentSequential));
+  std::vector<zk::OpResult> results;
+  c = zk.multi(ops, &results);
+  if (c == zk::Code::kBadVersion || c == zk::Code::kNodeExists)
+    return {ErrorCode::REQUEST_TIMED_OUT, path + " changed concurrently; try again."};
+  if (c != zk::Code::kOk)
+    return {ErrorCode::REQUEST_TIMED_OUT, "writing " + path + ": " + std::string(zk::to_string(c))};
+  apply_locked(next_default, next_mine, "changed by a client");
+  return {};
+}
+
+bool DynamicConfigs::apply_from_zk(zk::Session& zk) {
+  config::DynamicMap raw_default, raw_mine;
+  std::string error;
+  if (!read_set(zk, znode(true), &raw_default, &error) || !read_set(zk, znode(false), &raw_mine, &error)) {
+    CK_LOG_WARN("config", "dynamic broker configs not read: %s", error.c_str());
+    return false;
+  }
+  // Keep what this broker accepts; say what it skips.
+  auto accepted = [](const config::DynamicMap& in, const std::string& where) {
+    config::DynamicMap out;
+    for (const auto& [k, v] : in) {
+      const config::KeyDef* def = config::find_key(k);
+      std::optional<std::string> why;
+      if (def == nullptr) why = "unknown key";
+      else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
+      else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
+      if (why) {
+        CK_LOG_WARN("config", "%s: %s=%s skipped: %s", where.c_str(), k.c_str(), v.c_str(), why->c_str());
+        continue;
+      }
+      out[k] = v;
+    }
+    return out;
+  };
+  const config::DynamicMap dflt = accepted(raw_default, znode(true));
+  const config::DynamicMap mine = accepted(raw_mine, znode(false));
+  std::lock_guard<std::mutex> lock(mu_);
+  apply_locked(dflt, mine, "from ZooKeeper");
+  return true;
 }
 
 storage::Status DynamicConfigs::load(storage::io::FileSystem& fs, const std::string& dir,

@@ -14,12 +14,22 @@
 //
 // Single node: persisted in `__ciuickafka_broker_configs.pb` in the first
 // log dir (dynamic_configs.proto), written atomically before the change is
-// answered and read by Broker::open before topics load. Cluster mode
-// (ZooKeeper's /config/brokers) is not implemented: a change is refused
-// there (INVALID_REQUEST) as before.
+// answered and read by Broker::open before topics load.
 //
-// Thread-safety: replace() calls are serialised by a mutex; readers of the
-// broker config may run throughout (broker_config.h).
+// Cluster mode: Kafka's ZooKeeper layout. The sets live in
+// /config/brokers/<default> and /config/brokers/<id> ({"version":1,
+// "config":{...}}); a change writes the znode and a /config/changes
+// notification (entity_path "brokers/<default>" or "brokers/<id>") in one
+// multi, on the admin worker, and applies it here at once; every other
+// broker applies it when the ConfigChangeListener sees the notification
+// (and each broker reads both znodes at start, so a change made while it was
+// down is applied too). What another tool wrote there and this broker does
+// not accept (unknown, static or invalid keys) is skipped with a warning.
+//
+// Thread-safety: changes (replace*, apply_from_zk) are serialised by a
+// mutex; readers of the broker config may run throughout (broker_config.h).
+// The *_zk calls use the ZooKeeper session they are given on the caller's
+// thread (the admin worker or the config change listener).
 #pragma once
 
 #include <mutex>
@@ -32,6 +42,9 @@
 namespace ciuickafka::broker {
 class Broker;
 }
+namespace ciuickafka::replication::zk {
+class Session;
+}
 
 namespace ciuickafka::broker::admin {
 
@@ -43,8 +56,8 @@ class DynamicConfigs {
 
   // The set of resource "" (cluster_default) or of this broker.
   config::DynamicMap current(bool cluster_default) const;
-  // Replaces that set: validated (nothing changes on an error), then, unless
-  // validate_only, persisted and applied. Errors (Kafka's): INVALID_REQUEST
+  // Single node: replaces that set: validated (nothing changes on an
+  // error), then, unless validate_only, persisted and applied. Errors (Kafka's): INVALID_REQUEST
   // for a key that is unknown or not dynamic here, a bad value, or in
   // cluster mode; KAFKA_STORAGE_ERROR when the file cannot be written.
   TopicError replace(bool cluster_default, const config::DynamicMap& configs, bool validate_only);
@@ -53,7 +66,27 @@ class DynamicConfigs {
   // when the file is absent). An error names the file and why.
   static storage::Status load(storage::io::FileSystem& fs, const std::string& dir, config::BrokerConfig& config);
 
+  // Cluster mode: the set in ZooKeeper, and its replacement there (then
+  // applied here); the same errors as replace(), REQUEST_TIMED_OUT when
+  // ZooKeeper fails or the znode changed concurrently.
+  TopicError current_in_zk(replication::zk::Session& zk, bool cluster_default, config::DynamicMap* out);
+  TopicError replace_in_zk(replication::zk::Session& zk, bool cluster_default, const config::DynamicMap& configs,
+                           bool validate_only);
+  // Cluster mode: reads both znodes and applies what is valid; false when
+  // ZooKeeper could not be read (nothing changed).
+  bool apply_from_zk(replication::zk::Session& zk);
+
+  // The znode of a set and the entity path its notifications name.
+  std::string znode(bool cluster_default) const;
+  std::string entity(bool cluster_default) const;
+
  private:
+  // Checks a candidate set; fills the two sets that would result.
+  TopicError validate(bool cluster_default, const config::DynamicMap& configs, config::DynamicMap* next_default,
+                      config::DynamicMap* next_mine);
+  // Lays the sets over the config and re-applies the topics' log settings.
+  void apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine, const char* why);
+
   Broker& broker_;
   std::mutex mu_;
 };

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
 #include "metrics/log/log.h"
@@ -94,6 +95,9 @@ bool ConfigChangeListener::process(bool first) {
     armed_ = !dirty_;  // an event already fired is handled by the next pass
     armed_session_ = session->session_id();
   }
+  admin::DynamicConfigs& dynamic = broker_.service<admin::DynamicConfigs>();
+  // At start: the dynamic broker configs as ZooKeeper has them now.
+  if (first && !synced_ && !dynamic.apply_from_zk(*session)) return false;
   std::vector<std::pair<int64_t, std::string>> changes;
   for (const auto& k : kids)
     if (int64_t seq = sequence_of(k); seq >= 0) changes.emplace_back(seq, k);
@@ -112,6 +116,8 @@ bool ConfigChangeListener::process(bool first) {
         CK_LOG_WARN("config", "config change %s: %s", path.c_str(), entity.error().message.c_str());
       } else if (entity.value().rfind("topics/", 0) == 0) {
         apply_topic(entity.value().substr(7), "a config change notification");
+      } else if (entity.value() == dynamic.entity(true) || entity.value() == dynamic.entity(false)) {
+        if (!dynamic.apply_from_zk(*session)) return false;
       }
       last_seq_ = seq;
     }

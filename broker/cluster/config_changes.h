@@ -12,9 +12,10 @@
 // handles every notification present and also re-reads the overrides of
 // every topic it hosts, so a change made while this broker was down is
 // applied too. Notifications older than 15 minutes are deleted (Kafka's
-// changeExpirationMs), by whichever broker sees them first. Entity types
-// other than topics (clients, users, brokers, ips) are not applied (there
-// are no quotas or dynamic broker configs here) and are skipped.
+// changeExpirationMs), by whichever broker sees them first. A notification
+// for brokers/<default> or brokers/<this id> re-reads the dynamic broker
+// configs (admin/dynamic_configs.h), which are also read at start; other
+// entity types (clients, users, ips, other brokers) are skipped (no quotas here).
 //
 // ZooKeeper is called only on this service's thread. The watch is re-armed
 // after each event and on every new session (after an expiry the watches

@@ -38,13 +38,11 @@ TopicError alter(Broker& broker, admin::ConfigStore& store, const AlterConfigsRe
   return store.replace(r.resource_name, configs, validate_only);
 }
 
-void answer(RequestContext& ctx, const AlterConfigsRequest& req, admin::ConfigStore& store) {
+void answer(RequestContext& ctx, const AlterConfigsRequest& req, admin::ConfigStore& store, admin::ConfigStore& brokers) {
   const auto resp = admin::alter_each_resource<AlterConfigsResponse>(
       req, [&](const auto& r) {
         ConfigMap configs;
-        admin::BrokerConfigStore broker_store(*ctx.broker);
-        admin::ConfigStore& target =
-            r.resource_type == admin::kResourceBroker && ctx.broker->cluster() == nullptr ? broker_store : store;
+        admin::ConfigStore& target = r.resource_type == admin::kResourceBroker ? brokers : store;
         const TopicError e = alter(*ctx.broker, target, r, req.validate_only, configs);
         admin::log_alter("AlterConfigs", ctx.header.client_id, r.resource_type, r.resource_name, &configs, e,
                          req.validate_only);
@@ -62,14 +60,16 @@ void handle_alter_configs(RequestContext&& ctx) {
   Broker& broker = *ctx.broker;
   if (broker.cluster() == nullptr) {
     admin::LocalConfigStore store(broker);
-    answer(ctx, *req, store);
+    admin::BrokerConfigStore brokers(broker);
+    answer(ctx, *req, store, brokers);
     return;
   }
   admin::with_zk_admin(
       broker,
-      [ctx, req](ZkTopicAdmin& zk, replication::zk::Session&) mutable {
+      [ctx, req](ZkTopicAdmin& zk, replication::zk::Session& session) mutable {
         admin::ZkConfigStore store(*ctx.broker, zk);
-        answer(ctx, *req, store);
+        admin::BrokerConfigStore brokers(*ctx.broker, &session);
+        answer(ctx, *req, store, brokers);
       },
       [ctx, req](const std::string& why) mutable {
         const auto resp = admin::alter_each_resource<AlterConfigsResponse>(

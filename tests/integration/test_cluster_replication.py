@@ -39,7 +39,10 @@ Scenarios:
               the three brokers shows the new value; a change written into
               ZooKeeper directly (as kafka-configs.sh --zookeeper does) is
               applied by all three; a change made while a broker is down is
-              applied when it restarts.
+              applied when it restarts. Dynamic broker configs the same way:
+              /config/brokers/<default> (every broker) and /config/brokers/2
+              (broker2 only), as each broker's own config and as a topic's
+              default; a key read only at start-up is refused.
   reassign    partition reassignment (KIP-455). Two replication-factor-2
               topics on brokers [1, 2], 1,000 acknowledged records each.
               Kafka 3.9's own kafka-reassign-partitions (Java AdminClient:
@@ -359,10 +362,11 @@ def scenario_failover(ctx, zk):
     check(not missing, "after the restart: %d acknowledged records lost, e.g. %s" % (len(missing), missing[:5]))
 
 
-def incremental_alter(broker, topic, key, value):
-    """IncrementalAlterConfigs v0, SET one key; returns the error code."""
+def incremental_alter(broker, topic, key, value, rtype=2):
+    """IncrementalAlterConfigs v0, SET one key of a topic (rtype 2) or a
+    broker (4: name "" for every broker); returns the error code."""
     import kafka_wire as kw
-    body = kw.array([None], lambda _: kw.i8(2) + kw.string(topic) +
+    body = kw.array([None], lambda _: kw.i8(rtype) + kw.string(topic) +
                     kw.array([None], lambda _: kw.string(key) + kw.i8(0) + kw.string(value))) + kw.i8(0)
     with kw.Conn(broker.port) as c:
         d = c.request(44, 0, body)
@@ -383,10 +387,11 @@ def alter(broker, topic, configs):
     return res[0][0]
 
 
-def described(broker, topic, key):
-    """DescribeConfigs v0 of one topic key on this broker: its value (None on an error)."""
+def described(broker, topic, key, rtype=2):
+    """DescribeConfigs v0 of one key of a topic (rtype 2) or broker (4) on
+    this broker: its value (None on an error or when not listed)."""
     import kafka_wire as kw
-    body = kw.array([None], lambda _: kw.i8(2) + kw.string(topic) + kw.array([key], kw.string))
+    body = kw.array([None], lambda _: kw.i8(rtype) + kw.string(topic) + kw.array([key], kw.string))
     try:
         with kw.Conn(broker.port) as c:
             d = c.request(32, 0, body)
@@ -436,12 +441,48 @@ def scenario_configs(ctx, zk):
     check(all(described(b, "cfg", "segment.bytes") == "1073741824" for b in brokers),
           "segment.bytes back to the default once the override is gone")
 
-    # A change while broker3 is down reaches it when it restarts.
+    # Dynamic broker configs (Kafka's /config/brokers/<default> and
+    # /config/brokers/<id>): the default through broker1 reaches all three,
+    # broker2's own only broker2; each as the broker's own config and as the
+    # default of a topic without an override.
+    def on_brokers(key, want, what, rtype=4, topic=None):
+        t0 = time.monotonic()
+        wait_until(lambda: all(described(b, topic if topic else str(i + 1), key, rtype) == w
+                               for i, (b, w) in enumerate(zip(brokers, want))), 20, what, interval=0.1)
+        print("[test] %s: as wanted on all three brokers after %.2fs" % (what, time.monotonic() - t0))
+
+    err = incremental_alter(brokers[0], "", "message.max.bytes", "2000000", rtype=4)
+    check(err == 0, "IncrementalAlterConfigs of every broker's message.max.bytes on broker1: error %d" % err)
+    conf = json.loads(kz.get("/config/brokers/<default>")[0].decode())
+    check(conf == {"version": 1, "config": {"message.max.bytes": "2000000"}}, "/config/brokers/<default>: %s" % conf)
+    notes = sorted(kz.get_children("/config/changes"))
+    check(json.loads(kz.get("/config/changes/" + notes[-1])[0].decode()) ==
+          {"version": 2, "entity_path": "brokers/<default>"}, "no change notification for brokers/<default>")
+    on_brokers("message.max.bytes", ["2000000"] * 3, "the dynamic default message.max.bytes=2000000")
+    on_brokers("max.message.bytes", ["2000000"] * 3, "... inherited by topic cfg", rtype=2, topic="cfg")
+    err = incremental_alter(brokers[1], "2", "message.max.bytes", "3000000", rtype=4)
+    check(err == 0, "IncrementalAlterConfigs of broker2's own message.max.bytes: error %d" % err)
+    check(json.loads(kz.get("/config/brokers/2")[0].decode()) == {"version": 1, "config": {"message.max.bytes": "3000000"}},
+          "/config/brokers/2")
+    on_brokers("message.max.bytes", ["2000000", "3000000", "2000000"], "broker2's own message.max.bytes=3000000")
+    check(incremental_alter(brokers[0], "2", "message.max.bytes", "1", rtype=4) != 0,
+          "broker1 refuses a change of broker2's configs")
+    check(incremental_alter(brokers[0], "", "num.io.threads", "4", rtype=4) == 42,
+          "a key read only at start-up is INVALID_REQUEST")
+
+    # A change while broker3 is down reaches it when it restarts (a topic's
+    # and every broker's).
     brokers[2].stop()
     err = incremental_alter(brokers[0], "cfg", "retention.ms", "456789")
     check(err == 0, "IncrementalAlterConfigs with broker3 down: error %d" % err)
+    # As kafka-configs.sh --zookeeper writes it: the znode, then a notification.
+    kz.set("/config/brokers/<default>", json.dumps({"version": 1, "config": {"message.max.bytes": "2500000"}}).encode())
+    kz.create("/config/changes/config_change_", json.dumps({"version": 2, "entity_path": "brokers/<default>"}).encode(),
+              sequence=True)
     brokers[2].start()
     everywhere("retention.ms", "456789", "a change made while broker3 was down")
+    on_brokers("message.max.bytes", ["2500000", "3000000", "2500000"],
+               "a default written into ZooKeeper while broker3 was down")
 
 
 def reassign_tool(ctx, name, *commands):

@@ -3,10 +3,16 @@
 // AdminZkClient.changeTopicConfig) over the in-memory ZooKeeper: the
 // overrides znode replaced and a /config/changes notification made in one
 // step; an unknown topic, a bad value or validate_only writes nothing.
+// Dynamic broker configs the same way (admin/dynamic_configs.h), and what
+// another tool wrote there applied, less what this broker refuses.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
+#include "replication/zk_data.h"
 #include "tests/unit/handlers/cluster/cluster_fixture.h"
 
 namespace ciuickafka::broker::test {
@@ -80,6 +86,58 @@ TEST_CASE("ZkTopicAdmin::alter_configs writes /config/topics/T and a change noti
     CHECK(s->exists("/config/topics/t") == zk::Code::kNoNode);
     CHECK(changes(*s).empty());
   }
+}
+
+TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /config/brokers/<id>") {
+  ClusterFixture c;
+  std::unique_ptr<zk::Client> client;
+  auto s = session(c, client);
+  REQUIRE(zk::ensure_path(*s, "/config/changes") == zk::Code::kOk);
+  admin::DynamicConfigs& d = c.broker().service<admin::DynamicConfigs>();
+  const std::string me = std::to_string(c.broker().node_id());
+  config::DynamicMap current;
+  REQUIRE(d.current_in_zk(*s, true, &current).ok());
+  CHECK(current.empty());
+
+  // Written as Kafka's AdminZkClient.changeBrokerConfig writes it, and applied here at once.
+  REQUIRE(d.replace_in_zk(*s, true, {{"log.retention.ms", "3600000"}}, false).ok());
+  REQUIRE(d.replace_in_zk(*s, false, {{"message.max.bytes", "2048"}}, false).ok());
+  std::string data;
+  REQUIRE(s->get("/config/brokers/<default>", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"log.retention.ms", "3600000"}}));
+  REQUIRE(s->get("/config/brokers/" + me, &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"message.max.bytes", "2048"}}));
+  auto kids = changes(*s);
+  REQUIRE(kids.size() == 2);
+  std::sort(kids.begin(), kids.end());
+  REQUIRE(s->get("/config/changes/" + kids[0], &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_config_change("brokers/<default>"));
+  REQUIRE(s->get("/config/changes/" + kids[1], &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_config_change("brokers/" + me));
+  CHECK(c.broker().config().log_retention_ms() == 3600000);
+  CHECK(c.broker().config().get_int("message.max.bytes") == 2048);
+  REQUIRE(d.current_in_zk(*s, false, &current).ok());
+  CHECK(current == config::DynamicMap{{"message.max.bytes", "2048"}});
+
+  // Refusals write nothing.
+  CHECK(d.replace_in_zk(*s, true, {{"num.partitions", "3"}}, false).code == ErrorCode::INVALID_REQUEST);
+  CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "soon"}}, false).code == ErrorCode::INVALID_REQUEST);
+  CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "60000"}}, true).ok());  // validate only
+  CHECK(changes(*s).size() == 2);
+  REQUIRE(s->get("/config/brokers/<default>", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"log.retention.ms", "3600000"}}));
+
+  // What another tool wrote: applied, less what this broker does not accept.
+  REQUIRE(s->set("/config/brokers/<default>",
+                 replication::encode_entity_config(
+                     {{"log.retention.ms", "7200000"}, {"num.io.threads", "4"}, {"log.segment.bytes", "x"}}),
+                 -1) == zk::Code::kOk);
+  REQUIRE(s->remove("/config/brokers/" + me, -1) == zk::Code::kOk);
+  REQUIRE(d.apply_from_zk(*s));
+  CHECK(c.broker().config().dynamic_default() == config::DynamicMap{{"log.retention.ms", "7200000"}});
+  CHECK(c.broker().config().dynamic_broker().empty());
+  CHECK(c.broker().config().log_retention_ms() == 7200000);
+  CHECK(c.broker().config().get_int("message.max.bytes") == 1048588);
 }
 
 }  // namespace ciuickafka::broker::test
