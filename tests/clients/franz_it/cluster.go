@@ -98,8 +98,8 @@ func clusterProduce(seeds []string, topic string, n, chunk int) {
 	say("produced %d %d", acked, failed)
 }
 
-// commitSync commits delivered (next offsets), retrying retriable errors
-// while the coordinator moves (60 s at most), and prints them.
+// commitSync commits delivered (next offsets), retrying retriable errors and
+// lost connections while the coordinator moves (60 s at most), and prints them.
 func commitSync(cl *kgo.Client, topic string, delivered map[int32]int64) {
 	commit := map[string]map[int32]kgo.EpochOffset{topic: {}}
 	for p, o := range delivered {
@@ -125,7 +125,12 @@ func commitSync(cl *kgo.Client, topic string, delivered map[int32]int64) {
 		if cerr == nil {
 			break
 		}
-		if time.Now().After(deadline) || !kerr.IsRetriable(cerr) {
+		// Kafka's non-retriable codes fail; a retriable code or a lost
+		// connection (the coordinator killed under the commit: franz-go
+		// answers "the broker connection has died") is retried, as an
+		// application would, until the deadline.
+		var ke *kerr.Error
+		if time.Now().After(deadline) || (errors.As(cerr, &ke) && !ke.Retriable) {
 			fail("commit %v: %v", commit, cerr)
 		}
 		say("note commit: %v, retrying", cerr)
