@@ -185,3 +185,16 @@ class KafkaBroker:
                 print("  | " + line)
 
 
+class HarnessKafka(KafkaBroker):
+    """Apache Kafka in our broker's place for an integration test run with
+    --against-kafka (harness.Context.broker): it has the harness.Broker
+    methods such scenarios call (bootstrap, conn, create_topic, stop, kill),
+    so a scenario's checks can be judged on the reference too."""
+
+    def __init__(self, workdir, overrides=None, name="kafka"):
+        super().__init__(workdir, overrides, name=name)
+        self.name = name
+
+    conn = harness.Broker.conn
+    create_topic = harness.Broker.create_topic
+    leaders_ready = harness.Broker.leaders_ready

@@ -373,8 +373,20 @@ class Context:
         self.work = args.work
         self.args = args.rest
         self.brokers = []
+        self.against_kafka = args.against_kafka
 
     def broker(self, overrides=None, name=None, start=True, **kw):
+        if self.against_kafka:
+            # Apache Kafka 3.9.1 in our broker's place (tests/differential/
+            # kafka_server.py): the scenario's checks judged on the reference.
+            sys.path.insert(0, os.path.join(REPO, "tests", "differential"))
+            import kafka_server
+            check(not kw, "--against-kafka: Broker options %s have no Kafka equivalent" % sorted(kw))
+            b = kafka_server.HarnessKafka(self.work, overrides, name=name or "kafka%d" % len(self.brokers))
+            self.brokers.append(b)
+            if start:
+                b.start()
+            return b
         b = Broker(self.binary, self.work, overrides,
                    name=name or "broker%d" % len(self.brokers), **kw)
         self.brokers.append(b)
@@ -435,6 +447,9 @@ def run_test(fn, total_timeout=120):
                     help="DIST==VERSION that interpreter must have installed")
     ap.add_argument("--expect-versions", default="",
                     help="space-separated Api>=N: request versions the client must have sent")
+    ap.add_argument("--against-kafka", action="store_true",
+                    help="run the scenario against Apache Kafka 3.9.1 instead of our broker (where the "
+                         "test supports it: only single-broker scenarios that read no broker internals)")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()
     if args.client_python:  # already re-executed under it (_reexec_under_client_python)
@@ -457,6 +472,8 @@ def run_test(fn, total_timeout=120):
         name += "_" + "_".join(args.rest)
     for want in args.client:  # its own work dir beside the Debian client's run
         name += "_" + want.replace("==", "-")
+    if args.against_kafka:
+        name += "_kafka"
     args.work = os.path.join(os.path.abspath(args.work), name)
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -474,7 +491,7 @@ def run_test(fn, total_timeout=120):
     t0 = time.monotonic()
     try:
         fn(ctx)
-        if args.expect_versions or args.client:
+        if (args.expect_versions or args.client) and not args.against_kafka:
             check_versions(ctx.brokers, args.expect_versions.split())
         for b in ctx.brokers:
             if b.proc is not None:
