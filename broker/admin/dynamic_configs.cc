@@ -3,6 +3,7 @@
 
 #include "broker/admin/dynamic_configs.pb.h"
 #include "broker/broker.h"
+#include "broker/server/io_pool.h"
 #include "metrics/log/log.h"
 #include "replication/zk/session.h"
 #include "replication/zk_data.h"
@@ -59,7 +60,29 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
   config::BrokerConfig probe = cfg;
   if (auto r = probe.set_dynamic(*next_default, *next_mine); !r.is_ok())
     return {ErrorCode::INVALID_REQUEST, r.error().message};
+  // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
+  // shrinks by at most a factor of two per change.
+  const int64_t now = cfg.get_int("num.io.threads"), next = probe.get_int("num.io.threads");
+  if (next != now) {
+    const std::string failed = "Dynamic thread count update validation failed for num.io.threads=" + std::to_string(next);
+    if (next < now / 2)
+      return {ErrorCode::INVALID_REQUEST, failed + ", value should be at least half the current value " + std::to_string(now)};
+    if (next > now * 2)
+      return {ErrorCode::INVALID_REQUEST,
+              failed + ", value should not be greater than double the current value " + std::to_string(now)};
+  }
   return {};
+}
+
+uint64_t DynamicConfigs::subscribe(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subscribers_[++next_subscriber_] = std::move(fn);
+  return next_subscriber_;
+}
+
+void DynamicConfigs::unsubscribe(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subscribers_.erase(id);
 }
 
 void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine,
@@ -71,6 +94,8 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
     return;
   }
   broker_.topics().refresh_log_configs();
+  broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
+  for (const auto& [id, fn] : subscribers_) fn();
   CK_LOG_INFO("config", "dynamic broker configs (%s): every broker %s, this broker %s", why,
               text(next_default).c_str(), text(next_mine).c_str());
 }

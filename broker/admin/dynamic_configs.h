@@ -7,9 +7,14 @@
 // lays them over the start-up config). Only keys that take effect live here
 // are accepted (config::not_dynamic_reason: the topic-level defaults such as
 // log.retention.ms, message.max.bytes, min.insync.replicas,
-// compression.type); after a change every topic's logs take their new
-// effective settings (TopicTable::refresh_log_configs), and Produce, the
-// cleaner and retention read the new values from then on. DescribeConfigs
+// compression.type; num.io.threads; max.connections,
+// max.connections.per.ip and its overrides); after a change every topic's
+// logs take their new effective settings (TopicTable::refresh_log_configs),
+// and Produce, the cleaner and retention read the new values from then on;
+// the request handler pool takes its new size (server/io_pool.h) and the
+// network server its new connection limits (subscribe()). A client's change
+// of num.io.threads follows Kafka's DynamicThreadPool rule: at least half
+// and at most double the current value, else INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.
 //
 // Single node: persisted in `__ciuickafka_broker_configs.pb` in the first
@@ -32,6 +37,9 @@
 // thread (the admin worker or the config change listener).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -80,6 +88,13 @@ class DynamicConfigs {
   std::string znode(bool cluster_default) const;
   std::string entity(bool cluster_default) const;
 
+  // fn runs after every change applied here (under this class's mutex, so
+  // it must not call back into it), until unsubscribe(the id returned),
+  // which waits for a run in progress. The network server re-reads its
+  // connection limits this way.
+  uint64_t subscribe(std::function<void()> fn);
+  void unsubscribe(uint64_t id);
+
  private:
   // Checks a candidate set; fills the two sets that would result.
   TopicError validate(bool cluster_default, const config::DynamicMap& configs, config::DynamicMap* next_default,
@@ -89,6 +104,8 @@ class DynamicConfigs {
 
   Broker& broker_;
   std::mutex mu_;
+  std::map<uint64_t, std::function<void()>> subscribers_;  // under mu_
+  uint64_t next_subscriber_ = 0;
 };
 
 }  // namespace ciuickafka::broker::admin

@@ -50,6 +50,19 @@ bool is_empty_value(const Value& v) {
   return std::holds_alternative<std::monostate>(v);
 }
 
+// Broker keys other than the topic-level defaults that take effect live:
+// Kafka's DynamicThreadPool key num.io.threads (admin/dynamic_configs.cc
+// applies Kafka's half-to-double rule to a change, server/io_pool.h resizes)
+// and its DynamicConnectionQuota keys (server/server.cc re-reads them).
+constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads", "max.connections", "max.connections.per.ip",
+                                                "max.connections.per.ip.overrides"};
+
+bool is_live_broker_key(std::string_view name) {
+  for (std::string_view k : kLiveBrokerKeys)
+    if (k == name) return true;
+  return false;
+}
+
 }  // namespace
 
 std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
@@ -59,6 +72,7 @@ std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
   // unclean.leader.election.enable is the exception: the controller takes
   // it at start-up.
   if (!k.topic_name.empty() && k.name != "unclean.leader.election.enable") return std::nullopt;
+  if (is_live_broker_key(k.name)) return std::nullopt;
   return "it takes effect only at start-up here: set it in server.properties, --override or KAFKA_* and restart";
 }
 
@@ -150,6 +164,9 @@ Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const 
   if (candidate.group_ms("log.retention.ms") == 0)
     return ConfigError{"invalid value \"0\" for " + std::string(retention.name) +
                        ": expected -1 (unlimited) or a positive retention"};
+  if (candidate.get_int("max.connections.per.ip") == 0 && candidate.get_string("max.connections.per.ip.overrides").empty())
+    return ConfigError{"invalid value \"0\" for max.connections.per.ip: expected a value >= 1 unless "
+                       "max.connections.per.ip.overrides is set"};
   if (!tables_) tables_ = std::make_unique<std::deque<std::unique_ptr<Table>>>();
   tables_->push_back(std::move(next));
   live_.store(tables_->back().get(), std::memory_order_release);

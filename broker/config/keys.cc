@@ -238,9 +238,11 @@ std::vector<KeyDef> detail::make_key_table() {
                   .valid(V::at_least(1)));
   k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket,
                   "Threads for the request work that must not run on a network thread: creating and deleting "
-                  "topics on one node (CreateTopics, CreatePartitions, DeleteTopics, a Metadata request that "
-                  "auto-creates). Other requests are handled on the network threads, log writes go through "
-                  "each network thread's io_uring.")
+                  "topics and changing configs on one node (CreateTopics, CreatePartitions, DeleteTopics, "
+                  "AlterConfigs, IncrementalAlterConfigs, a Metadata request that auto-creates). Other requests "
+                  "are handled on the network threads, log writes go through each network thread's io_uring. "
+                  "A dynamic broker config: a change takes effect at once, within half and double the "
+                  "current value.")
                   .valid(V::at_least(1)));
   k.push_back(key("socket.send.buffer.bytes", T::kInt, "102400", S::kSocket,
                   "SO_SNDBUF of each accepted connection (bytes); -1 keeps the operating system's default "

@@ -6,8 +6,10 @@
 // value (INVALID_CONFIG naming both) and persists before answering.
 // validate_only checks and changes nothing. A null value or a key given
 // twice is INVALID_REQUEST. Broker resources: see admin/alter_resource.h.
-// In cluster mode the overrides go to ZooKeeper (on the admin worker) and
-// every broker applies the change (cluster/config_changes.h).
+// On one node the work runs on the I/O pool (server/io_pool.h), as it
+// writes and fsyncs files; in cluster mode the overrides go to ZooKeeper
+// (on the admin worker) and every broker applies the change
+// (cluster/config_changes.h).
 #include <set>
 
 #include "broker/admin/alter_resource.h"
@@ -15,6 +17,7 @@
 #include "broker/broker.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/alter_configs.h"
 
@@ -58,10 +61,13 @@ void handle_alter_configs(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  if (broker.cluster() == nullptr) {
-    admin::LocalConfigStore store(broker);
-    admin::BrokerConfigStore brokers(broker);
-    answer(ctx, *req, store, brokers);
+  if (broker.cluster() == nullptr) {  // the changes are persisted and fsynced: on the I/O pool
+    const bool posted = broker.service<IoPool>().post([ctx, req]() mutable {
+      admin::LocalConfigStore store(*ctx.broker);
+      admin::BrokerConfigStore brokers(*ctx.broker);
+      answer(ctx, *req, store, brokers);
+    });
+    if (!posted) ctx.respond(Response::close());
     return;
   }
   admin::with_zk_admin(

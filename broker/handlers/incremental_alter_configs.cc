@@ -9,8 +9,9 @@
 // value) and persists it; validate_only changes nothing. Following Kafka:
 // APPEND/SUBTRACT on a non-list config is INVALID_CONFIG; a null value for
 // SET/APPEND/SUBTRACT, an unknown operation or a key given twice is
-// INVALID_REQUEST. Broker resources: see admin/alter_resource.h. In cluster
-// mode the overrides are read from and written to ZooKeeper (on the admin
+// INVALID_REQUEST. Broker resources: see admin/alter_resource.h. On one
+// node the work runs on the I/O pool (server/io_pool.h). In cluster mode
+// the overrides are read from and written to ZooKeeper (on the admin
 // worker) and every broker applies the change (cluster/config_changes.h).
 #include <algorithm>
 #include <set>
@@ -21,6 +22,7 @@
 #include "broker/config/registry.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/incremental_alter_configs.h"
 
@@ -120,10 +122,13 @@ void handle_incremental_alter_configs(RequestContext&& ctx) {
     return;
   }
   Broker& broker = *ctx.broker;
-  if (broker.cluster() == nullptr) {
-    admin::LocalConfigStore store(broker);
-    admin::BrokerConfigStore brokers(broker);
-    answer(ctx, *req, store, brokers);
+  if (broker.cluster() == nullptr) {  // the changes are persisted and fsynced: on the I/O pool
+    const bool posted = broker.service<IoPool>().post([ctx, req]() mutable {
+      admin::LocalConfigStore store(*ctx.broker);
+      admin::BrokerConfigStore brokers(*ctx.broker);
+      answer(ctx, *req, store, brokers);
+    });
+    if (!posted) ctx.respond(Response::close());
     return;
   }
   admin::with_zk_admin(

@@ -1,63 +1,134 @@
 // broker/server/io_pool.h: the request handler pool (num.io.threads) for the
 // work a network thread must not do: handlers that create or delete topics
 // on one node (directories, files and their fsyncs, the topic table's
-// rewrite) and a Metadata request that auto-creates a topic. The network
-// thread decodes the request and posts the rest here; the pool answers
-// through RequestContext::respond, which any thread may call.
+// rewrite), a Metadata request that auto-creates a topic, and config changes
+// on one node (persisted and fsynced). The network thread decodes the
+// request and posts the rest here; the pool answers through
+// RequestContext::respond, which any thread may call.
 //
 // Bounded without a queue limit of its own: every request posted here is in
 // flight on its connection until answered, so the broker-wide request
 // budget (queued.max.requests, queued.max.request.bytes) bounds the queue.
 //
+// num.io.threads is a dynamic broker config, as in Kafka
+// (KafkaRequestHandlerPool.resizeThreadPool): resize() starts threads at
+// once, or lets the surplus ones finish the task they run and exit (a
+// thread may resize its own pool).
+//
 // A Broker service: `broker.service<IoPool>().post(fn)`. stop() (broker
 // shutdown) finishes the tasks running and drops the queued ones; post()
 // then returns false and the caller closes the connection.
 //
-// Thread-safety: post() and stop() may be called from any thread;
-// on_pool_thread() tells whether the caller is one of the pool's threads.
+// Thread-safety: every method may be called from any thread (stop() not
+// from a pool thread); on_pool_thread() tells whether the caller is one of
+// the pool's threads.
 #pragma once
 
 #include <algorithm>
-#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "broker/broker.h"
-#include "broker/net/asio.h"
 
 namespace ciuickafka::broker {
 
 class IoPool {
  public:
-  explicit IoPool(Broker& broker)
-      : pool_(static_cast<size_t>(std::max<int64_t>(1, broker.config().get_int("num.io.threads")))) {}
+  explicit IoPool(Broker& broker) { resize(broker.config().get_int("num.io.threads")); }
   ~IoPool() { stop(); }
   IoPool(const IoPool&) = delete;
   IoPool& operator=(const IoPool&) = delete;
 
   // Runs fn on a pool thread; false (fn dropped) once stopped.
   bool post(std::function<void()> fn) {
-    if (stopped_.load(std::memory_order_acquire)) return false;
-    asio::post(pool_, [fn = std::move(fn)] {
-      on_pool_ = true;
-      fn();
-      on_pool_ = false;
-    });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return false;
+      queue_.push_back(std::move(fn));
+    }
+    cv_.notify_one();
     return true;
+  }
+
+  // The pool's size becomes max(1, n).
+  void resize(int64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    target_ = static_cast<int>(std::clamp<int64_t>(n, 1, 1 << 16));
+    while (running_ < target_) {
+      ++running_;
+      threads_.emplace_back([this] { run(); });
+    }
+    cv_.notify_all();  // surplus threads exit
+  }
+
+  // The size asked for and the threads still running (a shrinking pool's
+  // surplus threads finish their task first).
+  int size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return target_;
+  }
+  int running() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return running_;
+  }
+  // Waits until running() == n (tests); false on timeout.
+  bool wait_running(int n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return exited_.wait_for(lock, timeout, [&] { return running_ == n; });
   }
 
   static bool on_pool_thread() { return on_pool_; }
 
   void stop() {
-    if (stopped_.exchange(true)) return;
-    pool_.stop();
-    pool_.join();
+    std::vector<std::thread> threads;
+    std::deque<std::function<void()>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      threads.swap(threads_);
+      dropped.swap(queue_);
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads) t.join();
+    // dropped's tasks (and the request contexts they hold) go here, outside the lock.
   }
 
  private:
+  void run() {
+    on_pool_ = true;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stopped_ || running_ > target_ || !queue_.empty(); });
+      if (stopped_ || running_ > target_) break;
+      std::function<void()> fn = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      fn();
+      fn = nullptr;  // what the task held goes before the lock is taken again
+      lock.lock();
+    }
+    --running_;
+    exited_.notify_all();
+  }
+
   static inline thread_local bool on_pool_ = false;
-  asio::thread_pool pool_;
-  std::atomic<bool> stopped_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable exited_;  // a thread left run()
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;  // every thread started, exited ones joined at stop()
+  int target_ = 0;
+  int running_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace ciuickafka::broker

@@ -8,6 +8,7 @@
 #include <exception>
 #include <future>
 
+#include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/server/dispatch.h"
 #include "broker/server/listen.h"
@@ -48,9 +49,14 @@ bool Server::start(std::string* error) {
   }
   started_ = true;
   std::signal(SIGPIPE, SIG_IGN);
-  if (!resolve_ip_overrides(error)) {
-    stopped_ = true;
-    return false;
+  {
+    std::map<asio::ip::address, int32_t> overrides;
+    if (!resolve_ip_overrides(&overrides, error)) {
+      stopped_ = true;
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    ip_overrides_ = std::move(overrides);
   }
 
   int n = broker_.config().get_int("num.network.threads");
@@ -91,6 +97,7 @@ bool Server::start(std::string* error) {
     IoThread* raw = t.get();
     t->thread = std::thread([raw] { run_thread(*raw); });
   }
+  config_subscription_ = broker_.service<admin::DynamicConfigs>().subscribe([this] { apply_connection_limits(); });
   return true;
 }
 
@@ -205,8 +212,8 @@ void Server::run_thread(IoThread& t) {
   }
 }
 
-bool Server::resolve_ip_overrides(std::string* error) {
-  const std::string& text = broker_.config().get_string("max.connections.per.ip.overrides");
+bool Server::resolve_ip_overrides(std::map<asio::ip::address, int32_t>* out, std::string* error) const {
+  const std::string text = broker_.config().get_string("max.connections.per.ip.overrides");
   auto parsed = config::parse_ip_overrides(text);
   if (!parsed) {  // load_config validated it; kept as a guard
     *error = "invalid value \"" + text + "\" for max.connections.per.ip.overrides";
@@ -216,7 +223,7 @@ bool Server::resolve_ip_overrides(std::string* error) {
     boost::system::error_code ec;
     const asio::ip::address a = asio::ip::make_address(o.host, ec);
     if (!ec) {
-      ip_overrides_[a] = o.max;
+      (*out)[a] = o.max;
       continue;
     }
     // A host name: every address it resolves to now (Kafka resolves once too).
@@ -228,9 +235,28 @@ bool Server::resolve_ip_overrides(std::string* error) {
                "\": " + (ec ? ec.message() : std::string("no address"));
       return false;
     }
-    for (const auto& r : results) ip_overrides_[r.endpoint().address()] = o.max;
+    for (const auto& r : results) (*out)[r.endpoint().address()] = o.max;
   }
   return true;
+}
+
+void Server::apply_connection_limits() {
+  std::map<asio::ip::address, int32_t> overrides;
+  std::string error;
+  const bool resolved = resolve_ip_overrides(&overrides, &error);
+  if (!resolved) CK_LOG_WARN("network", "%s: the previous overrides stay", error.c_str());
+  std::vector<Listener*> waiting;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    max_connections_ = broker_.config().get_int("max.connections");
+    max_per_ip_ = broker_.config().get_int("max.connections.per.ip");
+    if (resolved) ip_overrides_ = std::move(overrides);
+    if (!stopping_.load())
+      for (Listener& l : listeners_)
+        if (l.paused && slot_available_locked(l)) waiting.push_back(&l);
+  }
+  // Acceptors belong to the first thread: resume there.
+  for (Listener* l : waiting) asio::post(threads_[0]->ioc, [this, l] { resume(*l); });
 }
 
 bool Server::slot_available_locked(const Listener& l) const {
@@ -427,6 +453,10 @@ void Server::stop(std::chrono::milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
   if (!started_) return;
+  if (config_subscription_ != 0) {
+    broker_.service<admin::DynamicConfigs>().unsubscribe(config_subscription_);
+    config_subscription_ = 0;
+  }
   if (collector_id_ != 0) {
     broker_.metrics_registry().remove_collector(collector_id_);  // waits for a scrape in progress
     collector_id_ = 0;

@@ -19,6 +19,10 @@
 //   - max.connections.per.ip, max.connections.per.ip.overrides: a
 //     connection from an address already at its limit is closed as soon as
 //     it is accepted, before anything is read.
+// The three are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
+// DynamicConnectionQuota: a change applies to the connections accepted
+// after it (a paused acceptor resumes when the new max.connections leaves
+// room); connections already open are kept, as in Kafka.
 // socket.send.buffer.bytes / socket.receive.buffer.bytes are set on each
 // accepted socket (socket_options.h).
 //
@@ -135,7 +139,10 @@ class Server {
   bool admit(Listener& l, IoThread& t, asio::ip::tcp::socket socket);
   bool slot_available_locked(const Listener& l) const;
   int32_t max_per_ip_locked(const asio::ip::address& a) const;
-  bool resolve_ip_overrides(std::string* error);
+  // max.connections.per.ip.overrides as addresses (names resolved now).
+  bool resolve_ip_overrides(std::map<asio::ip::address, int32_t>* out, std::string* error) const;
+  // Re-reads the three connection limits (a dynamic config change).
+  void apply_connection_limits();
   void resume(Listener& l);
   void on_connection_closed(uint64_t id);
   // Runs f(connection) on each live connection's thread and waits (bounded).
@@ -157,10 +164,12 @@ class Server {
   uint64_t next_id_ = 0;     // under conns_mu_
   std::map<asio::ip::address, int32_t> ip_counts_;  // under conns_mu_
 
-  // Connection bounds, fixed at construction / start().
-  const int64_t max_connections_;
-  const int32_t max_per_ip_;
+  // Connection bounds, under conns_mu_: set at construction / start(), and
+  // by apply_connection_limits().
+  int64_t max_connections_;
+  int32_t max_per_ip_;
   std::map<asio::ip::address, int32_t> ip_overrides_;
+  uint64_t config_subscription_ = 0;  // admin::DynamicConfigs::subscribe
   std::string protected_listener_;  // the inter-broker listener
 
   // The idle-ratio window: busy time and clock at the previous scrape.

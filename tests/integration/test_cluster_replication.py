@@ -467,7 +467,7 @@ def scenario_configs(ctx, zk):
     on_brokers("message.max.bytes", ["2000000", "3000000", "2000000"], "broker2's own message.max.bytes=3000000")
     check(incremental_alter(brokers[0], "2", "message.max.bytes", "1", rtype=4) != 0,
           "broker1 refuses a change of broker2's configs")
-    check(incremental_alter(brokers[0], "", "num.io.threads", "4", rtype=4) == 42,
+    check(incremental_alter(brokers[0], "", "num.network.threads", "4", rtype=4) == 42,
           "a key read only at start-up is INVALID_REQUEST")
 
     # A change while broker3 is down reaches it when it restarts (a topic's

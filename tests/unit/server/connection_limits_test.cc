@@ -9,6 +9,7 @@
 
 #include <mutex>
 
+#include "broker/admin/dynamic_configs.h"
 #include "broker/server/socket_options.h"
 #include "protocol/generated/api_versions.h"
 #include "tests/unit/server/server_test_util.h"
@@ -212,6 +213,51 @@ TEST_CASE("Connection limit keys are checked with the key and value named") {
   CHECK((*o)[1].host == "::2");
   CHECK((*o)[1].max == 5);
   CHECK((*o)[2].host == "host-a");
+}
+
+TEST_CASE("Connection limits are dynamic broker configs: new connections get the new limits") {
+  ServerFixture fx({"max.connections.per.ip=1"});
+  auto& dyn = fx.broker().service<admin::DynamicConfigs>();
+  // 0 without an override is refused as at start-up; nothing changes.
+  auto refused = dyn.replace(false, {{"max.connections.per.ip", "0"}}, false);
+  CHECK(refused.code == protocol::ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(refused.message, Catch::Contains("max.connections.per.ip") && Catch::Contains("overrides"));
+  CHECK(fx.broker().config().get_int("max.connections.per.ip") == 1);
+  RawClient a(fx.port());
+  REQUIRE(served(a, 1));
+  RawClient b(fx.port());
+  CHECK(b.closed_by_peer());
+  REQUIRE(dyn.replace(false, {{"max.connections.per.ip", "2"}}, false).ok());
+  RawClient c(fx.port());
+  CHECK(served(c, 2));
+  // Lowered again: the open connections stay, a new one is refused.
+  REQUIRE(dyn.replace(false, {{"max.connections.per.ip", "1"}}, false).ok());
+  CHECK(served(a, 3));
+  CHECK(served(c, 4));
+  RawClient d(fx.port());
+  CHECK(d.closed_by_peer());
+  // An override for this address, set for every broker.
+  REQUIRE(dyn.replace(true, {{"max.connections.per.ip.overrides", "127.0.0.1:3"}}, false).ok());
+  RawClient e(fx.port());
+  CHECK(served(e, 5));
+  RawClient g(fx.port());
+  CHECK(g.closed_by_peer());
+  CHECK(fx.server().refused_per_ip() == 3);
+}
+
+TEST_CASE("max.connections raised by a dynamic config resumes a paused acceptor") {
+  ServerFixture fx({"max.connections=1"});
+  RawClient a(fx.port());
+  REQUIRE(served(a, 1));
+  RawClient b(fx.port());
+  REQUIRE(b.send_all(api_versions_request(2)));
+  REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 1; }));
+  CHECK(fx.server().connection_count() == 1);
+  REQUIRE(fx.broker().service<admin::DynamicConfigs>().replace(true, {{"max.connections", "2"}}, false).ok());
+  auto f = b.recv_frame();  // accepted and answered while a stays open
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 2);
+  CHECK(fx.server().connection_count() == 2);
 }
 
 TEST_CASE("queued.max.request.bytes defaults to a bound, not Kafka's unlimited -1") {

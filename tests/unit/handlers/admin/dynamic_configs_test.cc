@@ -12,6 +12,7 @@
 #include "protocol/generated/incremental_alter_configs.h"
 #include "protocol/generated/produce.h"
 #include "protocol/records/batch_builder.h"
+#include "broker/server/io_pool.h"
 #include "storage/log.h"
 #include "tests/unit/handlers/admin/admin_test_util.h"
 
@@ -182,7 +183,7 @@ TEST_CASE("dynamic broker configs: refused keys and values change nothing", "[ad
     CHECK(f.broker().config().dynamic_broker() == config::DynamicMap{{"log.retention.ms", "7200000"}});
   };
   refused({{"num.partitions", kSet, "3"}}, ErrorCode::INVALID_REQUEST, "num.partitions");   // static
-  refused({{"num.io.threads", kSet, "4"}}, ErrorCode::INVALID_REQUEST, "num.io.threads");   // read at start-up here
+  refused({{"num.network.threads", kSet, "4"}}, ErrorCode::INVALID_REQUEST, "num.network.threads");  // start-up only here
   refused({{"no.such.key", kSet, "1"}}, ErrorCode::INVALID_REQUEST, "no.such.key");
   // A bad value: INVALID_REQUEST, as Kafka answers (not INVALID_CONFIG as for topics).
   refused({{"log.retention.ms", kSet, "soon"}}, ErrorCode::INVALID_REQUEST, "soon");
@@ -198,6 +199,48 @@ TEST_CASE("dynamic broker configs: refused keys and values change nothing", "[ad
   // APPEND starts from the effective list.
   REQUIRE(inc(f, kBroker, me, {{"log.cleanup.policy", kAppend, "compact"}}).responses[0].error_code == 0);
   CHECK(f.broker().config().dynamic_broker().at("log.cleanup.policy") == "delete,compact");
+}
+
+TEST_CASE("dynamic broker configs: num.io.threads resizes the request handler pool within Kafka's rule",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  IoPool& pool = f.broker().service<IoPool>();
+  REQUIRE(pool.size() == 8);
+  auto set = [&](const std::string& name, const std::string& v) {
+    return inc(f, kBroker, name, {{"num.io.threads", kSet, v}}).responses[0];
+  };
+  // Kafka's DynamicThreadPool: at most double, at least half of the current value.
+  auto r = set(me, "17");
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("num.io.threads=17") &&
+                                               Catch::Contains("not be greater than double the current value 8"));
+  r = set("", "3");
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("at least half the current value 8"));
+  CHECK(pool.size() == 8);
+  CHECK(f.broker().config().dynamic_broker().empty());
+  CHECK(f.broker().config().dynamic_default().empty());
+
+  REQUIRE(set(me, "16").error_code == 0);
+  CHECK(pool.size() == 16);
+  CHECK(pool.running() == 16);
+  const auto d = describe(f, kBroker, me, std::vector<std::string>{"num.io.threads"});
+  CHECK(value_of(d, "num.io.threads") == std::make_pair(std::string("16"), int8_t{2}));  // DYNAMIC_BROKER_CONFIG
+  REQUIRE(test::find_config(d, "num.io.threads") != nullptr);
+  CHECK_FALSE(test::find_config(d, "num.io.threads")->read_only);
+
+  // Shrunk: the surplus threads finish and exit; the pool still serves
+  // (this very AlterConfigs ran on it, as does CreateTopics).
+  REQUIRE(set(me, "8").error_code == 0);
+  CHECK(pool.size() == 8);
+  CHECK(pool.wait_running(8, std::chrono::seconds(10)));
+  REQUIRE(set(me, "4").error_code == 0);
+  CHECK(pool.wait_running(4, std::chrono::seconds(10)));
+  CHECK(test::create_topic(f, "after-shrink").error_code == 0);
+  // Deleting the broker's value returns to the default resource's, then the static 8.
+  REQUIRE(inc(f, kBroker, me, {{"num.io.threads", kDelete, std::nullopt}}).responses[0].error_code == 0);
+  CHECK(pool.size() == 8);
 }
 
 }  // namespace CK_UNITY_ID
