@@ -245,8 +245,7 @@ void handle_create_topics(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   if (broker.cluster() == nullptr) {  // directories, files, fsyncs: on the I/O pool
-    if (!broker.service<IoPool>().post([ctx, req]() mutable { answer(ctx, *req, nullptr); }))
-      ctx.respond(Response::close());
+    broker.service<IoPool>().post_request(ctx, [ctx, req]() mutable { answer(ctx, *req, nullptr); });
     return;
   }
   admin::with_zk_admin(

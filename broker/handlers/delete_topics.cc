@@ -151,8 +151,7 @@ void handle_delete_topics(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   if (broker.cluster() == nullptr) {  // removals and fsyncs: on the I/O pool
-    if (!broker.service<IoPool>().post([ctx, req]() mutable { answer(ctx, *req, nullptr, nullptr); }))
-      ctx.respond(Response::close());
+    broker.service<IoPool>().post_request(ctx, [ctx, req]() mutable { answer(ctx, *req, nullptr, nullptr); });
     return;
   }
   auto fail_all = [](RequestContext& c, const DeleteTopicsRequest& r, const std::string& why) {

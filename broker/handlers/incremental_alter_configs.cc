@@ -123,12 +123,11 @@ void handle_incremental_alter_configs(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   if (broker.cluster() == nullptr) {  // the changes are persisted and fsynced: on the I/O pool
-    const bool posted = broker.service<IoPool>().post([ctx, req]() mutable {
+    broker.service<IoPool>().post_request(ctx, [ctx, req]() mutable {
       admin::LocalConfigStore store(*ctx.broker);
       admin::BrokerConfigStore brokers(*ctx.broker);
       answer(ctx, *req, store, brokers);
     });
-    if (!posted) ctx.respond(Response::close());
     return;
   }
   admin::with_zk_admin(

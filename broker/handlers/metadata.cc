@@ -239,8 +239,7 @@ void handle_metadata(RequestContext&& ctx) {
       creates = creates || (rt->name.has_value() && !broker.topics().find(*rt->name) &&
                             !TopicTable::invalid_name_reason(*rt->name));
     if (creates) {
-      if (!broker.service<IoPool>().post([ctx]() mutable { handle_metadata(std::move(ctx)); }))
-        ctx.respond(Response::close());
+      broker.service<IoPool>().post_request(ctx, [ctx]() mutable { handle_metadata(std::move(ctx)); });
       return;
     }
   }

@@ -109,7 +109,13 @@ void Connection::report_gone() {
 void Connection::process_input() {
   while (!closed_ && !input_done_) {
     if (frame_size_ < 0) {
-      if (slots_.size() >= opt_.max_in_flight) return;  // pump() resumes
+      if (slots_.size() >= opt_.max_in_flight || held_by_) {  // pump() resumes
+        if (!pipeline_paused_ && opt_.pipeline_pauses != nullptr)
+          opt_.pipeline_pauses->fetch_add(1, std::memory_order_relaxed);
+        pipeline_paused_ = true;
+        return;
+      }
+      pipeline_paused_ = false;
       if (in_end_ - in_begin_ < 4) break;
       const uint8_t* p = in_.data() + in_begin_;
       const int32_t size = static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -215,6 +221,9 @@ void Connection::dispatch_frame_now() {
   answer->weak = weak_from_this();
   answer->seq = seq;
   ctx.respond = [answer](Response r) { answer->give(std::move(r)); };
+  ctx.hold_later_requests = [weak = weak_from_this(), seq] {
+    if (auto c = weak.lock(); c && !c->closed_) c->held_by_ = seq;
+  };
   frame_.reset();
   frame_size_ = -1;
   frame_filled_ = 0;
@@ -292,6 +301,7 @@ void Connection::on_response(uint64_t seq, Response r) {
   Slot& s = slots_[idx];
   if (s.response) return;  // answered twice: the first answer stands
   s.response = std::move(r);
+  if (held_by_ == seq) held_by_.reset();  // later requests may go (pump() reads on)
   if (opt_.budget != nullptr && s.budgeted) opt_.budget->release(s.budget_bytes, s.counted);
   s.budget_bytes = 0;
   s.budgeted = false;

@@ -19,6 +19,12 @@
 // slots open, reading pauses (a slow reader therefore holds at most that
 // many responses, and a response holds slice handles, never record data).
 //
+// A handler whose answer comes from another thread may hold the
+// connection's later requests until it is answered
+// (RequestContext::hold_later_requests): frames after it are not
+// dispatched meanwhile, so nothing overtakes it. Each stop of reading for
+// max_in_flight or a hold is counted (ConnectionOptions::pipeline_pauses).
+//
 // Closing: on a read or write error, a bad frame, a kClose response, idle
 // for connections.max.idle.ms with nothing in flight, or Server::stop. At
 // end of stream (the client half-closed or went away) reading stops and the
@@ -30,6 +36,7 @@
 // except the respond callbacks handed to handlers (any thread).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -66,6 +73,9 @@ struct ConnectionOptions {
   // Server passes min(kMaxInFlightPerConnection, queued.max.requests).
   size_t max_in_flight = kMaxInFlightPerConnection;
   RequestBudget* budget = nullptr;          // queued.max.request.bytes (shared)
+  // Counts each time this connection stops reading because max_in_flight
+  // requests are unanswered on it or one holds the later ones (shared).
+  std::atomic<uint64_t>* pipeline_pauses = nullptr;
   std::shared_ptr<PostGate> gate;           // posts to this connection's thread
   std::function<void(uint64_t id)> on_closed;  // called once, on this thread
   // Dispatches a complete frame; dispatch_frame() unless a test swaps it.
@@ -145,6 +155,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::deque<Slot> slots_;
   uint64_t next_seq_ = 0;
+  // A request that holds the later ones (hold_later_requests): nothing more
+  // is dispatched until it is answered.
+  std::optional<uint64_t> held_by_;
+  bool pipeline_paused_ = false;  // stopped by max_in_flight or held_by_ (counted once)
   std::optional<ResponseWriter> writer_;  // the response being written
   Response::Timing writer_timing_;        // its request-time metrics (response.h)
   std::chrono::steady_clock::time_point writing_since_{};

@@ -1,9 +1,12 @@
 // broker/server/io_pool.h: the request handler pool (num.io.threads) for the
 // work a network thread must not do: handlers that create or delete topics
 // on one node (directories, files and their fsyncs, the topic table's
-// rewrite), a Metadata request that auto-creates a topic, and config changes
-// on one node (persisted and fsynced). The network thread decodes the
-// request and posts the rest here; the pool answers through
+// rewrite), a Metadata request that auto-creates a topic, config changes
+// on one node (persisted and fsynced), and a Produce whose records are
+// compressed anew (a topic's compression.type: CPU in proportion to the
+// records). The network thread decodes the request and posts the rest here
+// with post_request(), which holds the connection's later requests until
+// this one is answered (none overtakes it); the pool answers through
 // RequestContext::respond, which any thread may call.
 //
 // Bounded without a queue limit of its own: every request posted here is in
@@ -15,7 +18,7 @@
 // once, or lets the surplus ones finish the task they run and exit (a
 // thread may resize its own pool).
 //
-// A Broker service: `broker.service<IoPool>().post(fn)`. stop() (broker
+// A Broker service: `broker.service<IoPool>().post_request(ctx, fn)`. stop() (broker
 // shutdown) finishes the tasks running and drops the queued ones; post()
 // then returns false and the caller closes the connection.
 //
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/server/request_context.h"
 
 namespace ciuickafka::broker {
 
@@ -55,6 +59,15 @@ class IoPool {
     }
     cv_.notify_one();
     return true;
+  }
+
+  // The rest of a request's handling, fn (holding a copy of ctx), runs on
+  // the pool. Later requests on ctx's connection wait for its answer
+  // (RequestContext::hold_later_requests: none overtakes it, as in Kafka);
+  // when the pool is stopped the connection is closed instead.
+  void post_request(RequestContext& ctx, std::function<void()> fn) {
+    if (ctx.hold_later_requests) ctx.hold_later_requests();
+    if (!post(std::move(fn))) ctx.respond(Response::close());
   }
 
   // The pool's size becomes max(1, n).

@@ -42,6 +42,14 @@ struct RequestContext {
   uint64_t connection_id = 0;
   std::chrono::steady_clock::time_point received;
   std::function<void(Response)> respond;  // call exactly once
+  // For a handler that answers from another thread (the I/O pool): called
+  // during dispatch, on the connection's thread, it makes the connection
+  // dispatch none of its later requests until this one is answered, as
+  // Kafka handles one request per connection at a time. Without it a
+  // pipelined request could overtake this one: a produce handled on the
+  // pool would be appended after the next produce of the same producer.
+  // Empty where nothing is pipelined (test fixtures).
+  std::function<void()> hold_later_requests;
 
   int16_t api_key() const { return header.request_api_key; }
   int16_t api_version() const { return header.request_api_version; }

@@ -165,6 +165,10 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   scalar("ciuic_network_request_waits_total",
          "Times a connection paused reading because queued.max.request.bytes or queued.max.requests was reached",
          prometheus::MetricType::Counter, static_cast<double>(budget_.waits()));
+  scalar("ciuic_network_pipeline_pauses_total",
+         "Times a connection stopped reading because its pipelined requests in flight reached the bound, or a "
+         "request handled on the I/O pool held the later ones",
+         prometheus::MetricType::Counter, static_cast<double>(pipeline_pauses()));
   auto refused = family("ciuic_network_connections_refused_total",
                         "Connections closed as soon as they were accepted, by listener and the limit that refused "
                         "them",
@@ -343,6 +347,7 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
   o.max_in_flight = std::min<size_t>(kMaxInFlightPerConnection,
                                      static_cast<size_t>(std::max(1, cfg.get_int("queued.max.requests"))));
   o.budget = &budget_;
+  o.pipeline_pauses = &pipeline_pauses_;
   o.gate = t.gate;
   o.on_closed = [this](uint64_t id) { on_connection_closed(id); };
   o.dispatch = dispatch_;
@@ -428,6 +433,18 @@ size_t Server::connection_count() const {
   return conns_.size();
 }
 
+bool Server::quiesce() {
+  std::vector<std::future<void>> done;
+  for (auto& t : threads_) {
+    auto p = std::make_shared<std::promise<void>>();
+    done.push_back(p->get_future());
+    asio::post(t->ioc, [p] { p->set_value(); });
+  }
+  bool all = true;
+  for (auto& d : done) all = d.wait_for(kThreadHop) == std::future_status::ready && all;
+  return all;
+}
+
 void Server::for_each_connection(const std::function<void(Connection&)>& f) {
   std::vector<Live> live;
   {
@@ -439,14 +456,7 @@ void Server::for_each_connection(const std::function<void(Connection&)>& f) {
       if (auto conn = c.lock()) f(*conn);
     });
   }
-  // A barrier per thread: when it runs, the thread has done the posts above.
-  std::vector<std::future<void>> done;
-  for (auto& t : threads_) {
-    auto p = std::make_shared<std::promise<void>>();
-    done.push_back(p->get_future());
-    asio::post(t->ioc, [p] { p->set_value(); });
-  }
-  for (auto& d : done) d.wait_for(kThreadHop);
+  quiesce();  // when it returns, each thread has done the posts above
 }
 
 void Server::stop(std::chrono::milliseconds grace) {

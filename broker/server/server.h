@@ -46,6 +46,7 @@
 //   kafka_network_requestchannel_requestqueuesize
 //   ciuic_network_request_bytes_in_use
 //   ciuic_network_requests_in_flight, ciuic_network_request_waits_total
+//   ciuic_network_pipeline_pauses_total
 //   ciuic_network_connections_refused_total{listener,reason}
 //   ciuic_network_acceptor_paused{listener}, ciuic_network_acceptor_pauses_total{listener}
 //
@@ -104,6 +105,13 @@ class Server {
   // an acceptor paused for max.connections, all listeners together.
   uint64_t refused_per_ip() const;
   uint64_t acceptor_pauses() const;
+  // Times a connection stopped reading because its pipeline was full
+  // (max in flight) or a request held the later ones (connection.h).
+  uint64_t pipeline_pauses() const { return pipeline_pauses_.load(std::memory_order_relaxed); }
+  // Returns once every network thread has run what was posted to it before
+  // the call, so the handlers running or queued then have finished (false
+  // when a thread did not get there in time). A barrier for tests.
+  bool quiesce();
 
  private:
   struct IoThread {
@@ -153,6 +161,7 @@ class Server {
   Broker& broker_;
   DispatchFn dispatch_;
   RequestBudget budget_;
+  std::atomic<uint64_t> pipeline_pauses_{0};
   std::vector<uint16_t> ports_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;

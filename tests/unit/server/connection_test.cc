@@ -102,12 +102,58 @@ TEST_CASE("Reading pauses at 16 requests in flight and resumes as they are answe
   RawClient c(fx.port());
   REQUIRE(c.send_all(frames(0, 20)));
   REQUIRE(h.wait_for(16));
-  ::usleep(200000);
+  // The connection stopped reading at 16 (counted when it did): nothing
+  // more can be dispatched until an answer frees a slot.
+  REQUIRE(eventually([&] { return fx.server().pipeline_pauses() >= 1; }));
   CHECK(h.count() == 16);
   for (int i = 0; i < 16; ++i) h.take(i).respond(echo(h.take(i)));
   REQUIRE(h.wait_for(20));
   for (int i = 16; i < 20; ++i) h.take(i).respond(echo(h.take(i)));
   for (int i = 0; i < 20; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+}
+
+TEST_CASE("A request that holds the later ones is answered before any later one is dispatched") {
+  // Request 1 holds (as a handler does before passing its work to the I/O
+  // pool): 2 and 3 wait for its answer, then go.
+  std::mutex mu;
+  std::vector<RequestContext> held;
+  Server::DispatchFn dispatch = [&](RequestContext ctx) {
+    if (correlation_of(ctx) == 1) {
+      REQUIRE(ctx.hold_later_requests);
+      ctx.hold_later_requests();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(ctx));
+  };
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size();
+  };
+  auto take = [&](size_t i) {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.at(i);
+  };
+  ServerFixture fx({}, dispatch);
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 4)));
+  REQUIRE(eventually([&] { return count() >= 2; }));
+  take(0).respond(echo(take(0)));  // an answer to an earlier request does not release it
+  auto a = c.recv_frame();
+  REQUIRE(a);
+  CHECK(be32(a->data()) == 0);
+  // The thread that wrote answer 0 then looked at the input again (pump()):
+  // once it has finished that, request 2 would have been dispatched.
+  REQUIRE(fx.server().quiesce());
+  CHECK(count() == 2);
+  CHECK(fx.server().pipeline_pauses() >= 1);
+  take(1).respond(echo(take(1)));
+  REQUIRE(eventually([&] { return count() >= 4; }));
+  for (size_t i = 2; i < 4; ++i) take(i).respond(echo(take(i)));
+  for (int i = 1; i < 4; ++i) {
     auto f = c.recv_frame();
     REQUIRE(f);
     CHECK(be32(f->data()) == i);
@@ -126,12 +172,14 @@ TEST_CASE("queued.max.request.bytes pauses reading across connections until answ
   REQUIRE(a.send_all(three));
   REQUIRE(h.wait_for(2));
   REQUIRE(b.send_all(test_frame(3, 400)));
-  ::usleep(200000);
+  // Both connections wait for the budget: neither dispatches meanwhile.
+  REQUIRE(eventually([&] { return fx.server().budget().waiting() == 2; }));
   CHECK(h.count() == 2);  // 800 of 1000 bytes held: neither the third nor b's frame fits
   CHECK(fx.server().budget().in_use() == 800);
   h.take(0).respond(echo(h.take(0)));
   REQUIRE(h.wait_for(3));
-  ::usleep(100000);
+  // Both were woken; the one that did not fit waits again.
+  REQUIRE(eventually([&] { return fx.server().budget().waiting() == 1; }));
   CHECK(h.count() == 3);  // 400 freed: one more fits, not two
   for (size_t i = 1; i < 3; ++i) h.take(i).respond(echo(h.take(i)));
   REQUIRE(h.wait_for(4));
