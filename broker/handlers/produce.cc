@@ -17,6 +17,12 @@
 // non-transactional batch from a producer with an open transaction
 // INVALID_TXN_STATE. Nothing is written for a refused batch.
 //
+// A request that compresses records anew (produce/prepare.h
+// compresses_anew: a topic's compression.type, or a compressed v0/v1
+// message set) is handled on the I/O pool (server/io_pool.h), its
+// connection's later requests held until it is answered so that none is
+// appended before it; there the writes are blocking ones.
+//
 // The writes go through the network thread's io_uring (server/disk_ring.h,
 // storage::Log::append_async): every partition's write is queued, the ring
 // is flushed once for the whole request, and the request waits (holding no
@@ -71,6 +77,7 @@
 #include "broker/produce/topic_settings.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
+#include "broker/server/io_pool.h"
 #include "broker/txn/coordinator.h"
 #include "metrics/log/log.h"
 #include "metrics/log/rate_limit.h"
@@ -485,6 +492,30 @@ void handle_produce(RequestContext&& ctx) {
   }
   merge_repeated_partitions(req);
   Broker& broker = *ctx.broker;
+  const int16_t version = ctx.api_version();
+  const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  const bool validate_compressed = broker.config().get_bool("ciuic.produce.validate.compressed");
+  // Each topic and its settings, found once.
+  std::vector<std::shared_ptr<const Topic>> topics(req.topic_data.size());
+  std::vector<std::optional<produce::TopicSettings>> topic_settings(req.topic_data.size());
+  bool compresses = false;
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    topics[t] = acks_valid ? broker.topics().find(req.topic_data[t].name) : nullptr;
+    if (!topics[t]) continue;
+    topic_settings[t] = produce::topic_settings(broker.topics(), *topics[t]);
+    topic_settings[t]->validate_compressed = validate_compressed;
+    for (const auto& pd : req.topic_data[t].partition_data)
+      compresses = compresses || produce::compresses_anew(pd.records.bytes, *topic_settings[t]);
+  }
+  // Compressing records anew (a topic's compression.type, or a compressed
+  // v0/v1 message set converted) takes CPU time in proportion to the
+  // records: the whole request is handled again on the I/O pool, so the
+  // network thread's other connections are not held meanwhile.
+  if (compresses && !IoPool::on_pool_thread()) {
+    broker.service<IoPool>().post_request(ctx, [ctx]() mutable { handle_produce(std::move(ctx)); });
+    return;
+  }
+
   auto pp = std::make_shared<PendingProduce>();
   pp->svc = &broker.service<produce::ProduceService>();
   pp->broker = &broker;
@@ -492,26 +523,20 @@ void handle_produce(RequestContext&& ctx) {
   pp->timeout_ms = req.timeout_ms;
   pp->fsync = broker.config().get_bool("ciuic.acks.all.fsync");
   pp->transactional_id = req.transactional_id;
-  const int16_t version = ctx.api_version();
   const int64_t now = Broker::now_ms();
-  const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;
-  const bool validate_compressed = broker.config().get_bool("ciuic.produce.validate.compressed");
   size_t partitions = 0;
   for (const auto& td : req.topic_data) partitions += td.partition_data.size();
   pp->writes.reserve(partitions);
 
   ProduceResponse& resp = pp->resp;
   resp.responses.reserve(req.topic_data.size());
-  for (const auto& td : req.topic_data) {
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    const auto& td = req.topic_data[t];
     ProduceResponse::TopicProduceResponse& tr = resp.responses.emplace_back();
     tr.name = td.name;
     const size_t topic_index = resp.responses.size() - 1;
-    auto topic = acks_valid ? broker.topics().find(td.name) : nullptr;
-    std::optional<produce::TopicSettings> settings;
-    if (topic) {
-      settings = produce::topic_settings(broker.topics(), *topic);
-      settings->validate_compressed = validate_compressed;
-    }
+    const std::shared_ptr<const Topic>& topic = topics[t];
+    const std::optional<produce::TopicSettings>& settings = topic_settings[t];
     tr.partition_responses.reserve(td.partition_data.size());
     for (const auto& pd : td.partition_data) {
       PartitionResponse& pr = tr.partition_responses.emplace_back();

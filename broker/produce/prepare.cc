@@ -319,4 +319,24 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
   return out;
 }
 
+bool compresses_anew(std::span<const uint8_t> records, const TopicSettings& s) {
+  protocol::BatchSplitter splitter(records);
+  protocol::RecordsEntry e;
+  while (splitter.next(&e) == protocol::SplitStatus::kEntry) {
+    // Attributes: after offset, length, leader epoch, magic and CRC in a v2
+    // batch (byte 22, low byte of an int16); after offset, size, CRC and
+    // magic in a v0/v1 message (byte 17). The low 3 bits are the codec.
+    const size_t at = e.magic == 2 ? 22 : 17;
+    if (e.bytes.size() <= at) continue;
+    const auto codec = protocol::codec_from_id(static_cast<uint8_t>(e.bytes[at] & 0x07));
+    if (!codec) continue;  // refused by prepare_records
+    if (e.magic < 2) {
+      if (*codec != Codec::kNone || (s.target_codec && *s.target_codec != Codec::kNone)) return true;
+    } else if (s.target_codec && *s.target_codec != *codec) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace ciuickafka::broker::produce

@@ -79,4 +79,12 @@ struct PreparedRecords {
 PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_version,
                                 const TopicSettings& settings, int64_t now_ms);
 
+// Whether prepare_records would compress records anew: a v2 batch whose
+// codec is not the topic's compression.type, or a v0/v1 message set that
+// is converted with a codec (the topic's, or its compressed wrapper's).
+// Reads only batch and message headers; records it cannot frame count as
+// no (prepare_records then refuses them cheaply). The produce handler runs
+// such requests on the I/O pool, off the network thread.
+bool compresses_anew(std::span<const uint8_t> records, const TopicSettings& settings);
+
 }  // namespace ciuickafka::broker::produce

@@ -3,6 +3,7 @@
 // LogAppendTime, recompression and message-set conversion.
 #include <catch2/catch.hpp>
 
+#include "broker/produce/prepare.h"
 #include "protocol/error_code.h"
 #include "protocol/records/crc32c.h"
 #include "tests/unit/handlers/produce/produce_helpers.h"
@@ -358,4 +359,30 @@ TEST_CASE("compacted topics require keys") {
   CHECK(produce_one(f, "c", make_batch({.records = 2, .codec = protocol::Codec::kSnappy, .null_keys = true}), 9)
             .error_code == to_wire(ErrorCode::INVALID_RECORD));
   CHECK(produce_one(f, "c", make_batch({}), 9).error_code == 0);
+}
+
+TEST_CASE("compresses_anew finds the records a topic's compression.type makes the broker compress") {
+  using broker::produce::compresses_anew;
+  using protocol::Codec;
+  broker::produce::TopicSettings producer, zstd, none;
+  zstd.target_codec = Codec::kZstd;
+  none.target_codec = Codec::kNone;
+  const auto plain = make_batch({.records = 2});
+  const auto gz = make_batch({.records = 2, .codec = Codec::kGzip});
+  const auto zs = make_batch({.records = 2, .codec = Codec::kZstd});
+  CHECK(!compresses_anew(plain, producer));
+  CHECK(!compresses_anew(gz, producer));
+  CHECK(compresses_anew(plain, zstd));
+  CHECK(compresses_anew(gz, zstd));
+  CHECK(!compresses_anew(zs, zstd));
+  CHECK(compresses_anew(gz, none));  // decompressed and stored plain
+  CHECK(!compresses_anew(plain, none));
+  // v0/v1 message sets: a compressed wrapper is converted with a codec.
+  const auto v1_plain = read_binary(test_data_dir() + "/records/legacy_v1_none.bin");
+  const auto v1_gzip = read_binary(test_data_dir() + "/records/legacy_v1_gzip.bin");
+  CHECK(!compresses_anew(v1_plain, producer));
+  CHECK(compresses_anew(v1_gzip, producer));
+  CHECK(compresses_anew(v1_plain, zstd));
+  // Framing it cannot read is not its to refuse.
+  CHECK(!compresses_anew(std::vector<uint8_t>(5, 0xff), zstd));
 }
