@@ -11,7 +11,9 @@
 // field is external, naming the storage::ReadResult whose file slices the
 // connection sends with sendfile. Fetch v0-v3 are the exception: their
 // clients read message format v0/v1, so the bytes are converted in memory
-// (broker/fetch/down_convert.h). records is never null (empty when there is
+// (broker/fetch/down_convert.h), on the I/O pool (server/io_pool.h): the
+// read from disk and the conversion never hold the network thread. records
+// is never null (empty when there is
 // nothing). aborted_transactions is null for read_uncommitted and, for
 // read_committed, lists the aborted transactions overlapping what was read
 // (fetch/partition_read.h), as Kafka sends them.
@@ -30,6 +32,7 @@
 // Topics are named (v0-12) or by id (v13+). Metrics: bytes out per topic
 // (and all topics) for consumers, replication bytes out (all topics) for
 // followers, failed fetches per topic for partition errors.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -49,6 +52,7 @@
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "broker/replica/leader_replicas.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
 
@@ -154,10 +158,20 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
   return d;
 }
 
-void respond(PendingFetch& pf) {
+void respond(const std::shared_ptr<PendingFetch>& pfp) {
+  PendingFetch& pf = *pfp;
   Broker& broker = *pf.ctx.broker;
   FetchMetrics& metrics = broker.service<FetchMetrics>();
   const int8_t magic = fetch::legacy_magic_for_fetch(pf.version);
+  if (magic >= 0 && !IoPool::on_pool_thread() &&
+      std::any_of(pf.outcomes.begin(), pf.outcomes.end(), [](const PartitionOutcome& o) { return o.read.bytes > 0; })) {
+    // Down-conversion reads the records from disk into memory and converts
+    // them (decompressing and compressing again): on the I/O pool, never on
+    // the network thread. Nothing pipelined behind an old fetch depends on
+    // it (no fetch session before v7), so later requests are not held.
+    if (!broker.service<IoPool>().post([pfp] { respond(pfp); })) pf.ctx.respond(Response::close());
+    return;
+  }
   if (magic >= 0) {
     // Converted message sets can be larger than the batches they come from
     // (a legacy message per record): once they pass the response's budget,
@@ -330,7 +344,7 @@ void handle_fetch(RequestContext&& ctx) {
   fetch::ReadTotals totals = read_all(*pf);
   if (req.max_wait_ms <= 0 || pf->plan.empty() || totals.bytes >= static_cast<uint64_t>(std::max(req.min_bytes, 0)) ||
       totals.answer_now) {
-    respond(*pf);
+    respond(pf);
     return;
   }
 
@@ -339,13 +353,13 @@ void handle_fetch(RequestContext&& ctx) {
   w->attempt = [pf](bool force) {
     fetch::ReadTotals t = read_all(*pf);
     if (!force && t.bytes < static_cast<uint64_t>(std::max(pf->min_bytes, 0)) && !t.answer_now) return false;
-    respond(*pf);
+    respond(pf);
     return true;
   };
   std::vector<std::pair<std::string, int32_t>> keys;
   for (const FetchPartitionState& s : pf->plan) keys.emplace_back(s.topic, s.partition);
   if (!broker.service<fetch::FetchWaitingRoom>().park(w, std::move(keys), std::chrono::milliseconds(req.max_wait_ms))) {
-    respond(*pf);
+    respond(pf);
   }
 }
 
