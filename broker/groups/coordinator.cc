@@ -13,6 +13,7 @@
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
 #include "broker/cluster/coordinator_errors.h"
+#include "broker/cluster/coordinator_write.h"
 #include "broker/cluster/partition_scan.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/groups/lag_metrics.h"
@@ -185,23 +186,32 @@ Appended GroupCoordinator::append(const std::string& group_id, const std::vector
     a.error = ErrorCode::UNKNOWN_SERVER_ERROR;
     return a;
   }
-  auto r = p->append(std::span<uint8_t>(*batch), Broker::now_ms());
-  if (!r.is_ok()) {
+  auto q = CoordinatorWrite::append(p, std::move(*batch), Broker::now_ms());
+  if (!q.status.is_ok()) {
     // Leadership moved since the check above: another broker coordinates
     // now. Kafka maps storage failures of the offsets log to a retriable error.
-    a.error = r.status().code() == storage::StatusCode::kFenced ? ErrorCode::NOT_COORDINATOR
-                                                                 : ErrorCode::COORDINATOR_NOT_AVAILABLE;
+    a.error = q.status.code() == storage::StatusCode::kFenced ? ErrorCode::NOT_COORDINATOR
+                                                               : ErrorCode::COORDINATOR_NOT_AVAILABLE;
     return a;
   }
   a.log = p->log_ptr();
   a.partition = p;
-  a.end_offset = r.value().last_offset + 1;
+  a.end_offset = q.result.last_offset + 1;
+  a.write = std::move(q.write);
   return a;
 }
 
 void GroupCoordinator::when_durable(Appended a, std::function<void(ErrorCode)> done) {
   if (a.error != ErrorCode::NONE || !a.log) {
     done(a.error);
+    return;
+  }
+  if (a.write) {  // first the write itself (queued on a network thread's ring)
+    std::shared_ptr<CoordinatorWrite> write = std::move(a.write);
+    write->then([this, a = std::move(a), done = std::move(done)](storage::Status s) mutable {
+      if (!s.is_ok()) return done(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+      when_durable(std::move(a), std::move(done));
+    });
     return;
   }
   Broker* broker = &broker_;

@@ -34,7 +34,9 @@
 // COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR ->
 // NOT_COORDINATOR.
 //
-// Writes. Each group maps to one partition (partition_for.h). An
+// Writes. Each group maps to one partition (partition_for.h). A write is
+// queued on the calling network thread's io_uring, never a blocking write
+// there (cluster/coordinator_write.h); its answer waits for it. An
 // OffsetCommit is appended and, when ciuic.acks.all.fsync is true, answered
 // only after the group-commit fsync covers it, so an acknowledged commit
 // survives kill -9; until then OffsetFetch does not see it (Kafka's pending
@@ -91,6 +93,7 @@
 
 namespace ciuickafka::broker {
 class Broker;
+class CoordinatorWrite;
 class Partition;
 }  // namespace ciuickafka::broker
 namespace ciuickafka::storage {
@@ -116,6 +119,9 @@ struct Appended {
   std::shared_ptr<storage::Log> log;  // set on success
   std::shared_ptr<Partition> partition;  // set on success
   int64_t end_offset = 0;             // one past the last record written
+  // The write, queued on the network thread's io_uring (or done, where the
+  // thread has none: cluster/coordinator_write.h); when_durable() waits for it.
+  std::shared_ptr<CoordinatorWrite> write;
 };
 
 class GroupCoordinator : public ReplicaRoleListener {

@@ -9,6 +9,7 @@
 #include "broker/admin/auto_create.h"
 #include "broker/broker.h"
 #include "broker/cluster/coordinator_errors.h"
+#include "broker/cluster/coordinator_write.h"
 #include "broker/cluster/partition_scan.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_producer_ids.h"
@@ -222,19 +223,35 @@ TxnCoordinator::Appended TxnCoordinator::append(const std::string& id, const Txn
     a.error = ErrorCode::UNKNOWN_SERVER_ERROR;
     return a;
   }
-  auto r = p->append(std::span<uint8_t>(*batch), Broker::now_ms());
-  if (!r.is_ok()) {
-    a.error = append_error(r.status().code() == storage::StatusCode::kFenced ? ErrorCode::NOT_LEADER_OR_FOLLOWER
-                                                                              : ErrorCode::KAFKA_STORAGE_ERROR);
+  auto q = CoordinatorWrite::append(p, std::move(*batch), Broker::now_ms());
+  if (!q.status.is_ok()) {
+    a.error = append_error(q.status.code() == storage::StatusCode::kFenced ? ErrorCode::NOT_LEADER_OR_FOLLOWER
+                                                                            : ErrorCode::KAFKA_STORAGE_ERROR);
     return a;
   }
   a.partition = p;
-  a.end_offset = r.value().last_offset + 1;
+  a.end_offset = q.result.last_offset + 1;
+  a.write = std::move(q.write);
   return a;
+}
+
+void TxnCoordinator::when_written(const Appended& a, std::function<void(ErrorCode)> done) {
+  if (a.error != ErrorCode::NONE || !a.write) return done(a.error);
+  a.write->then([done = std::move(done)](storage::Status s) {
+    done(s.is_ok() ? ErrorCode::NONE : append_error(ErrorCode::KAFKA_STORAGE_ERROR));
+  });
 }
 
 void TxnCoordinator::when_durable(const Appended& a, std::function<void(ErrorCode)> done) {
   if (a.error != ErrorCode::NONE || !a.partition) return done(a.error);
+  if (a.write) {  // first the write itself (queued on a network thread's ring)
+    Appended written = a;
+    written.write.reset();
+    return when_written(a, [this, written, done = std::move(done)](ErrorCode e) mutable {
+      if (e != ErrorCode::NONE) return done(e);
+      when_durable(written, std::move(done));
+    });
+  }
   replica::when_acks_all_durable(broker_, a.partition, a.partition->log_ptr(), a.end_offset, kAppendTimeoutMs,
                                  [done = std::move(done)](ErrorCode e) {
                                    done(e == ErrorCode::NONE ? e : append_error(e));
@@ -264,7 +281,7 @@ void TxnCoordinator::write(const MetaPtr& m, TxnRecord next, std::function<void(
     then(e);
   };
   if (durable) return when_durable(a, std::move(install));
-  install(a.error);
+  when_written(a, std::move(install));
 }
 
 // ---------------------------------------------------------------------------

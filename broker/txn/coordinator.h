@@ -34,8 +34,10 @@
 //
 // Transitions (only one pending per id: a request meeting a pending one gets
 // CONCURRENT_TRANSACTIONS). The new state is appended to the id's
-// partition, and installed in memory only once the append is durable
-// (fsynced when ciuic.acks.all.fsync is true): then the request is
+// partition (the write queued on the calling network thread's io_uring,
+// never a blocking write there: cluster/coordinator_write.h), and
+// installed in memory only once the append is durable (fsynced when
+// ciuic.acks.all.fsync is true), or at least written: then the request is
 // answered. Append errors map as Kafka's: storage -> NOT_COORDINATOR or
 // COORDINATOR_NOT_AVAILABLE.
 //   InitProducerId: a new id gets a new producer id at epoch 0 (Empty). A
@@ -95,6 +97,7 @@
 
 namespace ciuickafka::broker {
 class Broker;
+class CoordinatorWrite;
 class Partition;
 }  // namespace ciuickafka::broker
 
@@ -206,7 +209,13 @@ class TxnCoordinator : public ReplicaRoleListener {
     protocol::ErrorCode error = protocol::ErrorCode::NONE;
     std::shared_ptr<Partition> partition;
     int64_t end_offset = 0;
+    // The write, queued on the network thread's io_uring (or done, where
+    // the thread has none): cluster/coordinator_write.h.
+    std::shared_ptr<CoordinatorWrite> write;
   };
+  // done(error) once a's write has completed (its append error, or
+  // KAFKA_STORAGE_ERROR mapped as append errors are, when the write failed).
+  void when_written(const Appended& a, std::function<void(protocol::ErrorCode)> done);
 
   std::shared_ptr<Partition> local_partition(const std::string& id);
   protocol::ErrorCode new_producer_id(int64_t* id);

@@ -4,7 +4,11 @@
 // restarts.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <optional>
+
 #include "broker/groups/offsets_records.h"
+#include "broker/server/disk_ring.h"
 #include "broker/groups/partition_for.h"
 #include "broker/txn/coordinator.h"
 #include "protocol/error_code.h"
@@ -177,6 +181,48 @@ TEST_CASE("simple commits round-trip at several versions", "[groups]") {
   REQUIRE(a.topics[0].partitions.size() == 1);
   CHECK(a.topics[0].partitions[0].partition_index == 1);
   CHECK(a.topics[0].partitions[0].committed_offset == 102);
+}
+
+TEST_CASE("a commit on a network thread is written through its io_uring and answered after the write", "[groups]") {
+  // ciuic.acks.all.fsync=false: nothing but the write itself delays the answer.
+  auto overrides = base_overrides();
+  overrides.push_back("ciuic.acks.all.fsync=false");
+  BrokerFixture f(overrides);
+  make_topic(f, "t", 1);
+  auto& c = coordinator(f);
+  asio::io_context ioc;  // this thread plays a network thread
+  auto ring = DiskRing::create(ioc);
+  std::optional<protocol::OffsetCommitResponse> answer;
+  auto commit = [&](int64_t offset) {
+    answer.reset();
+    c.commit_offsets(commit_request("g-ring", "t", 0, offset, "m"), 8,
+                     [&](protocol::OffsetCommitResponse r) { answer = std::move(r); });
+  };
+  auto committed_offset = [&] {
+    auto r = c.fetch_offsets("g-ring", std::nullopt);
+    return r.topics.empty() ? int64_t{-1} : r.topics[0].partitions[0].committed_offset;
+  };
+  if (!ring) {
+    // io_uring refused here (the broker logs why): the write is a blocking
+    // one, done before commit_offsets returns, and so is the answer.
+    commit(5);
+    REQUIRE(answer);
+    CHECK(answer->topics[0].partitions[0].error_code == 0);
+    CHECK(committed_offset() == 5);
+    return;
+  }
+  ring->bind_to_this_thread();
+  commit(7);
+  // Queued, not written: no answer yet, and OffsetFetch does not see it.
+  CHECK(!answer);
+  CHECK(DiskRing::current()->in_flight() > 0);
+  CHECK(committed_offset() == -1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!answer && std::chrono::steady_clock::now() < deadline) ioc.run_one_for(std::chrono::milliseconds(100));
+  REQUIRE(answer);
+  CHECK(answer->topics[0].partitions[0].error_code == 0);
+  CHECK(committed_offset() == 7);
+  ring->drain();
 }
 
 TEST_CASE("OffsetCommit error paths", "[groups]") {
