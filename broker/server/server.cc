@@ -153,7 +153,7 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   };
   scalar("kafka_network_requestchannel_requestqueuesize",
          "Connections holding a read request until queued.max.request.bytes and queued.max.requests have room "
-         "(handlers run on the network threads, so this is the broker's only request queue)",
+         "(the request queue before any handler runs)",
          prometheus::MetricType::Gauge, static_cast<double>(budget_.waiting()));
   scalar("ciuic_network_request_bytes_in_use",
          "Bytes of requests read but not yet answered (bounded by queued.max.request.bytes)",
