@@ -186,8 +186,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   lmc.file_delete_delay_ms = c.get_long("log.segment.delete.delay.ms");
   lmc.cleaner_enable = c.get_bool("log.cleaner.enable") && c.get_int("log.cleaner.threads") > 0;
   lmc.cleaner_backoff_ms = c.get_long("log.cleaner.backoff.ms");
-  lmc.cleaner.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
-  lmc.cleaner.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
+  lmc.cleaner = admin::DynamicConfigs::cleaner_config(c);
   // Logs open with storage defaults; TopicTable::load then applies each
   // topic's effective config (broker defaults and overrides) to its logs.
   const int64_t now = now_ms();
@@ -222,6 +221,9 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
       *error = "cannot load the dynamic broker configs: " + s.to_string();
       return nullptr;
     }
+    // The cleaner's dynamic keys among them (a no-op when there are none).
+    b->logs_->set_cleaner_settings(b->config_.get_long("log.cleaner.backoff.ms"),
+                                   admin::DynamicConfigs::cleaner_config(b->config_));
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
   // Cluster mode: only what the controller assigns is hosted and served.

@@ -393,7 +393,12 @@ Status LogManager::shutdown() {
 
 Status LogManager::clean_now(int64_t now_ms) {
   std::lock_guard pass(cleaner_pass_mu_);
-  const Cleaner cleaner(config_.cleaner, &cleaner_throttle_);
+  CleanerConfig settings;
+  {
+    std::lock_guard lock(cleaner_mu_);
+    settings = config_.cleaner;
+  }
+  const Cleaner cleaner(settings, &cleaner_throttle_);
   Status first;
   CleanerManagerStats delta;
   for (const auto& [tp, log] : all()) {
@@ -432,6 +437,25 @@ Status LogManager::clean_now(int64_t now_ms) {
 void LogManager::set_stable_bound(StableBound bound) {
   std::lock_guard pass(cleaner_pass_mu_);
   stable_bound_ = std::move(bound);
+}
+
+void LogManager::set_cleaner_settings(int64_t backoff_ms, const CleanerConfig& cleaner) {
+  {
+    std::lock_guard lock(cleaner_mu_);
+    config_.cleaner_backoff_ms = backoff_ms;
+    config_.cleaner = cleaner;
+  }
+  cleaner_throttle_.set_rate(cleaner.io_max_bytes_per_second);
+}
+
+std::pair<int64_t, CleanerConfig> LogManager::cleaner_settings() const {
+  std::pair<int64_t, CleanerConfig> out;
+  {
+    std::lock_guard lock(cleaner_mu_);
+    out = {config_.cleaner_backoff_ms, config_.cleaner};
+  }
+  out.second.io_max_bytes_per_second = cleaner_throttle_.rate();
+  return out;
 }
 
 CleanerManagerStats LogManager::cleaner_stats() const {

@@ -19,7 +19,8 @@
 // directories whose file.delete.delay.ms has passed, and writes the
 // checkpoints every checkpoint_interval_ms. With cleaner_enable
 // (log.cleaner.enable), tick() also wakes the cleaner thread every
-// cleaner_backoff_ms (log.cleaner.backoff.ms); it runs one pass of
+// cleaner_backoff_ms (log.cleaner.backoff.ms, changeable with
+// set_cleaner_settings); it runs one pass of
 // storage/cleaner.h over every log whose cleanup.policy includes compact.
 // Every pass's reads and writes go through one Throttler at
 // log.cleaner.io.max.bytes.per.second (CleanerConfig); stopping the cleaner
@@ -160,6 +161,15 @@ class LogManager {
   // log's own transactions. Takes effect from the next pass.
   using StableBound = std::function<int64_t(const TopicPartition&, const Log&)>;
   void set_stable_bound(StableBound bound);
+  // New cleaner settings (the dynamic log.cleaner.backoff.ms,
+  // log.cleaner.dedupe.buffer.size and log.cleaner.io.max.bytes.per.second,
+  // as Kafka's LogCleaner reconfigures): the backoff applies at the next
+  // tick, counted from the last pass; the buffer from the next pass (a pass
+  // in progress keeps its own); the throttle's new rate at once.
+  void set_cleaner_settings(int64_t backoff_ms, const CleanerConfig& cleaner);
+  // The backoff and the config the next pass uses (its I/O rate: the
+  // throttle's own).
+  std::pair<int64_t, CleanerConfig> cleaner_settings() const;
 
   const std::vector<std::string>& log_dirs() const { return dirs_; }
   const LogManagerStats& open_stats() const { return stats_; }
@@ -186,7 +196,9 @@ class LogManager {
 
   io::FileSystem& fs_;
   const std::vector<std::string> dirs_;
-  const LogManagerConfig config_;
+  // Constant after open, but for cleaner_backoff_ms and cleaner (under
+  // cleaner_mu_: set_cleaner_settings).
+  LogManagerConfig config_;
   GroupCommitter committer_;
   LogManagerStats stats_;
 

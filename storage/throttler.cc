@@ -19,10 +19,37 @@ bool is_unthrottled(double rate) {
 Throttler::Throttler(double bytes_per_second) : Throttler(bytes_per_second, Options{}) {}
 
 Throttler::Throttler(double bytes_per_second, Options options)
-    : rate_(bytes_per_second),
-      unthrottled_(is_unthrottled(bytes_per_second)),
-      burst_(unthrottled_ ? 0 : std::max(0.0, bytes_per_second * options.burst_seconds)),
-      clock_(std::move(options.clock)) {}
+    : burst_seconds_(options.burst_seconds), clock_(std::move(options.clock)) {
+  set_rate(bytes_per_second);
+}
+
+void Throttler::set_rate(double bytes_per_second) {
+  std::lock_guard lock(mu_);
+  if (started_ && !unthrottled_) {
+    // The time until now refills at the old rate (a sleep in progress was
+    // asked for at that rate); the new one counts from now.
+    const int64_t now = now_ns();
+    if (now > last_ns_) {
+      tokens_ = std::min(burst_, tokens_ + static_cast<double>(now - last_ns_) * rate_ / 1e9);
+      last_ns_ = now;
+    }
+  }
+  rate_ = bytes_per_second;
+  unthrottled_ = is_unthrottled(bytes_per_second);
+  burst_ = unthrottled_ ? 0 : std::max(0.0, bytes_per_second * burst_seconds_);
+  tokens_ = std::min(tokens_, burst_);
+  if (unthrottled_) started_ = false;  // a full bucket when a rate is set again
+}
+
+bool Throttler::unthrottled() const {
+  std::lock_guard lock(mu_);
+  return unthrottled_;
+}
+
+double Throttler::rate() const {
+  std::lock_guard lock(mu_);
+  return rate_;
+}
 
 int64_t Throttler::now_ns() const {
   if (clock_.now_ns) return clock_.now_ns();

@@ -16,7 +16,8 @@
 // The clock is injectable: tests pass a fake whose sleep advances its time
 // and assert on stats() (delays and their lengths), never on wall time.
 // cancel() wakes a sleeper and makes later acquires return at once, so a
-// shutdown never waits out a throttle delay.
+// shutdown never waits out a throttle delay. set_rate() changes the rate for
+// the acquires after it (a sleep already asked for is not shortened).
 //
 // Thread-safety: every method may be called from any thread. One mutex
 // guards the bucket; the sleep happens outside it.
@@ -58,20 +59,26 @@ class Throttler {
   // Wakes sleepers; every later acquire only counts.
   void cancel();
 
-  bool unthrottled() const { return unthrottled_; }
-  double rate() const { return rate_; }
+  // A new rate from now on (a dynamic log.cleaner.io.max.bytes.per.second):
+  // the time before it refills at the old rate, then the bucket keeps its
+  // tokens (or its debt), capped at the new burst.
+  void set_rate(double bytes_per_second);
+
+  bool unthrottled() const;
+  double rate() const;
   Stats stats() const;
 
  private:
   int64_t now_ns() const;
   void sleep_ns(int64_t ns);
 
-  const double rate_;        // bytes per second
-  const bool unthrottled_;
-  const double burst_;       // bytes
+  const double burst_seconds_;
   const ThrottleClock clock_;
 
   mutable std::mutex mu_;
+  double rate_ = 0;             // under mu_: bytes per second
+  bool unthrottled_ = true;     // under mu_
+  double burst_ = 0;            // under mu_: bytes
   std::condition_variable cv_;  // cancel() wakes the default sleep
   bool cancelled_ = false;      // under mu_
   bool started_ = false;        // under mu_: last_ns_ is set

@@ -1,6 +1,8 @@
 // broker/admin/dynamic_configs.cc: see dynamic_configs.h.
 #include "broker/admin/dynamic_configs.h"
 
+#include <algorithm>
+
 #include "broker/admin/dynamic_configs.pb.h"
 #include "broker/broker.h"
 #include "broker/server/io_pool.h"
@@ -74,6 +76,13 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
   return {};
 }
 
+storage::CleanerConfig DynamicConfigs::cleaner_config(const config::BrokerConfig& c) {
+  storage::CleanerConfig cc;
+  cc.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
+  cc.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
+  return cc;
+}
+
 uint64_t DynamicConfigs::subscribe(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   subscribers_[++next_subscriber_] = std::move(fn);
@@ -95,6 +104,7 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
   }
   broker_.topics().refresh_log_configs();
   broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
+  broker_.logs().set_cleaner_settings(cfg.get_long("log.cleaner.backoff.ms"), cleaner_config(cfg));
   for (const auto& [id, fn] : subscribers_) fn();
   CK_LOG_INFO("config", "dynamic broker configs (%s): every broker %s, this broker %s", why,
               text(next_default).c_str(), text(next_mine).c_str());

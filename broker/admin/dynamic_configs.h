@@ -7,12 +7,16 @@
 // lays them over the start-up config). Only keys that take effect live here
 // are accepted (config::not_dynamic_reason: the topic-level defaults such as
 // log.retention.ms, message.max.bytes, min.insync.replicas,
-// compression.type; num.io.threads; max.connections,
-// max.connections.per.ip and its overrides); after a change every topic's
+// compression.type; num.io.threads; log.cleaner.backoff.ms,
+// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second;
+// max.connections, max.connections.per.ip and its overrides); after a change every topic's
 // logs take their new effective settings (TopicTable::refresh_log_configs),
 // and Produce, the cleaner and retention read the new values from then on;
-// the request handler pool takes its new size (server/io_pool.h) and the
-// network server its new connection limits (subscribe()). A client's change
+// the request handler pool takes its new size (server/io_pool.h), the log
+// cleaner its new backoff, offset-map size and I/O rate
+// (storage::LogManager::set_cleaner_settings, as Kafka's LogCleaner
+// reconfigures) and the network server its new connection limits
+// (subscribe()). A client's change
 // of num.io.threads follows Kafka's DynamicThreadPool rule: at least half
 // and at most double the current value, else INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.
@@ -45,6 +49,7 @@
 
 #include "broker/cluster/topic_table.h"
 #include "broker/config/broker_config.h"
+#include "storage/cleaner.h"
 #include "storage/io/file.h"
 
 namespace ciuickafka::broker {
@@ -83,6 +88,10 @@ class DynamicConfigs {
   // Cluster mode: reads both znodes and applies what is valid; false when
   // ZooKeeper could not be read (nothing changed).
   bool apply_from_zk(replication::zk::Session& zk);
+
+  // The log cleaner's settings in config (log.cleaner.dedupe.buffer.size,
+  // log.cleaner.io.max.bytes.per.second): at open and after every change.
+  static storage::CleanerConfig cleaner_config(const config::BrokerConfig& config);
 
   // The znode of a set and the entity path its notifications name.
   std::string znode(bool cluster_default) const;

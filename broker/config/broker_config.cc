@@ -54,7 +54,12 @@ bool is_empty_value(const Value& v) {
 // Kafka's DynamicThreadPool key num.io.threads (admin/dynamic_configs.cc
 // applies Kafka's half-to-double rule to a change, server/io_pool.h resizes)
 // and its DynamicConnectionQuota keys (server/server.cc re-reads them).
-constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads", "max.connections", "max.connections.per.ip",
+constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
+                                                "log.cleaner.backoff.ms",
+                                                "log.cleaner.dedupe.buffer.size",
+                                                "log.cleaner.io.max.bytes.per.second",
+                                                "max.connections",
+                                                "max.connections.per.ip",
                                                 "max.connections.per.ip.overrides"};
 
 bool is_live_broker_key(std::string_view name) {

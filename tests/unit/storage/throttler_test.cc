@@ -132,3 +132,32 @@ TEST_CASE("throttler: cancel wakes a sleeper and later acquires only count", "[s
   CHECK(t.stats().delays == 1);
   CHECK(t.stats().bytes == 3600 + 1'000'000);
 }
+
+TEST_CASE("throttler: a new rate applies to the next acquires, the bucket capped at its new burst",
+          "[storage][throttler][cleaner]") {
+  FakeClock c;
+  Throttler t(1000.0, with(c));  // burst 300 B
+  CHECK(t.acquire(300) == 0);
+  CHECK(t.acquire(100) == 100 * kMs);  // repaid by the sleep, at the old rate: the bucket is at 0
+  t.set_rate(4000.0);                  // burst 1200 B, the bucket still at 0
+  CHECK(t.rate() == 4000.0);
+  CHECK(t.acquire(100) == 25 * kMs);  // 100 B of debt at 4000 B/s
+  c.now += 10 * kSec;                 // refills to the new burst, no more
+  CHECK(t.acquire(1200) == 0);
+  CHECK(t.acquire(4) == 1 * kMs);
+  // Lowered: what the bucket holds is capped at the new burst.
+  c.now += 10 * kSec;
+  t.set_rate(100.0);  // burst 30 B
+  CHECK(t.acquire(30) == 0);
+  CHECK(t.acquire(10) == 100 * kMs);
+  // Unthrottled (Kafka's Double.MAX_VALUE): never sleeps, still counts;
+  // throttled again, it starts from a full bucket.
+  t.set_rate(std::numeric_limits<double>::max());
+  CHECK(t.unthrottled());
+  CHECK(t.acquire(1'000'000) == 0);
+  t.set_rate(1000.0);
+  CHECK_FALSE(t.unthrottled());
+  CHECK(t.acquire(300) == 0);
+  CHECK(t.acquire(1) == 1 * kMs);
+  CHECK(t.stats().bytes == 300 + 100 + 100 + 1200 + 4 + 30 + 10 + 1'000'000 + 300 + 1);
+}

@@ -4,6 +4,9 @@
 // id for this one), what DescribeConfigs reports, that the values take
 // effect (a topic's logs and Produce) and survive a restart, and the errors.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <limits>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "protocol/records/batch_builder.h"
 #include "broker/server/io_pool.h"
 #include "storage/log.h"
+#include "storage/log_manager.h"
 #include "tests/unit/handlers/admin/admin_test_util.h"
 
 using namespace ciuickafka;
@@ -241,6 +245,61 @@ TEST_CASE("dynamic broker configs: num.io.threads resizes the request handler po
   // Deleting the broker's value returns to the default resource's, then the static 8.
   REQUIRE(inc(f, kBroker, me, {{"num.io.threads", kDelete, std::nullopt}}).responses[0].error_code == 0);
   CHECK(pool.size() == 8);
+}
+
+TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map size and I/O rate at once",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  storage::LogManager& logs = f.broker().logs();
+  const auto [backoff0, cleaner0] = logs.cleaner_settings();
+  CHECK(backoff0 == 15000);
+  CHECK(cleaner0.dedupe_buffer_bytes == size_t{134217728});
+  CHECK(cleaner0.io_max_bytes_per_second == std::numeric_limits<double>::max());
+  CHECK(logs.cleaner_stats().passes == 0);
+
+  // Kafka's LogCleaner reconfigurable keys: accepted, described, in effect.
+  REQUIRE(inc(f, kBroker, me,
+              {{"log.cleaner.backoff.ms", kSet, "200"},
+               {"log.cleaner.dedupe.buffer.size", kSet, "8388608"},
+               {"log.cleaner.io.max.bytes.per.second", kSet, "1048576"}})
+              .responses[0]
+              .error_code == 0);
+  auto check_set = [&] {
+    const auto [backoff, cleaner] = f.broker().logs().cleaner_settings();
+    CHECK(backoff == 200);
+    CHECK(cleaner.dedupe_buffer_bytes == size_t{8388608});
+    CHECK(cleaner.io_max_bytes_per_second == 1048576.0);
+    const auto d = describe(f, kBroker, me, std::vector<std::string>{"log.cleaner.backoff.ms"});
+    CHECK(value_of(d, "log.cleaner.backoff.ms") == std::make_pair(std::string("200"), int8_t{2}));
+    CHECK_FALSE(test::find_config(d, "log.cleaner.backoff.ms")->read_only);
+  };
+  check_set();
+  // The new backoff drives the ticks: a pass runs well before the 15 s the
+  // broker started with (bounded wait on the pass counter).
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (f.broker().logs().cleaner_stats().passes == 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(f.broker().logs().cleaner_stats().passes >= 1);
+
+  // Persisted with the other dynamic configs, and applied again at open.
+  f.restart();
+  check_set();
+
+  // Deleting the values returns the cleaner to the start-up settings.
+  REQUIRE(inc(f, kBroker, me,
+              {{"log.cleaner.backoff.ms", kDelete, std::nullopt},
+               {"log.cleaner.dedupe.buffer.size", kDelete, std::nullopt},
+               {"log.cleaner.io.max.bytes.per.second", kDelete, std::nullopt}})
+              .responses[0]
+              .error_code == 0);
+  const auto [backoff1, cleaner1] = f.broker().logs().cleaner_settings();
+  CHECK(backoff1 == 15000);
+  CHECK(cleaner1.dedupe_buffer_bytes == size_t{134217728});
+  CHECK(cleaner1.io_max_bytes_per_second == std::numeric_limits<double>::max());
+  // log.cleaner.threads stays start-up only: the cleaner is one thread here.
+  CHECK(inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "2"}}).responses[0].error_code ==
+        code(ErrorCode::INVALID_REQUEST));
 }
 
 }  // namespace CK_UNITY_ID
