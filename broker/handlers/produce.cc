@@ -504,6 +504,10 @@ void handle_produce(RequestContext&& ctx) {
     if (!topics[t]) continue;
     topic_settings[t] = produce::topic_settings(broker.topics(), *topics[t]);
     topic_settings[t]->validate_compressed = validate_compressed;
+    // Only a topic codec or a v0-2 request (magic 0/1, converted) can mean
+    // compressing anew; the common case reads no batch header here. At v3+
+    // magic 0/1 is refused by prepare_records before anything is converted.
+    if (version >= 3 && !topic_settings[t]->target_codec) continue;
     for (const auto& pd : req.topic_data[t].partition_data)
       compresses = compresses || produce::compresses_anew(pd.records.bytes, *topic_settings[t]);
   }
