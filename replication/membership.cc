@@ -257,7 +257,12 @@ void ClusterMembership::run() {
       }
       needs_new_session_ = false;
     }
-    retry_at = sync() ? -1 : steady_ms() + config_.retry_backoff_ms;
+    if (sync()) {
+      retry_at = -1;
+    } else {
+      ++failed_syncs_;
+      retry_at = steady_ms() + config_.retry_backoff_ms;
+    }
   }
 }
 

@@ -136,6 +136,9 @@ class ClusterMembership {
   uint64_t controller_elections_won() const { return elections_won_.load(); }
   // Registration creates tried by start() (a held id makes it retry).
   uint64_t registration_attempts() const { return registration_attempts_.load(); }
+  // Syncs by the event thread that failed (ZooKeeper unreachable, a call
+  // refused): each is retried after retry_backoff_ms.
+  uint64_t failed_syncs() const { return failed_syncs_.load(); }
 
  private:
   enum class Event : uint8_t { kSync, kSessionExpired, kStop };
@@ -188,6 +191,7 @@ class ClusterMembership {
   std::atomic<uint64_t> session_gen_{0};  // bumped by each connect(); older sessions' events are dropped
   std::atomic<uint64_t> elections_won_{0};
   std::atomic<uint64_t> registration_attempts_{0};
+  std::atomic<uint64_t> failed_syncs_{0};
 };
 
 }  // namespace ciuickafka::replication

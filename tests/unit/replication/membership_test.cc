@@ -272,11 +272,26 @@ TEST_CASE("an outage leaves the view as it was; on return everything is register
   c.add(2);
   for (const auto& m : c.members)
     REQUIRE(eventually(*m, [](const ClusterView& v) { return v.brokers.size() == 2 && v.controller_id > 0; }));
-  const uint64_t gen = c.members[0]->view()->generation;
+  std::vector<uint64_t> gens, failed;
+  for (const auto& m : c.members) {
+    gens.push_back(m->view()->generation);
+    failed.push_back(m->failed_syncs());
+  }
   c.server.set_available(false);
-  std::this_thread::sleep_for(100ms);  // retries run against the outage meanwhile
-  CHECK(c.members[0]->view()->brokers.size() == 2);
-  CHECK(c.members[0]->view()->generation == gen);
+  // Each member syncs against the outage, fails, and retries after its
+  // backoff: wait until each has failed twice, then its view must be the
+  // one it had.
+  for (size_t i = 0; i < c.members.size(); ++i) {
+    ClusterMembership& m = *c.members[i];
+    m.request_sync();
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (m.failed_syncs() < failed[i] + 2 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(2ms);  // polling a counter; no ordering relies on it
+    REQUIRE(m.failed_syncs() >= failed[i] + 2);
+    CHECK(m.view()->brokers.size() == 2);
+    CHECK(m.view()->controller_id > 0);
+    CHECK(m.view()->generation == gens[i]);
+  }
   c.server.set_available(true);
   c.add(3);
   for (const auto& m : c.members)
