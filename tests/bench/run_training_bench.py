@@ -11,10 +11,12 @@ holding --gib GiB of --seq-len-token samples (uint16 records, no
 compression, so every row moves the same bytes), written with SampleWriter.
 In the same run, each row reads the whole topic (one epoch):
 
-1. raw: one confluent-kafka Consumer, assign() of the 8 partitions,
-   consume(2048) and len(value) per message: the ceiling for Python.
+1. raw: one confluent-kafka Consumer with the reader's consumer settings,
+   assign() of the 8 partitions, consume(2048) and len(value) per message:
+   the ceiling for Python.
 2. reader: TopicLoader, batch 32, --workers DataLoader workers, a dummy
-   training loop that touches each batch (input_ids.sum()).
+   training loop that touches each batch (input_ids.sum()); after row 3, the
+   same with 0 workers (the reader in the training process).
 3. naive: the articles' KafkaDataset, written here: a map-style Dataset with
    a fake __len__ of 1,000,000, one consumer per DataLoader worker in one
    consumer group (subscribe), poll() one message at a time into a list,
@@ -27,6 +29,11 @@ In the same run, each row reads the whole topic (one epoch):
    aggregate MB/s (all samples over the wall time from the start of the
    processes) and fairness = slowest reader's MB/s / fastest's, each
    reader's rate taken from its first batch to its last.
+
+The client is whichever confluent-kafka python3 imports (Debian's 1.7.0 on
+librdkafka 2.0.2; PYTHONPATH=build/clients-venv/lib/python3.11/site-packages
+puts the pinned 2.16.1 first). The version is printed: librdkafka before 2.3
+waits a fixed second after a full fetch queue, which caps the reader.
 
 For rows 1-3: samples/s and MB/s of token data delivered (2 bytes per
 token, the same unit for every row), and the broker's CPU seconds
@@ -50,8 +57,10 @@ sys.path.insert(0, os.path.join(REPO, "deploy", "training"))
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import confluent_kafka  # noqa: E402
 from confluent_kafka import Consumer, KafkaError, TopicPartition  # noqa: E402
 from ciuickafka_train import SampleWriter, TopicLoader  # noqa: E402
+from ciuickafka_train.reader import consumer_config  # noqa: E402
 
 TOPIC, JSON_TOPIC = "bench", "bench-json"
 
@@ -75,8 +84,8 @@ def produce(b, n, seq_len):
 
 
 def raw(b, n):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "bench-raw", "enable.partition.eof": True,
-                  "enable.auto.commit": False, "fetch.message.max.bytes": 8 << 20, "queued.max.messages.kbytes": 65536})
+    # the reader's own consumer settings, so the ratio is the reader's cost alone
+    c = Consumer(consumer_config(b.bootstrap, "raw", "epoch", {}))
     c.assign([TopicPartition(TOPIC, p, 0) for p in range(8)])
     got, nbytes, eof = 0, 0, set()
     t0 = time.monotonic()
@@ -204,10 +213,16 @@ def main():
         print("wrote %d samples of %d tokens (%.2f GiB of records) in %.1f s" %
               (n, a.seq_len, n * rec / (1 << 30), time.monotonic() - t0), flush=True)
         tok_mb = 2 * a.seq_len / 1e6
+        ckv = confluent_kafka.version()  # a (str, int) tuple in 1.x, a str in 2.x
+        print("client: confluent-kafka %s, librdkafka %s" % (ckv[0] if isinstance(ckv, tuple) else ckv,
+                                                             confluent_kafka.libversion()[0]), flush=True)
         rows = {}
-        for name, fn in (("raw consume()", lambda: raw(b, n)),
-                         ("TopicLoader %d workers" % a.workers, lambda: reader(b, a.workers, a.seq_len)),
-                         ("naive KafkaDataset %d workers" % a.workers, lambda: naive(b, a.workers, a.naive_seconds))):
+        phases = [("raw consume()", lambda: raw(b, n)),
+                  ("TopicLoader %d workers" % a.workers, lambda: reader(b, a.workers, a.seq_len)),
+                  ("naive KafkaDataset %d workers" % a.workers, lambda: naive(b, a.workers, a.naive_seconds))]
+        if a.workers:  # the same reader in the training process (no DataLoader workers), for comparison
+            phases.append(("TopicLoader 0 workers", lambda: reader(b, 0, a.seq_len)))
+        for name, fn in phases:
             c0 = cpu_seconds(b.proc.pid)
             got, dt = fn()
             cpu = cpu_seconds(b.proc.pid) - c0
@@ -215,11 +230,13 @@ def main():
             rows[name] = got / dt
             print("%-32s %9d samples in %6.1f s: %9.0f samples/s %8.1f MB/s   broker %.2f CPU-s/GB" %
                   (name, got, dt, got / dt, got / dt * tok_mb, cpu / gb if gb else 0), flush=True)
-        r, reader_rate, naive_rate = list(rows.values())
+        r, reader_rate, naive_rate = list(rows.values())[:3]
         print("reader / naive = %.0fx (target >= 20x): %s" % (reader_rate / naive_rate,
                                                                "met" if reader_rate >= 20 * naive_rate else "NOT met"))
         print("reader / raw = %.0f %% (target >= 70 %%): %s" % (100 * reader_rate / r,
                                                                  "met" if reader_rate >= 0.7 * r else "NOT met"))
+        if a.workers:
+            print("reader with 0 workers / raw = %.0f %%" % (100 * rows["TopicLoader 0 workers"] / r), flush=True)
         t0 = time.monotonic()
         res = fanout(b, a.readers)
         wall = time.monotonic() - t0

@@ -37,6 +37,9 @@ by content and by provenance):
 - commit: commit_group commits the last state_dict()'s delivered prefix with
   the checkpoint id as metadata, without joining; resume ignores the group;
   a rank whose range is not the partition's first commits nothing for it.
+- With CK_TRAINING_CLIENT=<version> (ctest's *_confluent_2x entries put the
+  pinned confluent-kafka 2.x first on PYTHONPATH), the scenario first checks
+  that this is the confluent-kafka imported.
 - errors: unknown topic (TopicNotFound, and the topic is not created),
   unreachable broker (BrokerUnreachable), a checkpoint of another topic
   (CheckpointMismatch), a checkpoint whose offsets were deleted
@@ -655,6 +658,14 @@ SCENARIOS = {"exactly_once": exactly_once, "resume": resume, "live": live, "star
 
 def main(ctx):
     check(len(ctx.args) == 1 and ctx.args[0] in SCENARIOS, "scenario: one of %s" % sorted(SCENARIOS))
+    want = os.environ.get("CK_TRAINING_CLIENT")
+    if want:  # run with a given confluent-kafka (PYTHONPATH): make sure it is the one imported
+        import confluent_kafka
+        v = confluent_kafka.version()
+        v = v[0] if isinstance(v, tuple) else v
+        check(v == want, "confluent-kafka %s imported, %s wanted (PYTHONPATH=%s)"
+              % (v, want, os.environ.get("PYTHONPATH")))
+        print("client: confluent-kafka %s, librdkafka %s" % (v, confluent_kafka.libversion()[0]), flush=True)
     SCENARIOS[ctx.args[0]](ctx)
 
 

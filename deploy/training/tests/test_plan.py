@@ -15,6 +15,8 @@
 - plan.live_frontier: against a brute-force set of delivered offsets from
   random strides and intervals: the frontier is the first undelivered offset,
   and the exclusions are exactly what was delivered above it.
+- consumer_config: fetch.queue.backoff.ms only for librdkafka >= 2.3.0 (older
+  clients refuse the key), the user's keys over the defaults.
 - TopicLoader.merge_state_dicts: union of delivered intervals; refusals
   (different epochs, a missing rank, another topic) name the problem.
 Exits 0 when all pass, prints the first failure otherwise.
@@ -169,6 +171,18 @@ def test_live_frontier():
         assert m == want, (start, ivs, strides, m, want)
         got = {o for a, b in ex for o in range(a, b)}
         assert got == {o for o in done if o > m}, (start, ivs, strides, m, ex)
+
+
+def test_consumer_config():
+    from ciuickafka_train.reader import consumer_config
+    old = consumer_config("b:9092", "0-0", "epoch", {}, libversion=0x020002ff)  # Debian 12's 2.0.2
+    assert "fetch.queue.backoff.ms" not in old, old  # 2.0.2 refuses an unknown key
+    new = consumer_config("b:9092", "0-0", "epoch", {}, libversion=0x020300ff)
+    assert new["fetch.queue.backoff.ms"] == 50, new
+    assert new["fetch.message.max.bytes"] == 1 << 20 and new["fetch.wait.max.ms"] == 500, new
+    assert consumer_config("b:9092", "0-0", "live", {}, libversion=0)["fetch.wait.max.ms"] == 100
+    mine = consumer_config("b:9092", "0-0", "epoch", {"fetch.message.max.bytes": 8 << 20}, libversion=0)
+    assert mine["fetch.message.max.bytes"] == 8 << 20, mine  # the user's keys win
 
 
 def main():
