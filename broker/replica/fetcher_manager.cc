@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
+#include <memory>
 #include <thread>
 #include <utility>
 
@@ -96,11 +98,28 @@ class FetcherThread {
     Clock::time_point delayed_until{};
   };
 
-  void delay(const storage::TopicPartition& tp, const std::shared_ptr<Partition>& p) {
+  void delay(const storage::TopicPartition& tp, const std::shared_ptr<Partition>& p) { delay_for(tp, p, backoff_ms_); }
+  void delay_for(const storage::TopicPartition& tp, const std::shared_ptr<Partition>& p, int64_t ms) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = parts_.find(tp);
     if (it != parts_.end() && it->second.partition == p)
-      it->second.delayed_until = Clock::now() + std::chrono::milliseconds(backoff_ms_);
+      it->second.delayed_until = Clock::now() + std::chrono::milliseconds(ms);
+  }
+  // UNKNOWN_LEADER_EPOCH: the leader has not applied yet the LeaderAndIsr
+  // that gave us this epoch (the controller sends it to every replica at
+  // once, so after a leadership move the new leader's followers often ask
+  // first). Kafka's fetcher waits replica.fetch.backoff.ms (1 s) whatever
+  // the error, which holds every acks=all write on the new leader that long;
+  // here the retry comes after 25 ms, doubling per repeat up to the backoff.
+  void delay_unknown_epoch(const storage::TopicPartition& tp, const std::shared_ptr<Partition>& p) {
+    auto& [who, n] = unknown_epoch_retries_[tp];
+    if (who.lock() != p) {  // a new assignment of the partition starts again
+      who = p;
+      n = 0;
+    }
+    const int64_t ms = std::min<int64_t>(backoff_ms_, int64_t{25} << std::min(n, 16));
+    ++n;
+    delay_for(tp, p, ms);
   }
   // Still ours (the same Partition object)?
   bool current(const std::shared_ptr<Partition>& p) {
@@ -249,12 +268,17 @@ class FetcherThread {
                        int16_t version) {
     const int64_t now = Broker::now_ms();
     const auto err = static_cast<ErrorCode>(d.error_code);
+    if (err == ErrorCode::UNKNOWN_LEADER_EPOCH) {
+      delay_unknown_epoch(p->tp(), p);
+      return;
+    }
     if (err != ErrorCode::NONE) {
-      // FENCED / UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, unknown
-      // topic...: wait for the next LeaderAndIsr, fetching again later.
+      // FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, unknown topic...: wait
+      // for the next LeaderAndIsr, fetching again later.
       delay(p->tp(), p);
       return;
     }
+    if (!unknown_epoch_retries_.empty()) unknown_epoch_retries_.erase(p->tp());
     if (version >= 12 && (d.diverging_epoch.epoch >= 0 || d.diverging_epoch.end_offset >= 0)) {
       truncate_for_divergence(p, d.diverging_epoch.epoch, d.diverging_epoch.end_offset, now);
       return;
@@ -462,6 +486,8 @@ class FetcherThread {
   int64_t response_lag_ = 0;  // the fetch thread's own
   bool fsync_ = true;         // ciuic.acks.all.fsync
   std::vector<std::shared_ptr<Partition>> appended_;  // by the last response, to sync (the fetch thread's own)
+  // UNKNOWN_LEADER_EPOCH answers in a row, per partition (the fetch thread's own).
+  std::map<storage::TopicPartition, std::pair<std::weak_ptr<Partition>, int>> unknown_epoch_retries_;
   std::atomic<int64_t> lag_{0};
   std::thread thread_;
 };

@@ -410,6 +410,24 @@ TEST_CASE("stopping the fetchers is prompt even during a long poll", "[replica]"
   CHECK(pr.fetchers().thread_count() == 0);
 }
 
+TEST_CASE("a follower that learns its epoch before the leader does retries within ms and not after the backoff",
+          "[replica]") {
+  // The controller sends LeaderAndIsr to every replica at once, so a
+  // follower may fetch at the new epoch before the leader applied it: the
+  // answer is UNKNOWN_LEADER_EPOCH. With a 60 s replica.fetch.backoff.ms only
+  // the early retry brings the leader's next write to the follower within
+  // the wait below (Kafka's fetcher would wait the whole backoff).
+  Pair pr({}, {"replica.fetch.backoff.ms=60000"});
+  pr.make_leader(1);
+  const uint64_t before = pr.fetchers().fetches();
+  pr.make_follower(2);
+  REQUIRE(eventually([&] { return pr.fetchers().fetches() > before; }));  // answered UNKNOWN_LEADER_EPOCH
+  CHECK(pr.fp->log_end_offset() == 0);
+  pr.make_leader(2);
+  REQUIRE(pr.produce(batch(3, "a"), 1).error_code == 0);
+  CHECK(eventually([&] { return pr.fp->log_end_offset() == 3; }, 15000));
+}
+
 // A fake controller's connection: ApiVersions (AlterPartition 0-3), then one
 // AlterPartition, recorded in *seen and answered as committed with `isr` and
 // partition epoch `partition_epoch`.
