@@ -2,7 +2,7 @@
 """tests/bench/run_training_bench.py: the training-reader benchmark of issue #17.
 
     tests/bench/run_training_bench.py [--gib 1.0] [--seq-len 2048] [--workers 4] [--readers 32]
-                                      [--naive-seconds 20] [--broker build/release/bin/ciuickafka]
+                                      [--naive-seconds 20] [--broker build/release/bin/ciuickafka] [--cuda]
 
 Not a test (no pass/fail; not in CI): it prints figures and met/not-met
 against the issue's targets. One Release broker on 127.0.0.1 with its data
@@ -24,6 +24,9 @@ In the same run, each row reads the whole topic (one epoch):
    DataLoader (batch 32, --workers workers). It reads a JSON copy of 20,000
    of the samples (the articles' payload) for --naive-seconds seconds
    (from its first batch: joining the group is not counted).
+   With --cuda (a machine with a GPU): the reader again with pin_memory=True,
+   each batch copied to the GPU (non_blocking) and summed there, with
+   --workers workers and with 0.
 4. fan-out: --readers TopicLoader ranks (world_size = readers, 0 workers
    each, one process each) on the same 8-partition topic at once:
    aggregate MB/s (all samples over the wall time from the start of the
@@ -102,13 +105,24 @@ def raw(b, n):
     return got, dt
 
 
-def reader(b, workers, seq_len):
-    L = TopicLoader(b.bootstrap, TOPIC, batch_size=32, num_workers=workers)
+def reader(b, workers, seq_len, device=None):
+    """With device ("cuda"): pin_memory=True, and each batch goes to the GPU (non_blocking) and is summed there,
+    as a training step's input would."""
+    L = TopicLoader(b.bootstrap, TOPIC, batch_size=32, num_workers=workers, pin_memory=device is not None)
+    if device is not None and not L.pin_memory:
+        raise SystemExit("--cuda: torch sees no GPU (torch.cuda.is_available() is False)")
     got = 0
     t0 = time.monotonic()
     for batch in L:
-        batch["input_ids"].sum()
-        got += batch["input_ids"].shape[0]
+        ids = batch["input_ids"]
+        if device is not None:
+            if got == 0 and not ids.is_pinned():
+                raise SystemExit("--cuda: the loader's batch is not in pinned memory")
+            ids = ids.to(device, non_blocking=True)
+        ids.sum()
+        got += ids.shape[0]
+    if device is not None:
+        torch.cuda.synchronize()
     return got, time.monotonic() - t0
 
 
@@ -194,6 +208,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--readers", type=int, default=32)
     ap.add_argument("--naive-seconds", type=float, default=20)
+    ap.add_argument("--cuda", action="store_true",
+                    help="also the reader with pin_memory=True feeding a GPU (batches copied there non_blocking)")
     ap.add_argument("--broker", default=os.path.join(REPO, os.environ.get("BUILD_DIR", "build/release"),
                                                   "bin", "ciuickafka"))
     a = ap.parse_args()
@@ -222,6 +238,12 @@ def main():
                   ("naive KafkaDataset %d workers" % a.workers, lambda: naive(b, a.workers, a.naive_seconds))]
         if a.workers:  # the same reader in the training process (no DataLoader workers), for comparison
             phases.append(("TopicLoader 0 workers", lambda: reader(b, 0, a.seq_len)))
+        if a.cuda:
+            print("GPU: %s, torch %s" % (torch.cuda.get_device_name(0), torch.__version__), flush=True)
+            phases.append(("TopicLoader %d workers, pinned -> GPU" % a.workers,
+                           lambda: reader(b, a.workers, a.seq_len, "cuda")))
+            if a.workers:
+                phases.append(("TopicLoader 0 workers, pinned -> GPU", lambda: reader(b, 0, a.seq_len, "cuda")))
         for name, fn in phases:
             c0 = cpu_seconds(b.proc.pid)
             got, dt = fn()
@@ -237,6 +259,9 @@ def main():
                                                                  "met" if reader_rate >= 0.7 * r else "NOT met"))
         if a.workers:
             print("reader with 0 workers / raw = %.0f %%" % (100 * rows["TopicLoader 0 workers"] / r), flush=True)
+        for name in rows:
+            if name.endswith("-> GPU"):
+                print("%s / raw = %.0f %%" % (name, 100 * rows[name] / r), flush=True)
         t0 = time.monotonic()
         res = fanout(b, a.readers)
         wall = time.monotonic() - t0
