@@ -5,6 +5,7 @@
 
 #include "broker/admin/dynamic_configs.pb.h"
 #include "broker/broker.h"
+#include "broker/replica/fetcher_manager.h"
 #include "broker/server/io_pool.h"
 #include "metrics/log/log.h"
 #include "replication/zk/session.h"
@@ -64,9 +65,11 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     return {ErrorCode::INVALID_REQUEST, r.error().message};
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
   // shrinks by at most a factor of two per change.
-  const int64_t now = cfg.get_int("num.io.threads"), next = probe.get_int("num.io.threads");
-  if (next != now) {
-    const std::string failed = "Dynamic thread count update validation failed for num.io.threads=" + std::to_string(next);
+  for (const char* key : {"num.io.threads", "num.replica.fetchers"}) {
+    const int64_t now = cfg.get_int(key), next = probe.get_int(key);
+    if (next == now) continue;
+    const std::string failed =
+        std::string("Dynamic thread count update validation failed for ") + key + "=" + std::to_string(next);
     if (next < now / 2)
       return {ErrorCode::INVALID_REQUEST, failed + ", value should be at least half the current value " + std::to_string(now)};
     if (next > now * 2)
@@ -104,6 +107,8 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
   }
   broker_.topics().refresh_log_configs();
   broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
+  if (broker_.cluster() != nullptr)  // single-node: no followers, no fetchers to resize
+    broker_.service<replica::ReplicaFetcherManager>().resize(cfg.get_int("num.replica.fetchers"));
   broker_.logs().set_cleaner_settings(cfg.get_long("log.cleaner.backoff.ms"), cleaner_config(cfg));
   for (const auto& [id, fn] : subscribers_) fn();
   CK_LOG_INFO("config", "dynamic broker configs (%s): every broker %s, this broker %s", why,

@@ -51,10 +51,12 @@ bool is_empty_value(const Value& v) {
 }
 
 // Broker keys other than the topic-level defaults that take effect live:
-// Kafka's DynamicThreadPool key num.io.threads (admin/dynamic_configs.cc
-// applies Kafka's half-to-double rule to a change, server/io_pool.h resizes)
+// Kafka's DynamicThreadPool keys num.io.threads and num.replica.fetchers
+// (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
+// server/io_pool.h and replica/fetcher_manager.h resize)
 // and its DynamicConnectionQuota keys (server/server.cc re-reads them).
 constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
+                                                "num.replica.fetchers",
                                                 "log.cleaner.backoff.ms",
                                                 "log.cleaner.dedupe.buffer.size",
                                                 "log.cleaner.io.max.bytes.per.second",

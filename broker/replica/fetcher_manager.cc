@@ -75,6 +75,12 @@ class FetcherThread {
     std::lock_guard<std::mutex> lock(mu_);
     return parts_.size();
   }
+  std::shared_ptr<Partition> partition(const storage::TopicPartition& tp) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = parts_.find(tp);
+    return it == parts_.end() ? nullptr : it->second.partition;
+  }
+  const LeaderEndpoint& leader() const { return leader_; }
   // Ends the loop without waiting for it.
   void stop_async() {
     {
@@ -552,14 +558,51 @@ void ReplicaFetcherManager::became_follower(const std::shared_ptr<Partition>& p,
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   remove_locked(p->tp());
+  add_locked(p, leader);
+}
+
+ReplicaFetcherManager::Key ReplicaFetcherManager::key_locked(const Partition& p, const LeaderEndpoint& leader) const {
   const int32_t index = static_cast<int32_t>(
-      (std::hash<std::string>{}(p->topic()) * 31 + static_cast<size_t>(p->index())) %
+      (std::hash<std::string>{}(p.topic()) * 31 + static_cast<size_t>(p.index())) %
       static_cast<size_t>(threads_per_leader_));
-  Key key{leader.broker_id, leader.host, leader.port, index};
+  return Key{leader.broker_id, leader.host, leader.port, index};
+}
+
+void ReplicaFetcherManager::add_locked(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader) {
+  const Key key = key_locked(*p, leader);
   auto& t = threads_[key];
   if (!t) t = std::make_shared<FetcherThread>(broker_, leader, options_, counters_);
   t->add(p);
   where_[p->tp()] = key;
+}
+
+void ReplicaFetcherManager::resize(int32_t threads_per_leader) {
+  threads_per_leader = std::max(1, threads_per_leader);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || threads_per_leader == threads_per_leader_) return;
+  const int32_t was = threads_per_leader_;
+  threads_per_leader_ = threads_per_leader;
+  // Every fetched partition, with its leader, before any moves.
+  std::vector<std::pair<std::shared_ptr<Partition>, LeaderEndpoint>> moving;
+  for (const auto& [tp, key] : where_) {
+    auto t = threads_.find(key);
+    if (t == threads_.end()) continue;
+    if (auto p = t->second->partition(tp)) moving.emplace_back(std::move(p), t->second->leader());
+  }
+  size_t moved = 0;
+  for (const auto& [p, leader] : moving) {
+    if (where_[p->tp()] == key_locked(*p, leader)) continue;  // its thread stays
+    remove_locked(p->tp());
+    add_locked(p, leader);
+    ++moved;
+  }
+  CK_LOG_INFO("replication", "num.replica.fetchers %d -> %d: %zu of %zu partition(s) moved to another fetcher thread",
+              was, threads_per_leader_, moved, moving.size());
+}
+
+int32_t ReplicaFetcherManager::threads_per_leader() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return threads_per_leader_;
 }
 
 size_t ReplicaFetcherManager::thread_count() const {

@@ -32,12 +32,20 @@
 //                       LEO and log start: a leader LEO below ours
 //                       truncates to it; a local LEO below the leader's log
 //                       start truncates fully and starts there;
-//   FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER and
-//   other errors -> the partition waits replica.fetch.backoff.ms (it stays
+//   UNKNOWN_LEADER_EPOCH -> (the leader has not applied our epoch's
+//                       LeaderAndIsr yet) the partition waits 25 ms,
+//                       doubling per repeat up to replica.fetch.backoff.ms;
+//   FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER and other errors -> the
+//                       partition waits replica.fetch.backoff.ms (it stays
 //                       until the next LeaderAndIsr moves it);
 //   connection errors -> the thread backs off and reconnects.
 // Memory is bounded: one response in flight per thread, its frame bounded by
 // replica.fetch.response.max.bytes plus one partition's max and slack.
+//
+// num.replica.fetchers is a dynamic broker config, as in Kafka: resize(n)
+// re-hashes every fetched partition onto n threads per leader (a partition
+// whose thread index changes moves, losing nothing but its backoff), and
+// threads left empty end.
 //
 // Stopping: removing a partition takes effect at the next response; it
 // waits at most for one local append or truncation of that thread (never for
@@ -85,6 +93,9 @@ class ReplicaFetcherManager : public ReplicaRoleListener {
   void stopped(const storage::TopicPartition& tp, bool deleted) override;
 
   void set_options(FetcherOptions o);
+  // num.replica.fetchers changed (at least 1): see above.
+  void resize(int32_t threads_per_leader);
+  int32_t threads_per_leader() const;
   // Fetcher threads running, and partitions being fetched.
   size_t thread_count() const;
   size_t partition_count() const;
@@ -100,9 +111,11 @@ class ReplicaFetcherManager : public ReplicaRoleListener {
  private:
   using Key = std::tuple<int32_t, std::string, int32_t, int32_t>;  // broker id, host, port, thread index
   void remove_locked(const storage::TopicPartition& tp);
+  Key key_locked(const Partition& p, const LeaderEndpoint& leader) const;
+  void add_locked(const std::shared_ptr<Partition>& p, const LeaderEndpoint& leader);
 
   Broker& broker_;
-  const int32_t threads_per_leader_;
+  int32_t threads_per_leader_;  // under mu_
   mutable std::mutex mu_;
   bool stopped_ = false;
   FetcherOptions options_;

@@ -428,6 +428,61 @@ TEST_CASE("a follower that learns its epoch before the leader does retries withi
   CHECK(eventually([&] { return pr.fp->log_end_offset() == 3; }, 15000));
 }
 
+TEST_CASE("num.replica.fetchers resized: partitions move between fetcher threads and replication goes on",
+          "[replica]") {
+  Pair pr;
+  // Eight more partitions, led by broker 1 and followed by broker 2.
+  std::vector<std::shared_ptr<Partition>> lead, follow;
+  for (ServerFixture* f : {&pr.leader, &pr.follower}) {
+    auto c = f->broker().topics().create("u", 8, 1, {}, false, Broker::now_ms());
+    REQUIRE(c.error.ok());
+    for (int32_t i = 0; i < 8; ++i) (f == &pr.leader ? lead : follow).push_back(c.topic->partition(i));
+  }
+  for (auto& p : lead) {
+    p->set_role(role(ReplicaRole::kLeader, 1, 1, {1, 2}));
+    pr.leader.broker().service<replica::ReplicaRolesListener>().became_leader(p);
+  }
+  for (auto& p : follow) {
+    p->set_role(role(ReplicaRole::kFollower, 1, 1, {1, 2}));
+    pr.follower.broker().service<replica::ReplicaRolesListener>().became_follower(
+        p, LeaderEndpoint{1, "127.0.0.1", pr.leader.port()});
+  }
+  auto& fetchers = pr.fetchers();
+  CHECK(fetchers.threads_per_leader() == 1);
+  CHECK(fetchers.thread_count() == 1);
+  CHECK(fetchers.partition_count() == 8);
+  // Every partition gets a record and the follower has them all.
+  auto write_all = [&](const std::string& prefix) {
+    for (auto& p : lead) REQUIRE(append_to(*p, batch(1, prefix)));
+  };
+  auto followed = [&](int64_t leo) {
+    return eventually([&] {
+      for (auto& p : follow)
+        if (p->log_end_offset() != leo) return false;
+      return true;
+    });
+  };
+  write_all("a");
+  REQUIRE(followed(1));
+
+  // Eight partitions over four threads: the hash puts two on each.
+  fetchers.resize(4);
+  CHECK(fetchers.threads_per_leader() == 4);
+  CHECK(fetchers.thread_count() == 4);
+  CHECK(fetchers.partition_count() == 8);
+  write_all("b");
+  CHECK(followed(2));
+  for (int32_t i = 0; i < 8; ++i) CHECK(all_bytes(*follow[i]) == all_bytes(*lead[i]));
+
+  fetchers.resize(1);
+  CHECK(fetchers.thread_count() == 1);
+  CHECK(fetchers.partition_count() == 8);
+  write_all("c");
+  CHECK(followed(3));
+  fetchers.resize(0);  // below 1: taken as 1
+  CHECK(fetchers.threads_per_leader() == 1);
+}
+
 // A fake controller's connection: ApiVersions (AlterPartition 0-3), then one
 // AlterPartition, recorded in *seen and answered as committed with `isr` and
 // partition epoch `partition_epoch`.

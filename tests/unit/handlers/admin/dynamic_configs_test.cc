@@ -247,6 +247,28 @@ TEST_CASE("dynamic broker configs: num.io.threads resizes the request handler po
   CHECK(pool.size() == 8);
 }
 
+TEST_CASE("dynamic broker configs: num.replica.fetchers changes live within Kafka's rule", "[admin][dynamic_configs]") {
+  // The fetchers resize only in cluster mode (replica/fetcher_manager.h; the
+  // resize itself is in replica_test); here the key's rule and source.
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  auto set = [&](const std::string& v) { return inc(f, kBroker, me, {{"num.replica.fetchers", kSet, v}}).responses[0]; };
+  auto r = set("3");
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("num.replica.fetchers=3") &&
+                                               Catch::Contains("not be greater than double the current value 1"));
+  r = set("0");
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("num.replica.fetchers"));
+  CHECK(f.broker().config().dynamic_broker().empty());
+  REQUIRE(set("2").error_code == 0);
+  CHECK(f.broker().config().get_int("num.replica.fetchers") == 2);
+  const auto d = describe(f, kBroker, me, std::vector<std::string>{"num.replica.fetchers"});
+  CHECK(value_of(d, "num.replica.fetchers") == std::make_pair(std::string("2"), int8_t{2}));  // DYNAMIC_BROKER_CONFIG
+  REQUIRE(test::find_config(d, "num.replica.fetchers") != nullptr);
+  CHECK_FALSE(test::find_config(d, "num.replica.fetchers")->read_only);
+}
+
 TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map size and I/O rate at once",
           "[admin][dynamic_configs]") {
   // Before the broker opens: its first cleaner pass at the start-up backoff
