@@ -591,7 +591,7 @@ void ReplicaFetcherManager::resize(int32_t threads_per_leader) {
   }
   size_t moved = 0;
   for (const auto& [p, leader] : moving) {
-    if (where_[p->tp()] == key_locked(*p, leader)) continue;  // its thread stays
+    if (where_.at(p->tp()) == key_locked(*p, leader)) continue;  // its thread stays
     remove_locked(p->tp());
     add_locked(p, leader);
     ++moved;
