@@ -118,17 +118,21 @@ def produce(bench, brokers, topic, acks, secs, msgs=ROW_MSGS):
     return r
 
 
-def dd_cpu_per_gb(directory, sync):
-    """CPU-seconds per GB of a raw 1 GiB sequential write with dd (fdatasync'd at the end when sync): the
-    kernel's share of any buffered write on this machine (the page-cache copy and, with sync, writeback)."""
-    path = os.path.join(directory, "dd-cpu.bin")
+def dd_write(directory, sync):
+    """A raw 1 GiB sequential write with dd on the benchmark's disk (fdatasync'd at the end when sync):
+    (MB/s, CPU-seconds per GB). The CPU is the kernel's share of any buffered write on this machine (the
+    page-cache copy and, with sync, writeback)."""
+    path = os.path.join(directory, "dd.bin")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
     subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=1024"] + (["conv=fdatasync"] if sync else []),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    secs = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     os.unlink(path)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return used / (1024 * 1.048576 / 1000)
+    mb = 1024 * 1.048576
+    return mb / secs, used / (mb / 1000)
 
 
 def produce_rows(cluster, bench, rounds, secs, label, work, sync):
@@ -144,7 +148,7 @@ def produce_rows(cluster, bench, rounds, secs, label, work, sync):
         used = sum(cpu_s(p) for p in followers) - before
         rf3.append(r["delivered"] / r["secs"])
         cpu_gb.append(used / (2 * r["bytes"] / 1e9))
-        dd_gb.append(dd_cpu_per_gb(work, sync))
+        dd_gb.append(dd_write(work, sync)[1])
     m1, m3, c = statistics.median(rf1), statistics.median(rf3), statistics.median(cpu_gb)
     print("%-44s %12.0f msgs/s (%6.1f MB/s)" % ("RF 1 acks=1, 1 KiB" + label, m1, m1 * 1024 / 1e6))
     print("%-44s %12.0f msgs/s (%6.1f MB/s)  = %5.1f %% of RF 1 acks=1 (target >= 33 %%: %s)" %
@@ -155,16 +159,6 @@ def produce_rows(cluster, bench, rounds, secs, label, work, sync):
     print("%-44s %12.3f CPU-s/GB written (followers' CPU beyond it: %.3f)" %
           ("  raw write, dd%s, same disk" % (" + fdatasync" if sync else ""), d, c - d))
     return m1, m3, c
-
-
-def raw_disk_mbps(directory):
-    path = os.path.join(directory, "dd.bin")
-    t0 = time.monotonic()
-    subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=1024", "conv=fdatasync"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    secs = time.monotonic() - t0
-    os.unlink(path)
-    return 1024 * 1.048576 / secs
 
 
 def catch_up(cluster, bench):
@@ -258,7 +252,7 @@ def main():
     zk = zookeeper.ZooKeeper(work, tick_ms=300).start()
     cluster = None
     try:
-        disk = raw_disk_mbps(work)
+        disk = dd_write(work, True)[0]
         for fsync in ((True, False) if "produce" in a.only else (True,)):
             sub = os.path.join(work, "fsync-%s" % fsync)
             os.makedirs(sub)
