@@ -174,7 +174,12 @@ Status Log::load(int64_t now_ms, const LogOpenOptions& options) {
 }
 
 Status Log::remove_segment_files(int64_t base_offset) {
-  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
+  {
+    std::lock_guard txn_lock(txn_index_mu_);
+    txn_index_tails_.erase(base_offset);
+  }
+  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex,
+                    SegmentFileKind::kTxnIndex}) {
     Status s = fs_.remove_file(dir_ + "/" + segment_file_name(base_offset, kind));
     if (!s.is_ok() && s.code() != StatusCode::kNotFound) return s;
   }
@@ -757,9 +762,17 @@ Status Log::retire_segments(const SegmentList& list, size_t from, size_t to, boo
 
 Status Log::retire_segment_files(int64_t base_offset, Deleted* d) {
   Status result;
-  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex}) {
+  for (auto kind : {SegmentFileKind::kLog, SegmentFileKind::kIndex, SegmentFileKind::kTimeIndex,
+                    SegmentFileKind::kTxnIndex}) {
     const std::string from = dir_ + "/" + segment_file_name(base_offset, kind);
     const std::string to = dir_ + "/" + segment_file_name(base_offset, kind, FileSuffix::kDeleted);
+    // Not while an aborted transaction is being added to it (the segment
+    // has left the list already, so no later append finds it).
+    std::unique_lock<std::mutex> txn_lock(txn_index_mu_, std::defer_lock);
+    if (kind == SegmentFileKind::kTxnIndex) {
+      txn_lock.lock();
+      txn_index_tails_.erase(base_offset);
+    }
     Status s = fs_.rename(from, to);
     if (s.is_ok()) {
       d->paths.push_back(to);

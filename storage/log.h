@@ -108,6 +108,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/compact_swap.h"
@@ -116,6 +117,7 @@
 #include "storage/leader_epoch_cache.h"
 #include "storage/segment.h"
 #include "storage/status.h"
+#include "storage/txn_index.h"
 
 namespace ciuickafka::storage {
 
@@ -411,6 +413,24 @@ class Log : public std::enable_shared_from_this<Log> {
   // Raises the hint to offset unless a truncation came after hint was read.
   void raise_txn_free_below(const TxnFreeHint& read, int64_t offset);
 
+  // The aborted-transaction index (storage/txn_index.h): one `.txnindex`
+  // per segment, written by the producer state (which knows the open
+  // transactions) and kept with its segment by retention, truncation
+  // (entries at or past the cut go) and deletion. Appends are not synced:
+  // sync_aborted_txns() makes them durable (the producer state calls it
+  // before it writes a snapshot that covers them; a load trusts no entry at
+  // or past its snapshot and rebuilds those from the log).
+  // Appends e to the file of the segment holding e.last_offset (nothing when
+  // no segment holds it any more).
+  Status append_aborted_txn(const TxnIndexEntry& e);
+  // Every segment's entries whose last_offset is below end, in offset order.
+  Result<std::vector<TxnIndexEntry>> aborted_txns_below(int64_t end) const;
+  // Removes the entries whose last_offset is at or past offset.
+  Status truncate_aborted_txns(int64_t offset);
+  // fsyncs the files appended to since the last call (and the directory
+  // when one was created).
+  Status sync_aborted_txns();
+
  private:
   struct Deleted {
     std::vector<std::string> paths;
@@ -489,6 +509,10 @@ class Log : public std::enable_shared_from_this<Log> {
   Status finish_all_unfinished_locked();
   // Drops the first n segments (append_mu_ held; never the active one).
   Status delete_oldest_segments(size_t n);
+  // Truncation: producer state snapshots (`<offset>.snapshot`, written by
+  // the broker's producer state) past the new end describe a history that
+  // is gone (Kafka deletes them on truncation too).
+  Status remove_producer_snapshots_above(int64_t offset);
   Status remove_segment_files(int64_t base_offset);
   void publish_segments(std::shared_ptr<const SegmentList> list);
 
@@ -496,6 +520,18 @@ class Log : public std::enable_shared_from_this<Log> {
   const std::string dir_;
 
   mutable std::mutex append_mu_;  // serialises append, flush, roll, close, deletion
+  // Serialises the .txnindex files' changes (taken after append_mu_ when both are).
+  mutable std::mutex txn_index_mu_;
+  std::vector<std::string> txn_index_unsynced_;  // under txn_index_mu_
+  bool txn_index_dir_unsynced_ = false;           // under txn_index_mu_
+  // Under txn_index_mu_: per segment base, the valid entries of its
+  // .txnindex (count and last marker offset), read once, so an append
+  // does not reread the file; dropped when the file is cut or retired.
+  struct TxnIndexTail {
+    uint64_t count = 0;
+    int64_t last_offset = -1;
+  };
+  std::unordered_map<int64_t, TxnIndexTail> txn_index_tails_;
   std::condition_variable finished_cv_;  // a pending write finished (append() waits)
   LogConfig config_;              // under append_mu_
   int64_t next_offset_ = 0;       // under append_mu_: the next offset to assign

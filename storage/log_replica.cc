@@ -122,6 +122,14 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   Segment& cut_segment = *rest->back();
   auto cut = cut_segment.truncate_to(offset, now_ms);
   if (!cut) return cut.status();
+  {
+    // Aborted transactions whose marker was cut go with it.
+    std::lock_guard txn_lock(txn_index_mu_);
+    txn_index_tails_.erase(cut_segment.base_offset());
+    bool changed = false;
+    CK_RETURN_IF_ERROR(truncate_txn_index(
+        fs_, dir_ + "/" + segment_file_name(cut_segment.base_offset(), SegmentFileKind::kTxnIndex), offset, &changed));
+  }
   // The cut is durable before the epoch cache forgets the epochs it held.
   CK_RETURN_IF_ERROR(cut_segment.flush());
   // The cut segment goes on as a new Segment object over the same files: a
@@ -144,6 +152,7 @@ Result<int64_t> Log::truncate_locked(int64_t offset, int64_t now_ms) {
   if (log_start_offset() > end) log_start_offset_.store(end, std::memory_order_release);
   if (first_dirty_offset_.load() > end) first_dirty_offset_.store(end);
   lower_txn_free_below(end);
+  CK_RETURN_IF_ERROR(remove_producer_snapshots_above(end));
   CK_RETURN_IF_ERROR(epochs_->truncate_from_end(end));
   return end;
 }
@@ -177,6 +186,7 @@ Status Log::truncate_fully_locked(int64_t offset, int64_t now_ms) {
   recovery_point_.store(offset, std::memory_order_release);
   first_dirty_offset_.store(offset);
   lower_txn_free_below(offset);
+  CK_RETURN_IF_ERROR(remove_producer_snapshots_above(-1));  // the whole history is gone
   return epochs_->clear();
 }
 

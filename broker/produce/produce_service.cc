@@ -2,6 +2,7 @@
 // and the producer id allocator (design in the header).
 #include "broker/produce/produce_service.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "protocol/records/batch_builder.h"
 #include "protocol/records/record_batch.h"
 #include "protocol/wire/writer.h"
+#include "storage/file_names.h"
+#include "metrics/log/log.h"
 
 namespace ciuickafka::broker::produce {
 namespace {
@@ -66,19 +69,46 @@ ProduceService::ProduceService(Broker& broker) : broker_(broker) { remove_stale_
 
 ProduceService::~ProduceService() = default;
 
-std::string ProduceService::snapshot_path(const storage::Log& log) const {
-  return log.dir() + "/" + std::string(kSnapshotFile);
+std::string ProduceService::snapshot_path(const storage::Log& log, int64_t offset) const {
+  return log.dir() + "/" + storage::segment_file_name(offset, storage::SegmentFileKind::kProducerSnapshot);
+}
+
+std::string ProduceService::legacy_snapshot_path(const storage::Log& log) const {
+  return log.dir() + "/" + std::string(kLegacySnapshotFile);
+}
+
+std::vector<int64_t> ProduceService::snapshot_offsets(const storage::Log& log) const {
+  std::vector<int64_t> out;
+  auto names = broker_.fs().list_dir(log.dir());
+  if (!names) return out;
+  for (const auto& n : *names) {
+    auto f = storage::parse_segment_file_name(n);
+    if (f && f->kind == storage::SegmentFileKind::kProducerSnapshot && f->suffix == storage::FileSuffix::kNone)
+      out.push_back(f->base_offset);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void ProduceService::remove_snapshots(const storage::Log& log, int64_t keep) {
+  for (int64_t o : snapshot_offsets(log))
+    if (o != keep) (void)broker_.fs().remove_file(snapshot_path(log, o));
+  (void)broker_.fs().remove_file(legacy_snapshot_path(log));
 }
 
 void ProduceService::remove_stale_snapshots() {
   for (const auto& [tp, log] : broker_.logs().all()) {
-    const std::string path = snapshot_path(*log);
-    auto type = broker_.fs().file_type(path);
+    // A crash that cut the log below a snapshot: it describes writes that
+    // are gone, and appends could make the log grow past it again.
+    for (int64_t o : snapshot_offsets(*log))
+      if (o > log->log_end_offset()) (void)broker_.fs().remove_file(snapshot_path(*log, o));
+    const std::string legacy = legacy_snapshot_path(*log);
+    auto type = broker_.fs().file_type(legacy);
     if (!type.is_ok() || type.value() != storage::io::FileType::kFile) continue;
-    auto bytes = storage::io::read_file(broker_.fs(), path);
+    auto bytes = storage::io::read_file(broker_.fs(), legacy);
     std::optional<ProducerStateTable::Parsed> parsed;
-    if (bytes.is_ok()) parsed = ProducerStateTable::parse(bytes.value());
-    if (!parsed || parsed->snapshot_offset > log->log_end_offset()) (void)broker_.fs().remove_file(path);
+    if (bytes.is_ok()) parsed = ProducerStateTable::parse_legacy(bytes.value());
+    if (!parsed || parsed->snapshot_offset > log->log_end_offset()) (void)broker_.fs().remove_file(legacy);
   }
 }
 
@@ -96,6 +126,22 @@ std::shared_ptr<PartitionState> ProduceService::partition_state(const Partition&
   return st;
 }
 
+void ProduceService::index_aborted(PartitionState& st, storage::Log& log, size_t from) {
+  const auto& aborted = st.table.aborted();
+  for (size_t i = from; i < aborted.size(); ++i) {
+    const AbortedTxn& a = aborted[i];
+    storage::Status s = log.append_aborted_txn({a.producer_id, a.first_offset, a.last_offset, a.last_stable_offset});
+    if (!s.is_ok()) {
+      // No snapshot may cover a missing entry: none is written until the
+      // next load rebuilds the index (the table in memory is complete).
+      st.index_incomplete = true;
+      CK_LOG_WARN("produce", "%s: aborted transaction index: %s; no producer snapshot until the partition is reloaded",
+                  log.dir().c_str(), s.to_string().c_str());
+      return;
+    }
+  }
+}
+
 bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   if (st.loaded) return true;
   // Writes recorded in a dropped table may still be in flight (a role
@@ -105,22 +151,72 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   if (st.needs_quiet_load && log.next_offset() != log.log_end_offset()) return false;
   st.loaded = true;
   st.needs_quiet_load = false;
+  st.index_incomplete = false;
+  const int64_t now = Broker::now_ms();
   int64_t from = log.log_start_offset();
   const bool use_snapshot = !st.rescan;
   st.rescan = false;
-  auto bytes = use_snapshot ? storage::io::read_file(broker_.fs(), snapshot_path(log))
-                            : storage::Result<std::vector<uint8_t>>(storage::Status::not_found("rescan"));
-  if (bytes.is_ok()) {
-    auto parsed = ProducerStateTable::parse(bytes.value());
-    if (parsed && parsed->snapshot_offset <= log.log_end_offset()) {
-      st.table = std::move(parsed->table);
-      from = parsed->snapshot_offset;
+  st.table = ProducerStateTable{};
+  bool legacy = false;
+  if (use_snapshot) {
+    // The newest usable snapshot; a corrupt one is removed (Kafka does the same).
+    auto offsets = snapshot_offsets(log);
+    for (auto it = offsets.rbegin(); it != offsets.rend(); ++it) {
+      if (*it > log.log_end_offset()) continue;
+      auto bytes = storage::io::read_file(broker_.fs(), snapshot_path(log, *it));
+      std::optional<ProducerStateTable> parsed;
+      if (bytes.is_ok()) parsed = ProducerStateTable::parse(bytes.value(), now);
+      if (!parsed) {
+        CK_LOG_WARN("produce", "%s: not a valid producer snapshot; removed", snapshot_path(log, *it).c_str());
+        (void)broker_.fs().remove_file(snapshot_path(log, *it));
+        continue;
+      }
+      st.table = std::move(*parsed);
+      from = std::max(from, *it);
+      break;
+    }
+    if (from == log.log_start_offset() && offsets.empty()) {
+      // Upgrading from the format before Kafka's: read once (its aborted
+      // list goes to the .txnindex files, the next snapshot replaces it).
+      auto bytes = storage::io::read_file(broker_.fs(), legacy_snapshot_path(log));
+      if (bytes.is_ok()) {
+        auto parsed = ProducerStateTable::parse_legacy(bytes.value());
+        if (parsed && parsed->snapshot_offset <= log.log_end_offset()) {
+          st.table = std::move(parsed->table);
+          from = std::max(from, parsed->snapshot_offset);
+          legacy = true;
+        }
+      }
     }
   }
+  // Aborted transactions: below `from` from the .txnindex files (made
+  // durable before the snapshot at `from` was written); at and past it the
+  // scan rebuilds them, so entries there (unsynced, or from a history a
+  // truncation cut) go first.
+  if (!legacy) {
+    auto indexed = log.aborted_txns_below(from);
+    if (!indexed) {
+      CK_LOG_WARN("produce", "%s: aborted transaction index unreadable (%s); rebuilding the producer state from the whole log",
+                  log.dir().c_str(), indexed.status().to_string().c_str());
+      st.table = ProducerStateTable{};
+      from = log.log_start_offset();
+    } else {
+      std::vector<AbortedTxn> aborted;
+      for (const auto& e : *indexed) aborted.push_back({e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset});
+      st.table.set_aborted(std::move(aborted));
+    }
+  }
+  const int64_t keep_below = legacy ? 0 : from;
+  if (auto s = log.truncate_aborted_txns(keep_below); !s.is_ok()) {
+    CK_LOG_WARN("produce", "%s: aborted transaction index: %s", log.dir().c_str(), s.to_string().c_str());
+    st.index_incomplete = true;
+  }
+  const size_t indexed_count = legacy ? 0 : st.table.aborted().size();
   scan_log(log, from, st.table);
+  if (!st.index_incomplete) index_aborted(st, log, indexed_count);
   // A scan past the snapshot is worth a new one (written at the next clean
   // shutdown at the latest), so the next start scans only the tail.
-  if (from < log.log_end_offset()) st.dirty = true;
+  if (from < log.log_end_offset() || legacy) st.dirty = true;
   st.table.trim_aborted(log.log_start_offset());
   st.txn_free.store(st.table.txn_free(), std::memory_order_release);
   return true;
@@ -207,7 +303,9 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
     forget_after_failed_write(*st, p.log());
     return out;
   }
+  const size_t aborted_before = st->table.aborted().size();
   st->table.complete_txn(producer_id, epoch, coordinator_epoch, commit, r.value().base_offset);
+  if (!st->index_incomplete) index_aborted(*st, p.log(), aborted_before);
   st->dirty = true;
   out.log = p.log_ptr();
   out.end_offset = r.value().last_offset + 1;
@@ -269,7 +367,7 @@ void ProduceService::forget_after_failed_write(PartitionState& st, const storage
   st.needs_quiet_load = true;
   st.txn_free.store(false, std::memory_order_release);
   std::lock_guard<std::mutex> file_lock(st.file_mu);
-  (void)broker_.fs().remove_file(snapshot_path(log));
+  remove_snapshots(log, -1);
   st.written_offset = -1;
 }
 
@@ -298,20 +396,26 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
     std::lock_guard<std::mutex> lock(st.mu);
     st.snapshot_queued = false;
     if (!st.loaded || !st.dirty) return {};
+    if (st.index_incomplete) return storage::Status::corruption(log->dir() + ": aborted transaction index incomplete; no snapshot");
     st.table.expire(now_ms, kProducerExpirationMs);
     // The table already holds batches whose writes may still be in flight
     // (recorded when their offsets were assigned): the snapshot is taken at
     // the assigned end, and a load that finds the log shorter (the writes
     // were lost) ignores it and scans the log instead.
     offset = log->next_offset();
-    data = st.table.serialize(offset);
+    data = st.table.serialize();
     st.dirty = false;
     st.last_snapshot_ms = now_ms;
   }
   std::lock_guard<std::mutex> file_lock(st.file_mu);
   if (offset < st.written_offset) return {};  // a newer one is already there
-  storage::Status s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log), data);
-  if (s.is_ok()) st.written_offset = offset;
+  // The aborted transactions below offset are durable before a snapshot
+  // says the log below it needs no scan.
+  CK_RETURN_IF_ERROR(log->sync_aborted_txns());
+  storage::Status s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log, offset), data);
+  if (!s.is_ok()) return s;
+  st.written_offset = offset;
+  remove_snapshots(*log, offset);  // the older ones (and the pre-Kafka file)
   return s;
 }
 

@@ -6,17 +6,25 @@
 // check, the append and the state update one step for idempotent batches;
 // batches without a producer id do not take it (the log serialises them).
 // The state is loaded on the first idempotent batch (or DescribeProducers,
-// or a read_committed fetch):
-// the snapshot `ciuic-producer-state` in the partition directory (format in
-// producer_state.h), then every batch from the snapshot's offset to the log
-// end read back from the log (producer id, epoch and sequence are in the v2
-// batch headers). Without a usable snapshot the whole log is scanned (once,
-// per partition, after an unclean shutdown that lost it). Snapshots are
-// written at stop() (clean shutdown) and, at most once a minute per
-// partition with new idempotent appends, from the background thread.
-// A snapshot whose offset is beyond the log end (a crash cut the log below
-// it) is deleted when the service starts, before any append could make the
-// log grow past it again. Producers idle for producer.id.expiration.ms
+// or a read_committed fetch): the newest producer snapshot
+// `<offset>.snapshot` in the partition directory (Kafka's format, see
+// producer_state.h), the aborted transactions below its offset from the
+// segments' `.txnindex` files (storage/txn_index.h), then every batch from
+// the snapshot's offset to the log end read back from the log (producer id,
+// epoch and sequence are in the v2 batch headers; ABORT markers found there
+// are added to the .txnindex after the entries past the snapshot are cut,
+// so each is written once). Without a usable snapshot the whole log is
+// scanned (once, per partition, after an unclean shutdown that lost it)
+// and the .txnindex files rebuilt. Snapshots are written at stop() (clean
+// shutdown) and, at most once a minute per partition with new idempotent
+// appends, from the background thread; the .txnindex files are fsynced
+// first, and the older snapshots are removed after. The pre-Kafka file
+// `ciuic-producer-state` is read when no `.snapshot` exists (an upgrade),
+// its aborted list written to the .txnindex files, and removed by the next
+// snapshot. A snapshot whose offset is beyond the log end (a crash cut the
+// log below it) is deleted when the service starts, before any append
+// could make the log grow past it again; a truncation (storage) deletes
+// those past its cut. Producers idle for producer.id.expiration.ms
 // (Kafka's default, one day) are dropped when a snapshot is written.
 //
 // In cluster mode the service is a ReplicaRoleListener: a follower's
@@ -75,7 +83,7 @@ class Broker;
 
 namespace ciuickafka::broker::produce {
 
-inline constexpr std::string_view kSnapshotFile = "ciuic-producer-state";
+inline constexpr std::string_view kLegacySnapshotFile = "ciuic-producer-state";  // before Kafka's format; read once
 inline constexpr std::string_view kProducerIdFile = "ciuic-producer-ids";
 inline constexpr int64_t kProducerIdBlock = 1000;
 inline constexpr int64_t kSnapshotIntervalMs = 60'000;
@@ -96,6 +104,9 @@ struct PartitionState {
   // to the HW without taking mu. Cleared (under mu) before a transactional
   // write or marker is queued, so before it can be read.
   std::atomic<bool> txn_free{false};
+  // Under mu: an aborted transaction could not be added to the .txnindex;
+  // no snapshot is written until the next load rebuilds the index.
+  bool index_incomplete = false;
   int64_t last_snapshot_ms = 0;     // under mu
   std::mutex file_mu;               // one snapshot write at a time
   int64_t written_offset = -1;      // under file_mu
@@ -185,8 +196,16 @@ class ProduceService : public ReplicaRoleListener {
   storage::Status snapshot_now(const std::shared_ptr<PartitionState>& st);
 
  private:
-  std::string snapshot_path(const storage::Log& log) const;
+  std::string snapshot_path(const storage::Log& log, int64_t offset) const;
+  std::string legacy_snapshot_path(const storage::Log& log) const;
+  // The offsets of the partition's `<offset>.snapshot` files, ascending.
+  std::vector<int64_t> snapshot_offsets(const storage::Log& log) const;
+  // Removes every snapshot file but the one at keep (and the legacy file).
+  void remove_snapshots(const storage::Log& log, int64_t keep);
   void remove_stale_snapshots();
+  // st.mu held: writes the table's aborted transactions from index `from`
+  // on to the log's .txnindex files.
+  void index_aborted(PartitionState& st, storage::Log& log, size_t from);
   storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms);
 
   Broker& broker_;

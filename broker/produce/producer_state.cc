@@ -15,6 +15,14 @@ namespace {
 constexpr uint8_t kSnapshotMagic[4] = {'C', 'K', 'P', 'S'};
 constexpr int16_t kSnapshotVersion = 2;
 constexpr int16_t kSnapshotVersionV1 = 1;
+constexpr int16_t kKafkaSnapshotVersion = 1;
+constexpr size_t kKafkaSnapshotEntrySize = 46;
+
+// Kafka's DefaultRecordBatch.decrementSequence: sequences wrap from INT32_MAX to 0.
+int32_t decrement_sequence(int32_t seq, int32_t by) {
+  if (seq < by) return static_cast<int32_t>(std::numeric_limits<int32_t>::max() - (by - seq) + 1);
+  return seq - by;
+}
 
 bool in_sequence(int32_t last_seq, int32_t next_seq) {
   return next_seq == static_cast<int32_t>(static_cast<int64_t>(last_seq) + 1) ||
@@ -200,40 +208,83 @@ size_t ProducerStateTable::expire(int64_t now_ms, int64_t max_age_ms) {
   return n;
 }
 
-std::vector<uint8_t> ProducerStateTable::serialize(int64_t snapshot_offset) const {
+std::vector<uint8_t> ProducerStateTable::serialize() const {
+  // Kafka's producer snapshot (version 1): int16 version, uint32 CRC32C of
+  // what follows it, int32 entry count, 46-byte entries. Each remembered
+  // batch is one entry, oldest first; a producer without one has a single
+  // entry with last sequence and last offset -1.
   protocol::Writer w;
-  w.write_raw(std::span<const uint8_t>(kSnapshotMagic, 4));
-  w.write_int16(kSnapshotVersion);
-  w.write_int64(snapshot_offset);
-  w.write_int32(static_cast<int32_t>(producers_.size()));
-  for (const auto& [pid, e] : producers_) {
+  w.write_int16(kKafkaSnapshotVersion);
+  w.write_int32(0);  // the CRC, filled in below
+  int32_t count = 0;
+  for (const auto& [pid, e] : producers_) count += e.batches.empty() ? 1 : static_cast<int32_t>(e.batches.size());
+  w.write_int32(count);
+  const auto entry = [&](int64_t pid, const ProducerEntry& e, const BatchMeta* m) {
     w.write_int64(pid);
     w.write_int16(e.epoch);
-    w.write_int64(e.last_update_ms);
-    w.write_int64(e.txn_first_offset);
+    w.write_int32(m ? m->last_seq : -1);
+    w.write_int64(m ? m->last_offset : -1);
+    w.write_int32(m ? static_cast<int32_t>(m->last_offset - m->first_offset) : 0);
+    w.write_int64(m ? m->timestamp : -1);
     w.write_int32(e.coordinator_epoch);
-    w.write_int8(static_cast<int8_t>(e.batches.size()));
-    for (const BatchMeta& m : e.batches) {
-      w.write_int32(m.first_seq);
-      w.write_int32(m.last_seq);
-      w.write_int64(m.first_offset);
-      w.write_int64(m.last_offset);
-      w.write_int64(m.timestamp);
-    }
+    w.write_int64(e.txn_first_offset);
+  };
+  for (const auto& [pid, e] : producers_) {
+    if (e.batches.empty()) entry(pid, e, nullptr);
+    for (const BatchMeta& m : e.batches) entry(pid, e, &m);
   }
-  w.write_int32(static_cast<int32_t>(aborted_.size()));
-  for (const AbortedTxn& a : aborted_) {
-    w.write_int64(a.producer_id);
-    w.write_int64(a.first_offset);
-    w.write_int64(a.last_offset);
-    w.write_int64(a.last_stable_offset);
-  }
-  const uint32_t crc = protocol::crc32c(w.buffer());
-  w.write_int32(static_cast<int32_t>(crc));
-  return w.release();
+  std::vector<uint8_t> out = w.release();
+  const uint32_t crc = protocol::crc32c(std::span<const uint8_t>(out).subspan(6));
+  for (int i = 0; i < 4; ++i) out[2 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  return out;
 }
 
-std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse(std::span<const uint8_t> bytes) {
+std::optional<ProducerStateTable> ProducerStateTable::parse(std::span<const uint8_t> bytes, int64_t loaded_ms) {
+  if (bytes.size() < 10) return std::nullopt;
+  protocol::Reader r(bytes);
+  if (r.read_int16() != kKafkaSnapshotVersion) return std::nullopt;
+  const auto crc = static_cast<uint32_t>(r.read_int32());
+  if (crc != protocol::crc32c(bytes.subspan(6))) return std::nullopt;
+  const int32_t count = r.read_int32();
+  if (!r.ok() || count < 0 || static_cast<uint64_t>(count) * kKafkaSnapshotEntrySize != r.remaining())
+    return std::nullopt;
+  ProducerStateTable t;
+  for (int32_t i = 0; i < count; ++i) {
+    const int64_t pid = r.read_int64();
+    const int16_t epoch = r.read_int16();
+    const int32_t last_seq = r.read_int32();
+    const int64_t last_offset = r.read_int64();
+    const int32_t delta = r.read_int32();
+    const int64_t timestamp = r.read_int64();
+    const int32_t coordinator_epoch = r.read_int32();
+    const int64_t txn_first = r.read_int64();
+    if (!r.ok() || delta < 0) return std::nullopt;
+    ProducerEntry& e = t.producers_[pid];
+    // Later entries of a producer are its later batches (Kafka's reader
+    // keeps the last: the same state).
+    if (epoch != e.epoch) e.batches.clear();
+    e.epoch = epoch;
+    e.coordinator_epoch = coordinator_epoch;
+    e.last_update_ms = loaded_ms;
+    if (e.txn_first_offset >= 0) t.open_.erase(e.txn_first_offset);
+    e.txn_first_offset = txn_first;
+    if (txn_first >= 0) t.open_[txn_first] = pid;
+    if (last_offset < 0 || last_seq < 0) continue;
+    BatchMeta m;
+    m.last_seq = last_seq;
+    m.first_seq = decrement_sequence(last_seq, delta);
+    m.last_offset = last_offset;
+    m.first_offset = last_offset - delta;
+    m.timestamp = timestamp;
+    e.batches.push_back(m);
+    if (e.batches.size() > kRememberedBatches) e.batches.pop_front();
+  }
+  return t;
+}
+
+void ProducerStateTable::set_aborted(std::vector<AbortedTxn> aborted) { aborted_ = std::move(aborted); }
+
+std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse_legacy(std::span<const uint8_t> bytes) {
   if (bytes.size() < 4 + 2 + 8 + 4 + 4) return std::nullopt;
   const auto body = bytes.first(bytes.size() - 4);
   protocol::Reader tail(bytes.subspan(bytes.size() - 4));

@@ -31,23 +31,38 @@
 //     producer without an open transaction here changes nothing else;
 //   - an ABORT of an open transaction adds {pid, first offset, marker
 //     offset, LSO} to the aborted list (Kafka's .txnindex entry; kept in
-//     memory and in the snapshot, trimmed below the log start);
+//     memory, written to the .txnindex by the owner, trimmed below the log
+//     start);
 //   - a completed transaction stays "unstable" until the HW passes its
 //     marker: first_unstable_offset(hw) is the smallest first offset of the
 //     open transactions and of those completed above hw; the partition's
 //     LSO is min(HW, that).
 //
-// Snapshot format (ours, not Kafka's `<offset>.snapshot`; file
-// `ciuic-producer-state` in the partition directory), big-endian:
-//   magic "CKPS", version int16 (2; 1 is still read), snapshot_offset int64
-//   (the log end offset it covers), producer_count int32, then per producer:
-//   producer_id int64, epoch int16, last_update_ms int64, [v2:
-//   txn_first_offset int64 (-1: none), coordinator_epoch int32], batch_count
-//   int8, batch_count x (first_seq int32, last_seq int32, first_offset
-//   int64, last_offset int64, timestamp int64); [v2: aborted_count int32,
-//   aborted_count x (producer_id, first_offset, last_offset,
-//   last_stable_offset: int64 each)]; then crc32c uint32 of everything
-//   before it. A file that fails any check is treated as absent.
+// Snapshot format: Kafka's producer snapshot, `<20-digit offset>.snapshot`
+// in the partition directory (the offset, the log end it covers, is in the
+// name), big-endian: version int16 (1), crc uint32 (CRC32C of every byte
+// after it), entry_count int32, then entry_count 46-byte entries:
+// producer_id int64, epoch int16, last_sequence int32, last_offset int64,
+// offset_delta int32, timestamp int64, coordinator_epoch int32,
+// current_txn_first_offset int64 (-1: none). Kafka writes one entry per
+// producer (its last batch); we write one per remembered batch, oldest
+// first, so that the five-batch duplicate window survives a restart:
+// Kafka's reader keeps the last entry of a producer, which is the state it
+// would have written itself. A producer with no remembered batch has one
+// entry with last_sequence and last_offset -1 (as Kafka writes it). The
+// aborted transactions are not in it: they are in the segments' .txnindex
+// files (storage/txn_index.h).
+//
+// The format before it (ours, file `ciuic-producer-state`), read once after
+// an upgrade by parse_legacy(): magic "CKPS", version int16 (2; 1 is still
+// read), snapshot_offset int64, producer_count int32, then per producer:
+// producer_id int64, epoch int16, last_update_ms int64, [v2:
+// txn_first_offset int64, coordinator_epoch int32], batch_count int8,
+// batch_count x (first_seq int32, last_seq int32, first_offset int64,
+// last_offset int64, timestamp int64); [v2: aborted_count int32,
+// aborted_count x (producer_id, first_offset, last_offset,
+// last_stable_offset: int64 each)]; then crc32c uint32 of everything
+// before it. A file that fails any check is treated as absent.
 //
 // Thread-safety: none; the owner (ProduceService) locks per partition.
 #pragma once
@@ -150,9 +165,18 @@ class ProducerStateTable {
   // update time are kept.
   size_t expire(int64_t now_ms, int64_t max_age_ms);
 
-  std::vector<uint8_t> serialize(int64_t snapshot_offset) const;
+  // Kafka's snapshot format (above). parse() gives every producer
+  // last_update_ms = loaded_ms (the snapshot has no broker time: a producer
+  // is expired producer.id.expiration.ms after the load unless it writes
+  // again); nullopt for a file that fails any check.
+  std::vector<uint8_t> serialize() const;
+  static std::optional<ProducerStateTable> parse(std::span<const uint8_t> bytes, int64_t loaded_ms);
+  // The old `ciuic-producer-state` file (with its aborted list).
   struct Parsed;
-  static std::optional<Parsed> parse(std::span<const uint8_t> bytes);
+  static std::optional<Parsed> parse_legacy(std::span<const uint8_t> bytes);
+  // Replaces the aborted list (read back from the .txnindex files); by
+  // last_offset, ascending.
+  void set_aborted(std::vector<AbortedTxn> aborted);
 
  private:
   void add(const IncomingBatch& b, int64_t first_offset, int64_t last_offset, int64_t now_ms);

@@ -26,7 +26,8 @@ the broker runs and one over its data directory after a clean stop:
                         --offsets-decoder, __transaction_state with
                         --transaction-log-decoder), our .index/.timeindex files
                         against the log (--verify-index-only) and with
-                        --index-sanity-check
+                        --index-sanity-check, our .txnindex (aborted
+                        transactions) and producer .snapshot files
   checkpoints           recovery-point / log-start-offset / cleaner offset
                         checkpoints, leader-epoch-checkpoint,
                         partition.metadata and meta.properties parsed by
@@ -487,6 +488,12 @@ def offline(ctx, b, cp):
     k.add("verify_index", DUMP, "--verify-index-only", "--files", ",".join(idx))
     k.add("index_sanity", DUMP, "--index-sanity-check", "--files", ",".join(idx))
     k.add("dump_index", DUMP, "--files", ",".join(files("dump-lz4-0", ".index", ".timeindex")[:2]))
+    # Kafka's readers of the aborted-transaction index and the producer snapshots.
+    txn_state_files = files("dump-txn-0", ".txnindex", ".snapshot") + files("dump-open-0", ".txnindex", ".snapshot")
+    check(len(files("dump-txn-0", ".txnindex")) == 1 and len(files("dump-txn-0", ".snapshot")) == 1 and
+          len(files("dump-open-0", ".txnindex")) == 1 and len(files("dump-open-0", ".snapshot")) == 1,
+          "one .txnindex and one .snapshot in dump-txn-0 and dump-open-0: %s" % txn_state_files)
+    k.add("dump_txn_state", DUMP, "--files", ",".join(txn_state_files))
     ckpts = [os.path.join(data, f) for f in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                                              "cleaner-offset-checkpoint", "replication-offset-checkpoint",
                                              "meta.properties") if os.path.exists(os.path.join(data, f))]
@@ -516,6 +523,27 @@ def offline(ctx, b, cp):
     check(len(re.findall(r"isTransactional: true isControl: false", txn)) >= 3 and
           txn.count("payload: committed") == 20 and txn.count("payload: aborted") == 10,
           "transactional data batches with 20 committed and 10 aborted records:\n" + txn[-2000:])
+
+    # The .txnindex, read by Kafka: the aborted transaction, from its first
+    # record to its ABORT marker, as the segment dump shows them; the
+    # .snapshot: the transactional producer, its transaction closed.
+    recs_txn = [(int(o), pl) for o, pl in re.findall(r"\| offset: (\d+) .*?payload: (\S+)", txn)]
+    abort_at = [int(o) for o in re.findall(r"\| offset: (\d+) .*?endTxnMarker: ABORT", txn)]
+    first_aborted = min(o for o, pl in recs_txn if pl == "aborted")
+    ts = k.out("dump_txn_state")
+    check("orrupt" not in ts and "Exception" not in ts, "kafka-dump-log refused a .txnindex or .snapshot:\n" + ts[-3000:])
+    aborted = [tuple(int(x) for x in m) for m in re.findall(
+        r"version: 0 producerId: (\d+) firstOffset: (\d+) lastOffset: (\d+) lastStableOffset: (\d+)", ts)]
+    check(len(aborted) == 2 and aborted[0][1:] == (first_aborted, abort_at[0], abort_at[0] + 1),
+          "dump-txn-0's .txnindex: (pid, %d, %d, %d), then dump-open-0's: %s\n%s" %
+          (first_aborted, abort_at[0], abort_at[0] + 1, aborted, ts[-3000:]))
+    producers = re.findall(r"producerId: (\d+) producerEpoch: (\d+) coordinatorEpoch: (-?\d+) "
+                           r"currentTxnFirstOffset: (\S+) lastTimestamp: -?\d+ firstSequence: (\d+) "
+                           r"lastSequence: (\d+) lastOffset: (\d+)", ts)
+    check({p[0] for p in producers} >= {str(aborted[0][0]), str(aborted[1][0])} and
+          all(p[3] in ("OptionalLong.empty", "None", "-1") for p in producers) and
+          any(int(p[6]) == max(o for o, pl in recs_txn if pl == "committed") for p in producers),
+          "the .snapshot entries: the transactional producers, no transaction open, the last batch's offset:\n" + ts[-3000:])
 
     # The cleaner's output: each key once with its last value, at the offset
     # the producer got, offsets increasing across the rewritten segments.
@@ -572,6 +600,8 @@ def offline(ctx, b, cp):
     check(re.search(r"meta.properties: MetaProperties\(version=0, clusterId=\S+, nodeId=0\)", ck), "meta.properties:\n" + ck)
     print("[kafka-tools] dump-log read %d lz4 records in %d batches, %d index files verified, %d checkpoint files" %
           (len(recs), len(batches), len(idx), len(ckpts)))
+    print("[kafka-tools] dump-log read the aborted transactions %s and %d producer snapshot entries, e.g. %s" %
+          (aborted, len(producers), producers[-1]))
 
 
 def main(ctx):

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -33,6 +34,20 @@ int64_t init_producer_id(BrokerFixture& f, int16_t version = 4) {
   REQUIRE(resp.error_code == 0);
   CHECK(resp.producer_epoch == 0);
   return resp.producer_id;
+}
+
+// The partition directory's producer snapshots (`<offset>.snapshot`).
+std::vector<std::string> snapshot_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".snapshot") out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<uint8_t> idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records = 2) {
@@ -108,7 +123,8 @@ TEST_CASE("deduplication survives a clean restart (snapshot) and a lost snapshot
   }
   f.restart();
   const std::string dir = f.broker().topics().partition("t", 0)->log().dir();
-  CHECK(std::filesystem::exists(dir + "/ciuic-producer-state"));
+  // Kafka's name: the offset the snapshot covers up to (the log end).
+  CHECK(snapshot_files(dir) == std::vector<std::string>{"00000000000000000012.snapshot"});
   // The last 5 are remembered; the oldest fell out of the window.
   for (int i = 1; i < 6; ++i) CHECK(produce_one(f, "t", batches[i]).base_offset == 2 * i);
   CHECK(produce_one(f, "t", batches[0]).error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
@@ -117,7 +133,9 @@ TEST_CASE("deduplication survives a clean restart (snapshot) and a lost snapshot
 
   // Without the snapshot the state comes back from the log headers.
   f.close();
-  std::filesystem::remove(dir + "/ciuic-producer-state");
+  // The restart above wrote a newer snapshot and removed the older one.
+  CHECK(snapshot_files(dir) == std::vector<std::string>{"00000000000000000014.snapshot"});
+  for (const auto& n : snapshot_files(dir)) std::filesystem::remove(dir + "/" + n);
   f.restart();
   CHECK(produce_one(f, "t", idem_batch(pid, 0, 12)).base_offset == 12);
   CHECK(produce_one(f, "t", idem_batch(pid, 0, 16)).error_code == to_wire(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER));
@@ -134,18 +152,35 @@ TEST_CASE("a snapshot beyond the log end is discarded") {
   // Forge a snapshot claiming offset 1000 that remembers a different batch.
   ProducerStateTable table;
   table.record(IncomingBatch{pid, 0, 0, 1, -1}, 500, 501, 1);
-  auto bytes = table.serialize(1000);
   std::string path;
   for (auto& e : std::filesystem::recursive_directory_iterator(dir))
     if (e.path().filename() == "00000000000000000000.log") path = e.path().parent_path().string();
   REQUIRE(!path.empty());
-  {
-    std::ofstream out(path + "/ciuic-producer-state", std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  }
+  for (const auto& n : snapshot_files(path)) std::filesystem::remove(path + "/" + n);
+  write_bytes(path + "/00000000000000001000.snapshot", table.serialize());
   f.restart();
   // Rebuilt from the log: the retry gets offset 0, not the forged 500.
   CHECK(produce_one(f, "t", idem_batch(pid, 0, 0)).base_offset == 0);
+  CHECK(snapshot_files(path).empty());  // removed when the producer state started: the log ends at 2
+}
+
+TEST_CASE("a corrupt snapshot is removed and the state rebuilt from the log") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  auto first = idem_batch(pid, 0, 0);
+  CHECK(produce_one(f, "t", first).error_code == 0);
+  const std::string dir = f.broker().topics().partition("t", 0)->log().dir();
+  f.close();
+  REQUIRE(snapshot_files(dir) == std::vector<std::string>{"00000000000000000002.snapshot"});
+  {
+    std::fstream io(dir + "/00000000000000000002.snapshot", std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(12);
+    io.put('\x7f');  // inside the first entry: the CRC no longer matches
+  }
+  f.restart();
+  CHECK(produce_one(f, "t", first).base_offset == 0);  // still a duplicate: found by the scan
+  CHECK(snapshot_files(dir).empty());
 }
 
 TEST_CASE("DescribeProducers lists the partition's producers") {
@@ -200,17 +235,21 @@ TEST_CASE("producer state table: rules and snapshot round trip") {
   CHECK(t.check(IncomingBatch{7, 1, 5, 4, 1}).verdict == SeqVerdict::kOutOfOrder);
   CHECK(t.check(IncomingBatch{7, 1, 10, 4, 1}).verdict == SeqVerdict::kDuplicate);
 
-  auto bytes = t.serialize(777);
-  auto parsed = ProducerStateTable::parse(bytes);
+  auto bytes = t.serialize();
+  auto parsed = ProducerStateTable::parse(bytes, 5);
   REQUIRE(parsed.has_value());
-  CHECK(parsed->snapshot_offset == 777);
-  REQUIRE(parsed->table.find(7) != nullptr);
-  CHECK(parsed->table.find(7)->batches == t.find(7)->batches);
-  CHECK(parsed->table.find(9)->epoch == 0);
+  REQUIRE(parsed->find(7) != nullptr);
+  CHECK(parsed->find(7)->batches == t.find(7)->batches);  // all five, oldest first
+  CHECK(parsed->find(9)->epoch == 0);
+  CHECK(parsed->find(9)->batches == t.find(9)->batches);  // INT32_MAX..INT32_MAX
+  CHECK(parsed->find(7)->last_update_ms == 5);             // the load time
   for (size_t i = 0; i < bytes.size(); i += 7) {
     auto bad = bytes;
     bad[i] ^= 0x10;
-    CHECK_FALSE(ProducerStateTable::parse(bad).has_value());
+    CHECK_FALSE(ProducerStateTable::parse(bad, 5).has_value());
   }
+  auto cut = bytes;
+  cut.pop_back();
+  CHECK_FALSE(ProducerStateTable::parse(cut, 5).has_value());
   CHECK(t.expire(2 + 86'400'001, 86'400'000) == 2);  // both idle longer than a day
 }

@@ -1,11 +1,18 @@
 // tests/unit/handlers/produce/transactions_test.cc: transactions on one
 // node through the handlers: the producer state's transaction rules (open,
-// markers, LSO, aborted list, snapshot), the __transaction_state records,
+// markers, LSO, aborted list, snapshot), the aborted transactions' .txnindex
+// and the producer .snapshot on disk across restarts (read here by a decoder
+// written from Kafka's format, not ours), the __transaction_state records,
 // and the coordinator's InitProducerId / AddPartitionsToTxn / EndTxn with a
 // transactional produce, read_committed fetch and ListOffsets between.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "broker/produce/producer_state.h"
@@ -17,6 +24,8 @@
 #include "protocol/generated/fetch.h"
 #include "protocol/generated/init_producer_id.h"
 #include "protocol/generated/list_offsets.h"
+#include "protocol/records/crc32c.h"
+#include "protocol/wire/writer.h"
 #include "tests/unit/handlers/produce/produce_helpers.h"
 
 using namespace ciuickafka;
@@ -37,6 +46,80 @@ IncomingBatch txn_batch(int64_t pid, int16_t epoch, int32_t seq, int32_t delta, 
   b.last_offset_delta = delta;
   b.transactional = transactional;
   return b;
+}
+
+uint64_t be(const std::vector<uint8_t>& b, size_t at, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v = (v << 8) | b.at(at + static_cast<size_t>(i));
+  return v;
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Kafka's AbortedTxn: 34 bytes, version int16 0, producerId, firstOffset,
+// lastOffset, lastStableOffset (int64 each), big-endian.
+std::vector<std::array<int64_t, 4>> read_kafka_txn_index(const std::string& path) {
+  auto b = file_bytes(path);
+  REQUIRE(b.size() % 34 == 0);
+  std::vector<std::array<int64_t, 4>> out;
+  for (size_t at = 0; at < b.size(); at += 34) {
+    CHECK(be(b, at, 2) == 0);
+    out.push_back({static_cast<int64_t>(be(b, at + 2, 8)), static_cast<int64_t>(be(b, at + 10, 8)),
+                   static_cast<int64_t>(be(b, at + 18, 8)), static_cast<int64_t>(be(b, at + 26, 8))});
+  }
+  return out;
+}
+
+// Kafka's producer snapshot: version int16 1, CRC32C (uint32) of the bytes
+// after it, int32 count, 46-byte entries; returns (producerId, epoch,
+// currentTxnFirstOffset) per entry.
+std::vector<std::array<int64_t, 3>> read_kafka_snapshot(const std::string& path) {
+  auto b = file_bytes(path);
+  REQUIRE(b.size() >= 10);
+  CHECK(be(b, 0, 2) == 1);
+  CHECK(be(b, 2, 4) == protocol::crc32c(std::span<const uint8_t>(b).subspan(6)));
+  const auto count = static_cast<size_t>(be(b, 6, 4));
+  REQUIRE(b.size() == 10 + 46 * count);
+  std::vector<std::array<int64_t, 3>> out;
+  for (size_t i = 0, at = 10; i < count; ++i, at += 46)
+    out.push_back({static_cast<int64_t>(be(b, at, 8)), static_cast<int16_t>(be(b, at + 8, 2)),
+                   static_cast<int64_t>(be(b, at + 38, 8))});
+  return out;
+}
+
+std::vector<std::string> files_with(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ext) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The pre-Kafka snapshot `ciuic-producer-state` (version 2), written from
+// its format description (broker/produce/producer_state.h): one producer
+// with no remembered batch and the given aborted transactions.
+std::vector<uint8_t> legacy_snapshot(int64_t offset, int64_t pid, int16_t epoch,
+                                     const std::vector<std::array<int64_t, 4>>& aborted) {
+  protocol::Writer w;
+  w.write_raw(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>("CKPS"), 4));
+  w.write_int16(2);
+  w.write_int64(offset);
+  w.write_int32(1);
+  w.write_int64(pid);
+  w.write_int16(epoch);
+  w.write_int64(1);   // last_update_ms
+  w.write_int64(-1);  // no open transaction
+  w.write_int32(0);   // coordinator epoch
+  w.write_int8(0);    // no batches
+  w.write_int32(static_cast<int32_t>(aborted.size()));
+  for (const auto& a : aborted)
+    for (int64_t v : a) w.write_int64(v);
+  const uint32_t crc = protocol::crc32c(w.buffer());
+  w.write_int32(static_cast<int32_t>(crc));
+  return w.release();
 }
 
 }  // namespace
@@ -73,13 +156,15 @@ TEST_CASE("producer state: transactions open, end by markers and hold the LSO", 
   CHECK(t.first_unstable_offset(15) == INT64_MAX);
   // The snapshot keeps open transactions and the aborted list.
   t.record(txn_batch(9, 0, 0, 0), 15, 15, 1);
-  auto parsed = ProducerStateTable::parse(t.serialize(16));
+  auto parsed = ProducerStateTable::parse(t.serialize(), 1);
   REQUIRE(parsed);
-  CHECK(parsed->table.has_open_txn(9));
-  CHECK(parsed->table.first_unstable_offset(100) == 15);
-  CHECK(parsed->table.aborted() == t.aborted());
-  parsed->table.trim_aborted(14);
-  CHECK(parsed->table.aborted().empty());
+  CHECK(parsed->has_open_txn(9));
+  CHECK(parsed->first_unstable_offset(100) == 15);
+  CHECK(parsed->find(7)->coordinator_epoch == 3);
+  // The aborted list is not in the snapshot (Kafka keeps it in .txnindex).
+  CHECK(parsed->aborted().empty());
+  t.trim_aborted(14);
+  CHECK(t.aborted().empty());
   // A producer with an open transaction is never expired.
   CHECK(t.expire(1'000'000, 10) == 2);
   CHECK(t.find(9) != nullptr);
@@ -268,6 +353,115 @@ TEST_CASE("an aborted transaction is listed for read_committed fetches and survi
   REQUIRE(d2.aborted_transactions);
   CHECK(d2.aborted_transactions->size() == 1);
   CHECK(d2.last_stable_offset == 4);
+}
+
+namespace {
+
+protocol::FetchResponse::PartitionData fetch_committed(BrokerFixture& f, const std::string& topic) {
+  protocol::FetchRequest req;
+  req.replica_id = -1;
+  req.max_wait_ms = 0;
+  req.min_bytes = 1;
+  req.max_bytes = 1 << 20;
+  req.isolation_level = 1;
+  protocol::FetchRequest::FetchTopic t;
+  t.topic = topic;
+  protocol::FetchRequest::FetchPartition p;
+  p.partition = 0;
+  p.fetch_offset = 0;
+  p.partition_max_bytes = 1 << 20;
+  t.partitions.push_back(p);
+  req.topics.push_back(t);
+  return f.call<protocol::FetchResponse>(req, 11).responses.at(0).partitions.at(0);
+}
+
+// The first offsets of the aborted transactions a read_committed fetch lists.
+std::vector<int64_t> aborted_firsts(BrokerFixture& f, const std::string& topic) {
+  auto d = fetch_committed(f, topic);
+  std::vector<int64_t> out;
+  if (d.aborted_transactions)
+    for (const auto& a : *d.aborted_transactions) out.push_back(a.first_offset);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("aborted transactions are kept in Kafka's .txnindex and .snapshot files: never lost or doubled across restarts",
+          "[txn]") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  const auto abort_one = [&](int32_t seq) {
+    REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+    REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+    auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = seq, .transactional = true});
+    REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+    REQUIRE(end_txn(f, "tx", pid, 0, false) == 0);
+    CHECK(eventually([&] { return describe(f, "tx").transaction_state == "CompleteAbort"; }));
+  };
+  abort_one(0);  // records 0-2, ABORT marker at 3
+  REQUIRE(f.broker().topics().partition("t", 0)->log_end_offset() == 4);
+  const std::string dir = f.broker().topics().partition("t", 0)->log().dir();
+  const std::string index = dir + "/00000000000000000000.txnindex";
+  f.close();
+  // The entry is in the segment holding the marker: {pid, first 0, marker 3,
+  // LSO 4}; the clean shutdown wrote a snapshot at the log end.
+  CHECK(read_kafka_txn_index(index) == std::vector<std::array<int64_t, 4>>{{pid, 0, 3, 4}});
+  REQUIRE(files_with(dir, ".snapshot") == std::vector<std::string>{"00000000000000000004.snapshot"});
+  auto snap = read_kafka_snapshot(dir + "/00000000000000000004.snapshot");
+  REQUIRE(!snap.empty());
+  CHECK(snap.back() == std::array<int64_t, 3>{pid, 0, -1});
+  const auto snapshot4 = file_bytes(dir + "/00000000000000000004.snapshot");
+
+  // A second abort after that snapshot (records 4-6, marker at 7).
+  f.restart();
+  abort_one(3);
+  f.close();
+  CHECK(read_kafka_txn_index(index) == std::vector<std::array<int64_t, 4>>{{pid, 0, 3, 4}, {pid, 4, 7, 8}});
+  CHECK(files_with(dir, ".snapshot") == std::vector<std::string>{"00000000000000000008.snapshot"});
+
+  SECTION("a crash before the newer snapshot: the entry past the older one is rebuilt, not doubled") {
+    std::filesystem::remove(dir + "/00000000000000000008.snapshot");
+    std::ofstream(dir + "/00000000000000000004.snapshot", std::ios::binary)
+        .write(reinterpret_cast<const char*>(snapshot4.data()), static_cast<std::streamsize>(snapshot4.size()));
+    f.restart();
+    CHECK(aborted_firsts(f, "t") == std::vector<int64_t>{0, 4});
+    f.close();
+    CHECK(read_kafka_txn_index(index) == std::vector<std::array<int64_t, 4>>{{pid, 0, 3, 4}, {pid, 4, 7, 8}});
+  }
+  SECTION("no snapshot at all: the index is rebuilt from the whole log") {
+    std::filesystem::remove(dir + "/00000000000000000008.snapshot");
+    f.restart();
+    CHECK(aborted_firsts(f, "t") == std::vector<int64_t>{0, 4});
+    f.close();
+    CHECK(read_kafka_txn_index(index) == std::vector<std::array<int64_t, 4>>{{pid, 0, 3, 4}, {pid, 4, 7, 8}});
+  }
+  SECTION("with a snapshot, the aborted list below it comes from the index") {
+    // An index that lost its second entry (as if never written): the
+    // snapshot says the log below 8 needs no scan, so it is not found
+    // again. (This is why the index is fsynced before a snapshot.)
+    std::filesystem::resize_file(index, 34);
+    f.restart();
+    CHECK(aborted_firsts(f, "t") == std::vector<int64_t>{0});
+  }
+  SECTION("upgrade: the pre-Kafka `ciuic-producer-state` is read once, its aborted list indexed") {
+    std::filesystem::remove(dir + "/00000000000000000008.snapshot");
+    std::filesystem::remove(index);
+    // It lists only the first abort: a scan of the whole log would find
+    // both, so one proves the old file was read (its offset 8: no scan).
+    const auto legacy = legacy_snapshot(8, pid, 0, {{pid, 0, 3, 4}});
+    std::ofstream(dir + "/ciuic-producer-state", std::ios::binary)
+        .write(reinterpret_cast<const char*>(legacy.data()), static_cast<std::streamsize>(legacy.size()));
+    f.restart();
+    CHECK(aborted_firsts(f, "t") == std::vector<int64_t>{0});
+    f.close();
+    CHECK(read_kafka_txn_index(index) == std::vector<std::array<int64_t, 4>>{{pid, 0, 3, 4}});
+    CHECK(files_with(dir, ".snapshot") == std::vector<std::string>{"00000000000000000008.snapshot"});
+    CHECK_FALSE(std::filesystem::exists(dir + "/ciuic-producer-state"));
+  }
 }
 
 TEST_CASE("a transaction found in PrepareCommit at start-up gets its markers and completes", "[txn]") {
