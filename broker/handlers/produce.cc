@@ -12,10 +12,15 @@
 // Transactional batches (Produce v3+ with a transactional id): the
 // producer's first batch on a partition in a transaction is verified with
 // the transaction coordinator (the partition must have been added with
-// AddPartitionsToTxn: KIP-890 part 1, in-process), else INVALID_TXN_STATE
+// AddPartitionsToTxn: KIP-890 part 1), else INVALID_TXN_STATE
 // (TRANSACTION_ABORTABLE from v11); a fenced epoch INVALID_PRODUCER_EPOCH; a
 // non-transactional batch from a producer with an open transaction
-// INVALID_TXN_STATE. Nothing is written for a refused batch.
+// INVALID_TXN_STATE. Nothing is written for a refused batch. The
+// coordinator is asked in-process when it is this broker; in cluster mode
+// with the coordinator elsewhere, the request first asks it with one
+// AddPartitionsToTxn v4 verify-only request for every partition that needs
+// it (ask_remote_verification: the connection's later requests wait), then
+// is handled with the answers on its network thread.
 //
 // A request that compresses records anew (produce/prepare.h
 // compresses_anew: a topic's compression.type, or a compressed v0/v1
@@ -83,6 +88,7 @@
 #include "metrics/log/rate_limit.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/produce.h"
+#include "protocol/records/record_batch.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -123,22 +129,22 @@ int16_t first_error(const ProduceResponse& resp) {
   return 0;
 }
 
-// A transactional batch that would open a transaction on p: the
-// coordinator must have p in the producer's ongoing transaction (Kafka 3.9's
-// transaction.partition.verification, asked in-process: the coordinator is
-// this broker; in cluster mode only when it is). Errors as Kafka maps them for Produce: fenced ->
-// INVALID_PRODUCER_EPOCH; a pending transition -> NOT_ENOUGH_REPLICAS
-// (retriable); anything else -> TRANSACTION_ABORTABLE (v11+) or
-// INVALID_TXN_STATE.
-ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::string>& transactional_id,
-                                     const produce::IncomingBatch& b, const Partition& p, int16_t version) {
-  const ErrorCode not_in_txn = version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
-  if (!transactional_id || transactional_id->empty()) return not_in_txn;
-  // Cluster mode with the id's coordinator on another broker: not verified
-  // (Kafka 3.9 would ask it with AddPartitionsToTxn v4; see txn/coordinator.h).
-  auto& coordinator = txn::coordinator(broker);
-  if (!coordinator.verifies(*transactional_id)) return ErrorCode::NONE;
-  const ErrorCode e = coordinator.verify_partition(*transactional_id, b.producer_id, b.epoch, p.topic(), p.index());
+// KIP-890 with the id's coordinator on another broker (cluster mode): the
+// answers of its AddPartitionsToTxn v4 verify-only request, asked before
+// the request is handled (ask_remote_verification), and for each partition
+// asked the guard put in its producer state then: a marker for the producer
+// meanwhile removes it, so a verification that an ended transaction
+// answered never opens the next one (Kafka's VerificationGuard).
+struct RemoteVerification {
+  std::map<txn::TxnPartition, ErrorCode> results;
+  std::map<txn::TxnPartition, uint64_t> guards;
+};
+
+// Kafka's mapping of a verification's answer for Produce: fenced ->
+// INVALID_PRODUCER_EPOCH; a pending transition or a coordinator that cannot
+// answer -> NOT_ENOUGH_REPLICAS (retriable); anything else ->
+// TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE.
+ErrorCode produce_error_of_verification(ErrorCode e, int16_t version) {
   switch (e) {
     case ErrorCode::NONE:
       return ErrorCode::NONE;
@@ -148,10 +154,39 @@ ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::st
     case ErrorCode::CONCURRENT_TRANSACTIONS:
     case ErrorCode::COORDINATOR_LOAD_IN_PROGRESS:
     case ErrorCode::COORDINATOR_NOT_AVAILABLE:
+    case ErrorCode::NOT_COORDINATOR:
+    case ErrorCode::NETWORK_EXCEPTION:
+    case ErrorCode::REQUEST_TIMED_OUT:
       return ErrorCode::NOT_ENOUGH_REPLICAS;
     default:
-      return not_in_txn;
+      return version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
   }
+}
+
+// A transactional batch that would open a transaction on p: the
+// coordinator must have p in the producer's ongoing transaction (Kafka 3.9's
+// transaction.partition.verification): asked in-process when the
+// coordinator is this broker, else answered by the remote verification made
+// before (remote). st.mu is held.
+ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::string>& transactional_id,
+                                     const produce::IncomingBatch& b, const Partition& p, int16_t version,
+                                     const RemoteVerification* remote, produce::PartitionState& st) {
+  const ErrorCode not_in_txn = version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
+  if (!transactional_id || transactional_id->empty()) return not_in_txn;
+  auto& coordinator = txn::coordinator(broker);
+  if (coordinator.verifies(*transactional_id))
+    return produce_error_of_verification(
+        coordinator.verify_partition(*transactional_id, b.producer_id, b.epoch, p.topic(), p.index()), version);
+  // The coordinator is elsewhere: only a verification asked for this
+  // partition, whose guard is still in place, lets the batch open it.
+  const txn::TxnPartition tp{p.topic(), p.index()};
+  if (remote == nullptr || !remote->results.contains(tp)) return not_in_txn;
+  const ErrorCode e = produce_error_of_verification(remote->results.at(tp), version);
+  if (e != ErrorCode::NONE) return e;
+  auto g = st.verify_guards.find(b.producer_id);
+  if (g == st.verify_guards.end() || !remote->guards.contains(tp) || g->second != remote->guards.at(tp))
+    return not_in_txn;
+  return ErrorCode::NONE;
 }
 
 // One partition's write in flight.
@@ -177,6 +212,7 @@ struct PendingProduce {
   produce::ProduceService* svc = nullptr;
   Broker* broker = nullptr;
   std::optional<std::string> transactional_id;
+  std::shared_ptr<const RemoteVerification> verification;  // cluster mode, coordinator elsewhere
   std::vector<Write> writes;  // sized before any write is queued: never reallocated
   // Idempotent retries answered from the producer table: no write, but
   // acks=all still waits for their fsync (or, replicated, their HW).
@@ -277,13 +313,15 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
       const produce::ProducerEntry* e = st->table.find(incoming.producer_id);
       const bool open = e != nullptr && e->txn_first_offset >= 0 && e->epoch == incoming.epoch;
       if (!open) {  // the producer's first write here in this transaction: verified (KIP-890)
-        const ErrorCode v = verify_transactional_write(*pp->broker, pp->transactional_id, incoming, p, version);
+        const ErrorCode v = verify_transactional_write(*pp->broker, pp->transactional_id, incoming, p, version,
+                                                       pp->verification.get(), *st);
         if (v != ErrorCode::NONE) {
           set_error(pr, v);
           st->topic_metrics.failed_produce();
           return;
         }
       }
+      st->verify_guards.erase(incoming.producer_id);  // used (or, with the transaction open, not needed)
       st->txn_free.store(false, std::memory_order_release);  // before the batch can be read
     }
   }
@@ -484,6 +522,17 @@ void merge_repeated_partitions(ProduceRequest& req) {
   req.topic_data = std::move(merged);
 }
 
+// Cluster mode with the transactional id's coordinator on another broker:
+// the partitions led here whose batch would open the producer's transaction
+// (transactional, and no transaction of that producer and epoch open here)
+// are verified by the coordinator first, in one request; each gets a guard
+// in its producer state now. True when the request goes on once the answer
+// is in (handle_produce is called again with it); false when nothing needs
+// asking.
+bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req);
+
+void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr<const RemoteVerification> verification);
+
 void handle_produce(RequestContext&& ctx) {
   ProduceRequest req;
   if (!decode_request(ctx, req)) {
@@ -491,6 +540,71 @@ void handle_produce(RequestContext&& ctx) {
     return;
   }
   merge_repeated_partitions(req);
+  if (ask_remote_verification(ctx, req)) return;
+  produce_request(std::move(ctx), std::move(req), nullptr);
+}
+
+bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req) {
+  Broker& broker = *ctx.broker;
+  if (broker.cluster() == nullptr || !req.transactional_id || req.transactional_id->empty() ||
+      ctx.api_version() < 3 || (req.acks != 0 && req.acks != 1 && req.acks != -1))
+    return false;
+  auto& coordinator = txn::coordinator(broker);
+  if (coordinator.verifies(*req.transactional_id)) return false;
+  auto& svc = broker.service<produce::ProduceService>();
+  auto v = std::make_shared<RemoteVerification>();
+  std::vector<txn::TxnPartition> ask;
+  int64_t pid = -1;
+  int16_t epoch = -1;
+  for (const auto& td : req.topic_data) {
+    auto topic = broker.topics().find(td.name);
+    if (!topic || topic->is_internal()) continue;
+    for (const auto& pd : td.partition_data) {
+      std::shared_ptr<Partition> p = topic->partition(pd.index);
+      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
+      // The first batch's header says whether it is transactional (the
+      // request's full checks come later, in produce_partition).
+      protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
+      protocol::RecordsEntry e;
+      if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
+      auto b = protocol::RecordBatchView::parse(e.bytes);
+      if (!b.ok() || !b.value().is_transactional() || b.value().producer_id() < 0) continue;
+      if (pid == -1) {
+        pid = b.value().producer_id();
+        epoch = b.value().producer_epoch();
+      } else if (pid != b.value().producer_id() || epoch != b.value().producer_epoch()) {
+        continue;  // one producer per request: another is refused later, unverified
+      }
+      auto st = svc.partition_state(*p);
+      std::lock_guard<std::mutex> lock(st->mu);
+      if (!svc.ensure_loaded(*st, p->log())) continue;  // answered retriably later
+      const produce::ProducerEntry* entry = st->table.find(pid);
+      if (entry != nullptr && entry->txn_first_offset >= 0 && entry->epoch == epoch) continue;  // open here
+      const uint64_t guard = svc.new_verification_guard();
+      st->verify_guards[pid] = guard;
+      const txn::TxnPartition tp{td.name, pd.index};
+      v->guards[tp] = guard;
+      ask.push_back(tp);
+    }
+  }
+  if (ask.empty()) return false;
+  // Later requests on the connection wait for this one (the producer's
+  // next batches must not overtake it).
+  if (ctx.hold_later_requests) ctx.hold_later_requests();
+  auto shared = std::make_shared<std::pair<RequestContext, ProduceRequest>>(std::move(ctx), std::move(req));
+  const std::string id = *shared->second.transactional_id;
+  coordinator.verify_remote(id, pid, epoch, std::move(ask),
+                            [shared, v](std::map<txn::TxnPartition, ErrorCode> results) {
+                              v->results = std::move(results);
+                              asio::any_io_executor executor = shared->first.executor;
+                              asio::post(executor, [shared, v] {
+                                produce_request(std::move(shared->first), std::move(shared->second), v);
+                              });
+                            });
+  return true;
+}
+
+void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr<const RemoteVerification> verification) {
   Broker& broker = *ctx.broker;
   const int16_t version = ctx.api_version();
   const bool acks_valid = req.acks == 0 || req.acks == 1 || req.acks == -1;
@@ -516,7 +630,10 @@ void handle_produce(RequestContext&& ctx) {
   // records: the whole request is handled again on the I/O pool, so the
   // network thread's other connections are not held meanwhile.
   if (compresses && !IoPool::on_pool_thread()) {
-    broker.service<IoPool>().post_request(ctx, [ctx]() mutable { handle_produce(std::move(ctx)); });
+    auto shared = std::make_shared<ProduceRequest>(std::move(req));
+    broker.service<IoPool>().post_request(ctx, [ctx, shared, verification]() mutable {
+      produce_request(std::move(ctx), std::move(*shared), verification);
+    });
     return;
   }
 
@@ -527,6 +644,7 @@ void handle_produce(RequestContext&& ctx) {
   pp->timeout_ms = req.timeout_ms;
   pp->fsync = broker.config().get_bool("ciuic.acks.all.fsync");
   pp->transactional_id = req.transactional_id;
+  pp->verification = std::move(verification);
   const int64_t now = Broker::now_ms();
   size_t partitions = 0;
   for (const auto& td : req.topic_data) partitions += td.partition_data.size();

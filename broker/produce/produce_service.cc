@@ -305,6 +305,7 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
   }
   const size_t aborted_before = st->table.aborted().size();
   st->table.complete_txn(producer_id, epoch, coordinator_epoch, commit, r.value().base_offset);
+  st->verify_guards.erase(producer_id);  // a verification asked before this marker opens nothing
   if (!st->index_incomplete) index_aborted(*st, p.log(), aborted_before);
   st->dirty = true;
   out.log = p.log_ptr();
@@ -357,6 +358,7 @@ void ProduceService::reset_for_role_change(const Partition& p) {
   st->dirty = false;
   st->rescan = true;
   st->needs_quiet_load = true;
+  st->verify_guards.clear();
   st->txn_free.store(false, std::memory_order_release);
 }
 

@@ -104,6 +104,11 @@ struct PartitionState {
   // to the HW without taking mu. Cleared (under mu) before a transactional
   // write or marker is queued, so before it can be read.
   std::atomic<bool> txn_free{false};
+  // Under mu: KIP-890 verifications asked of a remote coordinator, by
+  // producer id: the guard the produce request holds. A marker for the
+  // producer removes it, so the verification's answer cannot open a
+  // transaction begun after it (handlers/produce.cc).
+  std::unordered_map<int64_t, uint64_t> verify_guards;
   // Under mu: an aborted transaction could not be added to the .txnindex;
   // no snapshot is written until the next load rebuilds the index.
   bool index_incomplete = false;
@@ -172,6 +177,9 @@ class ProduceService : public ReplicaRoleListener {
   // the producer's epoch here is newer. Blocking write, like append_marker.
   MarkerResult append_transactional(Partition& p, int64_t producer_id, int16_t epoch, std::vector<uint8_t> batch);
 
+  // A guard for a KIP-890 verification (PartitionState::verify_guards), unique.
+  uint64_t new_verification_guard() { return next_guard_.fetch_add(1, std::memory_order_relaxed) + 1; }
+
   // A new producer id, never handed out before.
   storage::Result<int64_t> allocate_producer_id();
 
@@ -220,6 +228,7 @@ class ProduceService : public ReplicaRoleListener {
   };
   std::shared_ptr<Alive> alive_ = std::make_shared<Alive>();
 
+  std::atomic<uint64_t> next_guard_{0};
   std::mutex pid_mu_;
   int64_t next_pid_ = 0;      // under pid_mu_
   int64_t reserved_end_ = 0;  // under pid_mu_

@@ -18,7 +18,9 @@
 #include "broker/replica/leader_replicas.h"
 #include "broker/txn/marker_channel.h"
 #include "metrics/log/log.h"
+#include "protocol/generated/add_partitions_to_txn.h"
 #include "protocol/records/record_batch.h"
+#include "replication/net/reconnecting_client.h"
 #include "storage/log.h"
 
 namespace ciuickafka::broker::txn {
@@ -54,7 +56,10 @@ TxnCoordinator::TxnCoordinator(Broker& broker)
   // (Broker::service holds its lock while constructing: no other service
   // may be touched here; coordinator() creates them first.)
   register_metrics();
-  if (cluster_) markers_ = std::make_unique<MarkerChannel>(broker_);
+  if (cluster_) {
+    markers_ = std::make_unique<MarkerChannel>(broker_);
+    verifications_ = std::make_unique<MarkerChannel>(broker_, "ciuickafka-txn-verify");
+  }
   auto alive = alive_;
   asio::post(broker_.background(), [this, alive] {
     if (!*alive) return;
@@ -81,6 +86,7 @@ void TxnCoordinator::stop() {
     timer_->cancel();
   }
   if (markers_) markers_->stop();
+  if (verifications_) verifications_->stop();
   { std::lock_guard<std::mutex> lock(load_mu_); }
   load_cv_.notify_all();
   { std::lock_guard<std::mutex> lock(own_mu_); }
@@ -152,6 +158,64 @@ bool TxnCoordinator::verifies(const std::string& id) {
   const int32_t index = partition_of(id);
   std::lock_guard<std::mutex> lock(own_mu_);
   return ownership_.state(index) != groups::OwnState::kNotOwned;
+}
+
+void TxnCoordinator::verify_remote(const std::string& id, int64_t producer_id, int16_t epoch,
+                                   std::vector<TxnPartition> partitions, VerifyDone done) {
+  const auto all = [&partitions](ErrorCode e) {
+    std::map<TxnPartition, ErrorCode> out;
+    for (const auto& tp : partitions) out[tp] = e;
+    return out;
+  };
+  if (!verifications_) return done(all(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  int32_t leader = kNoLeader;
+  {
+    auto snap = broker_.service<ReplicaManager>().metadata_cache().snapshot();
+    if (const CachedTopic* t = snap->topic(kTxnTopic); t != nullptr) {
+      auto it = t->partitions.find(partition_of(id));
+      if (it != t->partitions.end()) leader = it->second.leader;
+    }
+  }
+  if (leader == kNoLeader) return done(all(ErrorCode::COORDINATOR_NOT_AVAILABLE));
+  protocol::AddPartitionsToTxnRequest req;
+  auto& txn = req.transactions.emplace_back();
+  txn.transactional_id = id;
+  txn.producer_id = producer_id;
+  txn.producer_epoch = epoch;
+  txn.verify_only = true;
+  std::sort(partitions.begin(), partitions.end());
+  for (const TxnPartition& tp : partitions) {
+    if (txn.topics.empty() || txn.topics.back().name != tp.first) txn.topics.emplace_back().name = tp.first;
+    txn.topics.back().partitions.push_back(tp.second);
+  }
+  verifications_->post(leader, [req = std::move(req), partitions = std::move(partitions), done = std::move(done),
+                                leader](replication::net::ReconnectingClient* client, ErrorCode why) {
+    std::map<TxnPartition, ErrorCode> out;
+    const auto fill = [&](ErrorCode e) {
+      for (const auto& tp : partitions) out[tp] = e;
+    };
+    if (client == nullptr) {
+      fill(why == ErrorCode::NOT_LEADER_OR_FOLLOWER ? ErrorCode::COORDINATOR_NOT_AVAILABLE : why);
+      return done(std::move(out));
+    }
+    protocol::AddPartitionsToTxnResponse resp;
+    replication::net::Status st = client->call(req, 4, &resp);
+    if (!st.ok()) {
+      CK_LOG_WARN("txn", "verification of %s by its coordinator (broker %d) failed: %s",
+                  req.transactions.front().transactional_id.c_str(), leader, st.message().c_str());
+      fill(ErrorCode::NETWORK_EXCEPTION);
+      return done(std::move(out));
+    }
+    // A top-level error answers every partition; unanswered ones are not verified.
+    fill(resp.error_code != 0 ? static_cast<ErrorCode>(resp.error_code) : ErrorCode::UNKNOWN_SERVER_ERROR);
+    for (const auto& r : resp.results_by_transaction)
+      for (const auto& t : r.topic_results)
+        for (const auto& p : t.results_by_partition) {
+          auto it = out.find({t.name, p.partition_index});
+          if (it != out.end()) it->second = static_cast<ErrorCode>(p.partition_error_code);
+        }
+    done(std::move(out));
+  });
 }
 
 groups::OwnState TxnCoordinator::partition_state(int32_t p) {

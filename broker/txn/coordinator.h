@@ -28,9 +28,10 @@
 // partition's leader: appended here when this broker leads it (and awaited
 // as acks=all), else sent with WriteTxnMarkers (marker_channel.h); failures
 // are retried by the tick with the leader looked up again. Producer ids come
-// from ZooKeeper's blocks (ZkProducerIds). KIP-890 verification happens only
-// where the coordinator is local (verifies()); the partition leader does not
-// ask a remote coordinator (Kafka 3.9 would, with AddPartitionsToTxn v4).
+// from ZooKeeper's blocks (ZkProducerIds). KIP-890 verification happens
+// in-process where the coordinator is local (verifies()), else by asking the
+// id's coordinator with AddPartitionsToTxn v4 (verify_remote), as Kafka 3.9
+// does.
 //
 // Transitions (only one pending per id: a request meeting a pending one gets
 // CONCURRENT_TRANSACTIONS). The new state is appended to the id's
@@ -177,6 +178,17 @@ class TxnCoordinator : public ReplicaRoleListener {
   // CONCURRENT_TRANSACTIONS or INVALID_TXN_STATE otherwise. No write.
   protocol::ErrorCode verify_partition(const std::string& id, int64_t producer_id, int16_t epoch,
                                        const std::string& topic, int32_t partition);
+  // KIP-890 verification by the id's coordinator on another broker (cluster
+  // mode, where verifies() is false), as Kafka's AddPartitionsToTxnManager
+  // asks it: one AddPartitionsToTxn v4 verify-only request to the leader of
+  // the id's __transaction_state partition, over a channel of its own. done
+  // runs on that channel's thread with one error per partition: NONE when
+  // the partition is in (pid, epoch)'s ongoing transaction, else the
+  // coordinator's answer, or COORDINATOR_NOT_AVAILABLE / NETWORK_EXCEPTION
+  // when it could not be asked.
+  using VerifyDone = std::function<void(std::map<TxnPartition, protocol::ErrorCode>)>;
+  void verify_remote(const std::string& id, int64_t producer_id, int16_t epoch, std::vector<TxnPartition> partitions,
+                     VerifyDone done);
   void end_txn(const std::string& id, int64_t producer_id, int16_t epoch, bool commit, Done done);
 
   // DescribeTransactions / ListTransactions views.
@@ -260,6 +272,7 @@ class TxnCoordinator : public ReplicaRoleListener {
   std::condition_variable own_cv_;
   groups::OffsetsOwnership ownership_;
   std::unique_ptr<MarkerChannel> markers_;
+  std::unique_ptr<MarkerChannel> verifications_;  // KIP-890 requests to other coordinators
 
   // Metrics (txn_metrics.cc): counters, and the collector's registration.
   void register_metrics();

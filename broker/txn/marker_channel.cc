@@ -31,14 +31,37 @@ MarkerChannel::PartitionErrors all_partitions(const protocol::WriteTxnMarkersReq
 
 }  // namespace
 
-MarkerChannel::MarkerChannel(Broker& broker) : broker_(broker) {}
+MarkerChannel::MarkerChannel(Broker& broker, std::string client_id_prefix)
+    : broker_(broker), client_id_prefix_(std::move(client_id_prefix)) {}
 MarkerChannel::~MarkerChannel() { stop(); }
 
 void MarkerChannel::send(int32_t broker_id, protocol::WriteTxnMarkersRequest request, Done done) {
+  post(broker_id, [this, broker_id, request = std::move(request), done = std::move(done)](
+                      replication::net::ReconnectingClient* client, ErrorCode why) {
+    if (client == nullptr) return done(all_partitions(request, why));
+    protocol::WriteTxnMarkersResponse resp;
+    replication::net::Status st = client->call(request, 1, &resp);
+    if (!st.ok()) {
+      CK_LOG_WARN("txn", "WriteTxnMarkers to broker %d failed: %s; the coordinator retries", broker_id,
+                  st.message().c_str());
+      return done(all_partitions(request, ErrorCode::NETWORK_EXCEPTION));
+    }
+    PartitionErrors out = all_partitions(request, ErrorCode::UNKNOWN_SERVER_ERROR);  // unanswered ones
+    for (const auto& m : resp.markers)
+      for (const auto& t : m.topics)
+        for (const auto& p : t.partitions) {
+          auto it = out.find({t.name, p.partition_index});
+          if (it != out.end()) it->second = static_cast<ErrorCode>(p.error_code);
+        }
+    done(std::move(out));
+  });
+}
+
+void MarkerChannel::post(int32_t broker_id, Exchange exchange) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_) {
     lock.unlock();
-    return done(all_partitions(request, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+    return exchange(nullptr, ErrorCode::COORDINATOR_NOT_AVAILABLE);
   }
   auto& d = destinations_[broker_id];
   if (!d) {
@@ -46,7 +69,7 @@ void MarkerChannel::send(int32_t broker_id, protocol::WriteTxnMarkersRequest req
     Destination* raw = d.get();
     d->thread = std::thread([this, broker_id, raw] { run(broker_id, raw); });
   }
-  d->jobs.push_back(Job{std::move(request), std::move(done)});
+  d->jobs.push_back(std::move(exchange));
   d->cv.notify_one();
 }
 
@@ -70,7 +93,7 @@ void MarkerChannel::stop() {
     all.swap(destinations_);
   }
   for (auto& [id, d] : all)
-    for (Job& j : d->jobs) j.done(all_partitions(j.request, ErrorCode::COORDINATOR_NOT_AVAILABLE));
+    for (Job& j : d->jobs) j(nullptr, ErrorCode::COORDINATOR_NOT_AVAILABLE);
 }
 
 void MarkerChannel::run(int32_t broker_id, Destination* d) {
@@ -91,36 +114,21 @@ void MarkerChannel::run(int32_t broker_id, Destination* d) {
     const CachedBroker* b = snap->broker(broker_id);
     const CachedEndpoint* ep = b ? b->endpoint(broker_.cluster()->inter_broker_listener()) : nullptr;
     if (ep == nullptr) {
-      job.done(all_partitions(job.request, ErrorCode::NOT_LEADER_OR_FOLLOWER));
+      job(nullptr, ErrorCode::NOT_LEADER_OR_FOLLOWER);
       continue;
     }
     if (!client || ep->host != host || ep->port != port) {
       host = ep->host;
       port = ep->port;
       replication::net::ClientOptions opts;
-      opts.client_id = "ciuickafka-txn-markers-" + std::to_string(broker_.node_id());
+      opts.client_id = client_id_prefix_ + "-" + std::to_string(broker_.node_id());
       opts.connect_timeout_ms = 5000;
       opts.request_timeout_ms = kRequestTimeoutMs;
       opts.interrupter = d->interrupter;
       replication::net::BackoffOptions bo;  // Kafka's reconnect.backoff.ms / .max.ms
       client = std::make_unique<replication::net::ReconnectingClient>(host, static_cast<uint16_t>(port), opts, bo);
     }
-    protocol::WriteTxnMarkersResponse resp;
-    replication::net::Status st = client->call(job.request, 1, &resp);
-    if (!st.ok()) {
-      CK_LOG_WARN("txn", "WriteTxnMarkers to broker %d (%s:%d) failed: %s; the coordinator retries", broker_id,
-                  host.c_str(), port, st.message().c_str());
-      job.done(all_partitions(job.request, ErrorCode::NETWORK_EXCEPTION));
-      continue;
-    }
-    PartitionErrors out = all_partitions(job.request, ErrorCode::UNKNOWN_SERVER_ERROR);  // unanswered ones
-    for (const auto& m : resp.markers)
-      for (const auto& t : m.topics)
-        for (const auto& p : t.partitions) {
-          auto it = out.find({t.name, p.partition_index});
-          if (it != out.end()) it->second = static_cast<ErrorCode>(p.error_code);
-        }
-    job.done(std::move(out));
+    job(client.get(), ErrorCode::NONE);
   }
 }
 

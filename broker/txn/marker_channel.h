@@ -13,8 +13,13 @@
 // looks the leader up again). stop() closes every client and joins the
 // threads; jobs left are answered COORDINATOR_NOT_AVAILABLE.
 //
-// Thread-safety: send() and stop() from any thread; done runs on a sender
-// thread (or the caller's, for a job refused because the channel stopped).
+// post() runs any other exchange the same way (the coordinator keeps a
+// second channel for KIP-890 verification requests, so that markers stuck
+// behind a broker that is down never delay a produce's verification).
+//
+// Thread-safety: send(), post() and stop() from any thread; done runs on a
+// sender thread (or the caller's, for a job refused because the channel
+// stopped).
 #pragma once
 
 #include <condition_variable>
@@ -34,6 +39,9 @@
 namespace ciuickafka::broker {
 class Broker;
 }
+namespace ciuickafka::replication::net {
+class ReconnectingClient;
+}
 
 namespace ciuickafka::broker::txn {
 
@@ -45,24 +53,30 @@ class MarkerChannel {
   // Kafka's request.timeout.ms default, for one exchange.
   static constexpr int32_t kRequestTimeoutMs = 30000;
 
-  explicit MarkerChannel(Broker& broker);
+  // client_id_prefix names the channel's connections ("-<node id>" follows).
+  explicit MarkerChannel(Broker& broker, std::string client_id_prefix = "ciuickafka-txn-markers");
   ~MarkerChannel();
   MarkerChannel(const MarkerChannel&) = delete;
   MarkerChannel& operator=(const MarkerChannel&) = delete;
 
   void send(int32_t broker_id, protocol::WriteTxnMarkersRequest request, Done done);
+
+  // One exchange with broker_id: called on its sender thread with a client
+  // connected (or connecting) to its inter-broker endpoint, or with nullptr
+  // and the reason (NOT_LEADER_OR_FOLLOWER: no endpoint known for it;
+  // COORDINATOR_NOT_AVAILABLE: the channel stopped).
+  using Exchange = std::function<void(replication::net::ReconnectingClient* client, protocol::ErrorCode why)>;
+  void post(int32_t broker_id, Exchange exchange);
   void stop();
 
  private:
-  struct Job {
-    protocol::WriteTxnMarkersRequest request;
-    Done done;
-  };
+  using Job = Exchange;
   struct Destination;
 
   void run(int32_t broker_id, Destination* d);
 
   Broker& broker_;
+  const std::string client_id_prefix_;
   std::mutex mu_;
   bool stopped_ = false;
   std::map<int32_t, std::unique_ptr<Destination>> destinations_;

@@ -184,7 +184,7 @@ class Dec:
 # ------------------------------------------------------------------ records
 
 def record_batch(records, base_offset=0, timestamp_ms=0, producer_id=-1,
-                 producer_epoch=-1, base_sequence=-1, corrupt_crc=False):
+                 producer_epoch=-1, base_sequence=-1, corrupt_crc=False, transactional=False):
     """An uncompressed RecordBatch v2. records: [(key, value)] as bytes/None."""
     body = bytearray()
     for delta, (key, value) in enumerate(records):
@@ -196,7 +196,7 @@ def record_batch(records, base_offset=0, timestamp_ms=0, producer_id=-1,
         r += varint(-1) if value is None else varint(len(value)) + value
         r += varint(0)  # headers
         body += varint(len(r)) + r
-    after_crc = (i16(0)  # attributes: no codec, CreateTime
+    after_crc = (i16(0x10 if transactional else 0)  # attributes: no codec, CreateTime, isTransactional
                  + i32(len(records) - 1)  # last offset delta
                  + i64(timestamp_ms) + i64(timestamp_ms)
                  + i64(producer_id) + i16(producer_epoch) + i32(base_sequence)
@@ -296,14 +296,14 @@ def metadata_v1(topics):
     return array(topics, string)
 
 
-def produce_v3(acks, timeout_ms, topics):
+def produce_v3(acks, timeout_ms, topics, transactional_id=None):
     """topics: [(name, [(partition, records_bytes)])]"""
     def part(p):
         return i32(p[0]) + nbytes(p[1])
 
     def topic(t):
         return string(t[0]) + array(t[1], part)
-    return string(None) + i16(acks) + i32(timeout_ms) + array(topics, topic)
+    return string(transactional_id) + i16(acks) + i32(timeout_ms) + array(topics, topic)
 
 
 def fetch_v4(topics, max_wait_ms=100, min_bytes=1, max_bytes=8 << 20):

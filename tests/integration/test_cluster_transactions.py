@@ -38,6 +38,13 @@ Scenarios:
                 gives up). The output read_committed equals the input: same
                 records, same order, no duplicate; so does what a
                 read_committed consumer saw while it ran.
+  verify        KIP-890 across brokers (raw requests): a transactional
+                batch to a partition led by another broker than the
+                coordinator, not added to the transaction, is refused
+                (INVALID_TXN_STATE) and nothing is written: the leader asked
+                the coordinator (AddPartitionsToTxn v4 verify-only); once
+                added it is accepted, another partition still refused, and
+                after the commit read_committed reads the one record.
 """
 
 import os
@@ -389,8 +396,80 @@ def scenario_copy(ctx, zk):
     print("[test] output == input (%d records, in order, no duplicate), also as seen live" % total, flush=True)
 
 
+def scenario_verify(ctx, zk):
+    """KIP-890 with the coordinator on another broker than the partition's
+    leader: the leader asks the coordinator (AddPartitionsToTxn v4
+    verify-only) before a transactional batch opens the transaction there."""
+    import kafka_wire as kw
+    brokers, by_id, kz = setup(ctx, zk)
+    tid = "ck-tx-verify"
+    coord = coordinator_of(brokers, tid)
+    elsewhere = sorted(q for q, v in metadata(brokers[0], TOPIC).items() if v[0] != coord)
+    check(len(elsewhere) == 2, "two partitions led by brokers other than the coordinator %d" % coord)
+    q, r = elsewhere
+
+    def call(node, api, version, body, parse):
+        with kw.Conn(by_id[node].port) as c:
+            return parse(c.request(api, version, body))
+
+    def init(d):
+        d.i32()
+        return d.i16(), d.i64(), d.i16()
+    state = {}
+
+    def init_ok():  # InitProducerId v1 (retried while the coordinator loads)
+        state["init"] = call(coord, 22, 1, kw.string(tid) + kw.i32(60000), init)
+        return state["init"][0] == 0
+    wait_until(init_ok, 30, "InitProducerId: %s" % (state.get("init"),), interval=0.2)
+    _, pid, epoch = state["init"]
+
+    def produce(part, seq):
+        batch = kw.record_batch([(None, b"v-%d" % seq)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                transactional=True)
+        leader = metadata(brokers[0], TOPIC)[part][0]
+        body = kw.produce_v3(-1, 10000, [(TOPIC, [(part, batch)])], transactional_id=tid)
+        return call(leader, kw.API_PRODUCE, 3, body, kw.parse_produce_v3)[(TOPIC, part)]
+
+    def latest(part):
+        leader = metadata(brokers[0], TOPIC)[part][0]
+        with kw.Conn(by_id[leader].port) as c:
+            return c.list_offsets([(TOPIC, [(part, -1)])])[(TOPIC, part)][2]
+
+    # Not added to the transaction: the coordinator says so, nothing is written.
+    err, _, _ = produce(q, 0)
+    check(err == 48, "produce to %s-%d before AddPartitionsToTxn: error %d, want INVALID_TXN_STATE (48)" % (TOPIC, q, err))
+    check(latest(q) == 0, "nothing written to %s-%d" % (TOPIC, q))
+
+    def add(d):
+        d.i32()
+        return [(name, p, e) for name, parts in d.array(lambda d: (d.string(), d.array(lambda d: (d.i32(), d.i16()))))
+                for p, e in parts]
+
+    def add_ok():  # AddPartitionsToTxn v1 (retried on CONCURRENT_TRANSACTIONS)
+        state["add"] = call(coord, 24, 1, kw.string(tid) + kw.i64(pid) + kw.i16(epoch) +
+                            kw.array([(TOPIC, [q])], lambda t: kw.string(t[0]) + kw.array(t[1], kw.i32)), add)
+        return state["add"] == [(TOPIC, q, 0)]
+    wait_until(add_ok, 30, "AddPartitionsToTxn: %s" % (state.get("add"),), interval=0.2)
+    err, base, _ = produce(q, 0)
+    check(err == 0 and base == 0, "produce to the added partition: error %d, offset %d" % (err, base))
+    # Another partition, still not in the transaction: refused.
+    err, _, _ = produce(r, 1)
+    check(err == 48, "produce to %s-%d, not added: error %d, want 48" % (TOPIC, r, err))
+    check(latest(r) == 0, "nothing written to %s-%d" % (TOPIC, r))
+
+    def end(d):
+        d.i32()
+        return d.i16()
+    state["end"] = call(coord, 26, 1, kw.string(tid) + kw.i64(pid) + kw.i16(epoch) + kw.i8(1), end)
+    check(state["end"] == 0, "EndTxn commit: %s" % state["end"])
+    got = read_all(brokers, "read_committed", 1)
+    check(got == {q: ["v-0"]}, "read_committed sees the one verified record: %s" % got)
+    print("[txn] coordinator %d verified for leaders of %s-%d and %s-%d: refused twice, accepted once" %
+          (coord, TOPIC, q, TOPIC, r))
+
+
 SCENARIOS = {"commit_abort": scenario_commit_abort, "failover": scenario_failover, "fence": scenario_fence,
-             "copy": scenario_copy}
+             "copy": scenario_copy, "verify": scenario_verify}
 
 
 def main(ctx):
