@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
 """tests/bench/run_txn_bench.py: the transactions benchmark (issue #13).
 
-Usage: run_txn_bench.py --broker BIN [--messages N] [--rounds R] [--work DIR] [--override k=v ...]
+Usage: run_txn_bench.py --broker BIN [--cluster | --vs-kafka] [--messages N] [--rounds R] [--work DIR]
+                        [--override k=v ...]
 
 One broker (a Release build; default settings, so acks=all is fsynced:
 ciuic.acks.all.fsync=true), one topic of 8 partitions, 1 KiB values,
-confluent-kafka (Debian's librdkafka 2.0.2). Phases, alternating in each
+confluent-kafka (Debian's librdkafka 2.0.2). With --cluster: Debian's
+ZooKeeper and three brokers on this machine, every topic replication
+factor 3 with min.insync.replicas 2 (__transaction_state as Kafka makes it:
+RF 3, min ISR 2), so each partition's leader, the transaction coordinator
+and the markers (WriteTxnMarkers to the other leaders) are spread over the
+three, and KIP-890 verification goes to a coordinator on another broker for
+two thirds of the partitions. With --vs-kafka: Apache Kafka 3.9 beside it
+(KRaft, single node, Kafka's defaults but the single-node replication
+factors; tests/differential/kafka_server.py, jars from build/java), each
+round run on ours then on Kafka, and the ratios printed. Phases, alternating in each
 round, medians over the rounds (default 3):
   idempotent     enable.idempotence=true, acks=all: N messages, flushed
   txn-100        the same N in transactions of 100 messages
@@ -39,6 +49,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 8
 VALUE = b"x" * 1024
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPLICAS = 1  # 3 with --cluster
 
 
 def free_port():
@@ -69,10 +81,50 @@ def start(binary, work, overrides=()):
     sys.exit("broker did not start; see %s" % os.path.join(work, "broker.log"))
 
 
+def start_cluster(binary, work, overrides=()):
+    """ZooKeeper and three brokers; returns (stop function, bootstrap)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    import harness  # noqa: E402
+    import zookeeper  # noqa: E402
+    zk = zookeeper.ZooKeeper(work).start()
+    brokers = []
+    try:
+        for i in (1, 2, 3):
+            o = {"node.id": str(i), "zookeeper.connect": zk.connect + "/ck-txn-bench", "log.level": "WARN"}
+            o.update(dict(x.split("=", 1) for x in overrides))
+            b = harness.Broker(binary, work, o, name="broker%d" % i)
+            b.start()
+            brokers.append(b)
+        bs = ",".join(b.bootstrap for b in brokers)
+        harness.wait_until(lambda: len(AdminClient({"bootstrap.servers": bs}).list_topics(timeout=5).brokers) == 3,
+                           30, "3 brokers in the metadata")
+    except BaseException:
+        for b in brokers:
+            b.kill()
+        zk.stop()
+        raise
+
+    def stop():
+        for b in brokers:
+            b.stop()
+        zk.stop()
+    return stop, bs
+
+
 def create(bs, name):
     admin = AdminClient({"bootstrap.servers": bs})  # kept alive until the futures complete
-    for f in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
+    configs = {"min.insync.replicas": "2"} if REPLICAS == 3 else {}
+    for f in admin.create_topics([NewTopic(name, PARTITIONS, REPLICAS, config=configs)]).values():
         f.result(30)
+    # Every partition led before the phase's clock starts.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        t = admin.list_topics(name, timeout=5).topics.get(name)
+        if t is not None and t.error is None and len(t.partitions) == PARTITIONS and \
+                all(p.leader >= 0 and len(p.isrs) == REPLICAS for p in t.partitions.values()):
+            return
+        time.sleep(0.1)
+    sys.exit("%s: partitions not led with a full ISR after 30 s" % name)
 
 
 def conf(bs, **kw):
@@ -153,59 +205,114 @@ def pct(values, q):
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
+def start_kafka(work):
+    """Apache Kafka (KRaft, single node, its default settings but the
+    single-node replication factors) from build/java; (stop, bootstrap)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "differential"))
+    import kafka_server  # noqa: E402
+    k = kafka_server.KafkaBroker(work, start_timeout=180.0).start()
+    return k.stop, k.bootstrap
+
+
+PHASES = ("idempotent", "txn-100", "txn-1000")
+
+
+def one_round(bs, r, messages, tag, res):
+    for phase in PHASES:
+        topic = "bench-%s-%d" % (phase, r)
+        create(bs, topic)
+        if phase == "idempotent":
+            rate, lat = idempotent(bs, topic, messages)
+        else:
+            rate, lat = transactional(bs, topic, messages, int(phase.split("-")[1]), "bench-%s-%d" % (phase, r))
+            res["commits"].setdefault(phase, []).extend(lat)
+            res["last_topic"] = topic
+        res["rates"].setdefault(phase, []).append(rate)
+        print("round %d %-10s %-10s %9.0f msg/s" % (r + 1, tag, phase, rate), flush=True)
+
+
+def report(tag, res, messages, rounds, layout):
+    base = statistics.median(res["rates"]["idempotent"])
+    print()
+    print("%s: %d messages of 1 KiB, %d partitions, %s, %d rounds (medians)" % (
+        tag, messages, PARTITIONS, layout, rounds))
+    print("%-22s %12s %10s %14s %14s" % ("phase", "msg/s", "vs idem", "EndTxn p50 ms", "EndTxn p99 ms"))
+    for phase in PHASES:
+        m = statistics.median(res["rates"][phase])
+        lat = res["commits"].get(phase, [])
+        print("%-22s %12.0f %9.1f%% %14s %14s" % (
+            phase, m, 100 * m / base,
+            "%.1f" % (1000 * pct(lat, 0.5)) if lat else "-", "%.1f" % (1000 * pct(lat, 0.99)) if lat else "-"))
+    rc = statistics.median(x[0] for x in res["reads"]["read_committed"])
+    ru = statistics.median(x[0] for x in res["reads"]["read_uncommitted"])
+    rc_mb = statistics.median(x[1] for x in res["reads"]["read_committed"])
+    ru_mb = statistics.median(x[1] for x in res["reads"]["read_uncommitted"])
+    print("%-22s %12.0f msg/s %8.1f MB/s" % ("read_committed", rc, rc_mb))
+    print("%-22s %12.0f msg/s %8.1f MB/s" % ("read_uncommitted", ru, ru_mb))
+    print("read_committed / read_uncommitted: %.1f%%" % (100 * rc / ru))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--broker", required=True)
+    ap.add_argument("--cluster", action="store_true", help="ZooKeeper and three brokers, replication factor 3")
+    ap.add_argument("--vs-kafka", action="store_true",
+                    help="also Apache Kafka 3.9 (single node, KRaft), rounds alternating with ours")
     ap.add_argument("--messages", type=int, default=50000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", default=None)
     ap.add_argument("--override", action="append", default=[], help="broker key=value (repeatable)")
     args = ap.parse_args()
+    if args.cluster and args.vs_kafka:
+        sys.exit("--vs-kafka runs single-node brokers only")
     work = args.work or tempfile.mkdtemp(prefix="ck-txn-bench-")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    proc, bs = start(args.broker, work, args.override)
+    global REPLICAS
+    targets = []  # (tag, bootstrap)
+    stops = []
     try:
-        rates = {"idempotent": [], "txn-100": [], "txn-1000": []}
-        commits = {"txn-100": [], "txn-1000": []}
-        last_topic = None
+        if args.cluster:
+            REPLICAS = 3
+            stop, bs = start_cluster(os.path.abspath(args.broker), work, args.override)
+        else:
+            proc, bs = start(args.broker, work, args.override)
+
+            def stop():
+                proc.terminate()
+                proc.wait(30)
+        stops.append(stop)
+        targets.append(("ciuickafka", bs))
+        if args.vs_kafka:
+            kstop, kbs = start_kafka(os.path.join(work, "apache-kafka"))
+            stops.append(kstop)
+            targets.append(("kafka", kbs))
+        results = {tag: {"rates": {}, "commits": {}, "reads": {"read_committed": [], "read_uncommitted": []},
+                         "last_topic": None} for tag, _ in targets}
         for r in range(args.rounds):
-            for phase in ("idempotent", "txn-100", "txn-1000"):
-                topic = "bench-%s-%d" % (phase, r)
-                create(bs, topic)
-                if phase == "idempotent":
-                    rate, lat = idempotent(bs, topic, args.messages)
-                else:
-                    rate, lat = transactional(bs, topic, args.messages, int(phase.split("-")[1]),
-                                              "bench-%s-%d" % (phase, r))
-                    commits[phase] += lat
-                    last_topic = topic
-                rates[phase].append(rate)
-                print("round %d %-10s %9.0f msg/s" % (r + 1, phase, rate), flush=True)
-        reads = {"read_committed": [], "read_uncommitted": []}
+            for tag, b in targets:
+                one_round(b, r, args.messages, tag, results[tag])
         for r in range(args.rounds):
-            for iso in ("read_committed", "read_uncommitted"):
-                reads[iso].append(consume(bs, last_topic, args.messages + 1, iso))
-        base = statistics.median(rates["idempotent"])
-        print()
-        print("%d messages of 1 KiB, %d partitions, %d rounds (medians)" % (args.messages, PARTITIONS, args.rounds))
-        print("%-22s %12s %10s %14s %14s" % ("phase", "msg/s", "vs idem", "EndTxn p50 ms", "EndTxn p99 ms"))
-        for phase in ("idempotent", "txn-100", "txn-1000"):
-            m = statistics.median(rates[phase])
-            lat = commits.get(phase, [])
-            print("%-22s %12.0f %9.1f%% %14s %14s" % (
-                phase, m, 100 * m / base,
-                "%.1f" % (1000 * pct(lat, 0.5)) if lat else "-", "%.1f" % (1000 * pct(lat, 0.99)) if lat else "-"))
-        rc = statistics.median(x[0] for x in reads["read_committed"])
-        ru = statistics.median(x[0] for x in reads["read_uncommitted"])
-        rc_mb = statistics.median(x[1] for x in reads["read_committed"])
-        ru_mb = statistics.median(x[1] for x in reads["read_uncommitted"])
-        print("%-22s %12.0f msg/s %8.1f MB/s" % ("read_committed", rc, rc_mb))
-        print("%-22s %12.0f msg/s %8.1f MB/s" % ("read_uncommitted", ru, ru_mb))
-        print("read_committed / read_uncommitted: %.1f%%" % (100 * rc / ru))
+            for tag, b in targets:
+                for iso in ("read_committed", "read_uncommitted"):
+                    results[tag]["reads"][iso].append(consume(b, results[tag]["last_topic"], args.messages + 1, iso))
+        layout = "3 brokers, replication factor 3, min ISR 2" if args.cluster else "1 broker"
+        for tag, _ in targets:
+            report(tag, results[tag], args.messages, args.rounds, layout)
+        if args.vs_kafka:
+            print()
+            print("ours / Kafka's (msg/s): " + ", ".join(
+                "%s %.2fx" % (phase, statistics.median(results["ciuickafka"]["rates"][phase]) /
+                              statistics.median(results["kafka"]["rates"][phase])) for phase in PHASES))
+            print("ours / Kafka's EndTxn p50: " + ", ".join(
+                "%s %.2fx" % (phase, pct(results["ciuickafka"]["commits"][phase], 0.5) /
+                              pct(results["kafka"]["commits"][phase], 0.5)) for phase in PHASES[1:]))
+            print("(Kafka does not fsync by default; ours fsyncs acks=all writes unless "
+                  "--override ciuic.acks.all.fsync=false)")
     finally:
-        proc.terminate()
-        proc.wait(30)
+        for stop in reversed(stops):
+            stop()
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 
