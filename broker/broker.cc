@@ -240,6 +240,15 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     if (!p || p->log_ptr().get() != &log) return log.log_start_offset();
     return p->high_watermark();
   });
+  // Retention stops at the last stable offset (an open transaction's first
+  // offset, else the HW) on a leader; a follower has no producer state and
+  // stops at its HW (the leader's log start reaches it with its fetches).
+  b->logs_->set_retention_bound([raw = b.get()](const storage::TopicPartition& tp, const storage::Log& log) {
+    auto p = raw->topics().partition(tp.topic, tp.partition);
+    if (!p || p->log_ptr().get() != &log) return log.log_start_offset();
+    if (!p->is_leader()) return p->high_watermark();
+    return raw->service<produce::ProduceService>().retention_bound(*p).value_or(log.log_start_offset());
+  });
 
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry

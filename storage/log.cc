@@ -800,18 +800,15 @@ Status Log::advance_log_start_offset(int64_t offset) {
   return deleted.is_ok() ? epochs : deleted;
 }
 
-Result<size_t> Log::apply_retention(int64_t now_ms) {
-  std::lock_guard lock(append_mu_);
-  if (closed_) return size_t{0};
-  auto list = segments();
+size_t Log::due_for_retention_locked(int64_t now_ms, const SegmentList& list) const {
   size_t n = 0;
   if (!config_.cleanup_delete) return n;  // cleanup.policy=compact: the cleaner's log
   if (config_.retention_ms >= 0) {
-    while (n + 1 < list->size()) {
-      const int64_t ts = (*list)[n]->max_timestamp_so_far().timestamp;
+    while (n + 1 < list.size()) {
+      const int64_t ts = list[n]->max_timestamp_so_far().timestamp;
       // A segment without timestamps is kept (Kafka falls back to the file's
       // mtime), unless it is empty (compaction can empty one): nothing to keep.
-      if (ts == kNoTimestamp && (*list)[n]->published_size() == 0) {
+      if (ts == kNoTimestamp && list[n]->published_size() == 0) {
         ++n;
         continue;
       }
@@ -821,16 +818,35 @@ Result<size_t> Log::apply_retention(int64_t now_ms) {
   }
   if (config_.retention_bytes >= 0) {
     uint64_t total = 0;
-    for (const auto& seg : *list) total += seg->published_size();
-    for (size_t i = 0; i < n; ++i) total -= (*list)[i]->published_size();
+    for (const auto& seg : list) total += seg->published_size();
+    for (size_t i = 0; i < n; ++i) total -= list[i]->published_size();
     int64_t excess = static_cast<int64_t>(total) - config_.retention_bytes;
-    while (n + 1 < list->size()) {
-      const auto size = static_cast<int64_t>((*list)[n]->published_size());
+    while (n + 1 < list.size()) {
+      const auto size = static_cast<int64_t>(list[n]->published_size());
       if (excess - size < 0) break;
       excess -= size;
       ++n;
     }
   }
+  return n;
+}
+
+Result<size_t> Log::apply_retention(int64_t now_ms, const std::function<int64_t()>& upper_bound) {
+  // The bound is asked outside the append lock (its owner may take locks
+  // that it holds while appending), and only when some segment is due.
+  int64_t bound = kNever;
+  if (upper_bound) {
+    std::unique_lock lock(append_mu_);
+    if (closed_ || due_for_retention_locked(now_ms, *segments()) == 0) return size_t{0};
+    lock.unlock();
+    bound = upper_bound();
+  }
+  std::lock_guard lock(append_mu_);
+  if (closed_) return size_t{0};
+  auto list = segments();
+  size_t n = due_for_retention_locked(now_ms, *list);
+  // Segment n - 1 ends where segment n starts: all of it must be below the bound.
+  while (n > 0 && (*list)[n]->base_offset() > bound) --n;
   CK_RETURN_IF_ERROR(delete_oldest_segments(n));
   return n;
 }

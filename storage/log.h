@@ -316,7 +316,11 @@ class Log : public std::enable_shared_from_this<Log> {
   // timestamp is older than now_ms - retention.ms, then, while the log is
   // larger than retention.bytes, the oldest ones whose removal keeps it at
   // or above that size (Kafka's rules). Returns how many were deleted.
-  Result<size_t> apply_retention(int64_t now_ms);
+  // upper_bound (asked only when some segment is due): a segment is deleted
+  // only when the next one starts at or below it (Kafka bounds retention by
+  // the HW; the broker passes the last stable offset, so retention never
+  // deletes an open transaction's start).
+  Result<size_t> apply_retention(int64_t now_ms, const std::function<int64_t()>& upper_bound = {});
   // Unlinks `.deleted` files whose file.delete.delay.ms has passed since the
   // first call that saw them; returns how many files went.
   size_t remove_deleted_files(int64_t now_ms);
@@ -509,6 +513,9 @@ class Log : public std::enable_shared_from_this<Log> {
   Status finish_all_unfinished_locked();
   // Drops the first n segments (append_mu_ held; never the active one).
   Status delete_oldest_segments(size_t n);
+  // How many of the oldest segments retention.ms / retention.bytes make due
+  // (never the active one).
+  size_t due_for_retention_locked(int64_t now_ms, const SegmentList& list) const;
   // Truncation: producer state snapshots (`<offset>.snapshot`, written by
   // the broker's producer state) past the new end describe a history that
   // is gone (Kafka deletes them on truncation too).

@@ -348,7 +348,9 @@ Status LogManager::tick(int64_t now_ms) {
   for (const auto& [tp, log] : all()) {
     note(log->maybe_flush(now_ms));
     if (retention) {
-      auto n = log->apply_retention(now_ms);
+      std::function<int64_t()> bound;
+      if (retention_bound_) bound = [this, &tp = tp, &log = *log] { return retention_bound_(tp, log); };
+      auto n = log->apply_retention(now_ms, bound);
       if (!n) note(n.status());
     }
     log->remove_deleted_files(now_ms);

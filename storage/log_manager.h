@@ -161,6 +161,12 @@ class LogManager {
   // log's own transactions. Takes effect from the next pass.
   using StableBound = std::function<int64_t(const TopicPartition&, const Log&)>;
   void set_stable_bound(StableBound bound);
+  // Retention deletes no segment of a log that ends past bound(tp, log),
+  // asked only when some segment is due (Log::apply_retention): the owner
+  // answers the partition's last stable offset (the HW, or an open
+  // transaction's first offset). Unset (storage tests): no bound. Set it
+  // before the first tick.
+  void set_retention_bound(StableBound bound) { retention_bound_ = std::move(bound); }
   // New cleaner settings (the dynamic log.cleaner.backoff.ms,
   // log.cleaner.dedupe.buffer.size and log.cleaner.io.max.bytes.per.second,
   // as Kafka's LogCleaner reconfigures): the backoff applies at the next
@@ -213,6 +219,7 @@ class LogManager {
   // The cleaner thread: tick() sets cleaner_request_ and notifies.
   std::mutex cleaner_pass_mu_;                 // one pass at a time
   StableBound stable_bound_;                   // under cleaner_pass_mu_
+  StableBound retention_bound_;                // set before the first tick, then read-only
   mutable std::mutex cleaner_mu_;
   std::condition_variable cleaner_cv_;
   std::optional<int64_t> cleaner_request_;     // under cleaner_mu_

@@ -54,7 +54,8 @@ bool is_empty_value(const Value& v) {
 // Kafka's DynamicThreadPool keys num.io.threads and num.replica.fetchers
 // (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
 // server/io_pool.h and replica/fetcher_manager.h resize)
-// and its DynamicConnectionQuota keys (server/server.cc re-reads them).
+// and its DynamicConnectionQuota keys (server/server.cc re-reads them), and
+// transaction.partition.verification.enable (read by each Produce).
 constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
                                                 "num.replica.fetchers",
                                                 "log.cleaner.backoff.ms",
@@ -62,7 +63,8 @@ constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
                                                 "log.cleaner.io.max.bytes.per.second",
                                                 "max.connections",
                                                 "max.connections.per.ip",
-                                                "max.connections.per.ip.overrides"};
+                                                "max.connections.per.ip.overrides",
+                                                "transaction.partition.verification.enable"};
 
 bool is_live_broker_key(std::string_view name) {
   for (std::string_view k : kLiveBrokerKeys)

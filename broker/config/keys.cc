@@ -510,6 +510,10 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("transactional.id.expiration.ms", T::kInt, "604800000", S::kTransactions,
                   "Forget a transactional id unused for this long (milliseconds).")
                   .valid(V::at_least(1)));
+  k.push_back(key("transaction.partition.verification.enable", T::kBoolean, "true", S::kTransactions,
+                  "Before a producer's first transactional batch opens a transaction on a partition, the partition's "
+                  "leader has the transaction coordinator confirm the partition was added to it (KIP-890); off, the "
+                  "batch is written unchecked. Dynamic."));
   k.push_back(key("transaction.abort.timed.out.transaction.cleanup.interval.ms", T::kInt, "10000", S::kTransactions,
                   "How often transactions open longer than their timeout are looked for and aborted (milliseconds).")
                   .valid(V::at_least(1)));

@@ -172,6 +172,7 @@ ErrorCode verify_transactional_write(Broker& broker, const std::optional<std::st
                                      const produce::IncomingBatch& b, const Partition& p, int16_t version,
                                      const RemoteVerification* remote, produce::PartitionState& st) {
   const ErrorCode not_in_txn = version >= 11 ? ErrorCode::TRANSACTION_ABORTABLE : ErrorCode::INVALID_TXN_STATE;
+  if (!broker.config().get_bool("transaction.partition.verification.enable")) return ErrorCode::NONE;
   if (!transactional_id || transactional_id->empty()) return not_in_txn;
   auto& coordinator = txn::coordinator(broker);
   if (coordinator.verifies(*transactional_id))
@@ -547,7 +548,8 @@ void handle_produce(RequestContext&& ctx) {
 bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req) {
   Broker& broker = *ctx.broker;
   if (broker.cluster() == nullptr || !req.transactional_id || req.transactional_id->empty() ||
-      ctx.api_version() < 3 || (req.acks != 0 && req.acks != 1 && req.acks != -1))
+      ctx.api_version() < 3 || (req.acks != 0 && req.acks != 1 && req.acks != -1) ||
+      !broker.config().get_bool("transaction.partition.verification.enable"))
     return false;
   auto& coordinator = txn::coordinator(broker);
   if (coordinator.verifies(*req.transactional_id)) return false;

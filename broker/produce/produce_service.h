@@ -158,6 +158,12 @@ class ProduceService : public ReplicaRoleListener {
   // load false (read_uncommitted only reports it): a state not loaded yet
   // is not loaded for this, and the HW is answered.
   std::optional<int64_t> last_stable_offset(Partition& p, bool load = true);
+  // For retention (the LogManager's tick): p's LSO, loading the state only
+  // when the partition has a producer snapshot (it had producer-id writes;
+  // the load reads the snapshot and the log's tail, never a whole log that
+  // no idempotent producer wrote); without one, the HW. nullopt while the
+  // state cannot be loaded yet.
+  std::optional<int64_t> retention_bound(Partition& p);
   // For metrics: the LSO when p's state exists and is loaded, else the HW
   // (creates nothing, loads nothing).
   int64_t known_last_stable_offset(const Partition& p);

@@ -464,6 +464,56 @@ TEST_CASE("aborted transactions are kept in Kafka's .txnindex and .snapshot file
   }
 }
 
+TEST_CASE("transaction.partition.verification.enable=false writes a transactional batch unchecked", "[txn]") {
+  BrokerFixture f({"transaction.partition.verification.enable=false"});
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  // Never added to the transaction: accepted (Kafka's behaviour with the
+  // check off), and the transaction is open here (read_committed stops at it).
+  auto batch = make_batch({.producer_id = init.producer_id, .epoch = 0, .base_sequence = 0, .transactional = true});
+  CHECK(produce_txn(f, "tx", batch).error_code == 0);
+  CHECK(latest(f, "t", 0) == 3);
+  CHECK(latest(f, "t", 1) == 0);
+}
+
+TEST_CASE("retention deletes no segment past an open transaction's first offset", "[txn]") {
+  BrokerFixture f;
+  create_topic(f, "t", 1, {{"segment.bytes", "1024"}, {"retention.ms", "60000"}});
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  // Old records (timestamp 1000: due for retention), several segments of
+  // them, then the transaction's first batch, then more segments.
+  const auto old_plain = [&] {
+    REQUIRE(produce_one(f, "t", make_batch({.records = 10, .timestamp = 1000})).error_code == 0);
+  };
+  for (int i = 0; i < 6; ++i) old_plain();
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  auto txn = produce_txn(f, "tx", make_batch({.records = 10, .timestamp = 1000, .producer_id = pid, .epoch = 0,
+                                               .base_sequence = 0, .transactional = true}));
+  REQUIRE(txn.error_code == 0);
+  const int64_t first = txn.base_offset;
+  for (int i = 0; i < 6; ++i) old_plain();
+  auto p = f.broker().topics().partition("t", 0);
+  REQUIRE(p->log().segment_count() >= 4);
+  auto tick = [&, later = int64_t{0}]() mutable {
+    later += 600'000;  // past log.retention.check.interval.ms each time
+    REQUIRE(f.broker().logs().tick(Broker::now_ms() + later).is_ok());
+  };
+  tick();
+  // Segments wholly before the transaction went; none holding it or after.
+  CHECK(p->log_start_offset() > 0);
+  CHECK(p->log_start_offset() <= first);
+  // Committed: the rest may go (all but the active segment).
+  REQUIRE(end_txn(f, "tx", pid, 0, true) == 0);
+  CHECK(eventually([&] { return describe(f, "tx").transaction_state == "CompleteCommit"; }));
+  tick();
+  CHECK(p->log_start_offset() > first);
+}
+
 TEST_CASE("a transaction found in PrepareCommit at start-up gets its markers and completes", "[txn]") {
   // The state a kill -9 between the durable PrepareCommit and the markers
   // leaves: the data of an open transaction in t-0, and PrepareCommit in
