@@ -130,7 +130,7 @@ void ProduceService::index_aborted(PartitionState& st, storage::Log& log, size_t
   const auto& aborted = st.table.aborted();
   for (size_t i = from; i < aborted.size(); ++i) {
     const AbortedTxn& a = aborted[i];
-    storage::Status s = log.append_aborted_txn({a.producer_id, a.first_offset, a.last_offset, a.last_stable_offset});
+    storage::Status s = log.append_aborted_txn(a);
     if (!s.is_ok()) {
       // No snapshot may cover a missing entry: none is written until the
       // next load rebuilds the index (the table in memory is complete).
@@ -201,9 +201,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
       st.table = ProducerStateTable{};
       from = log.log_start_offset();
     } else {
-      std::vector<AbortedTxn> aborted;
-      for (const auto& e : *indexed) aborted.push_back({e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset});
-      st.table.set_aborted(std::move(aborted));
+      st.table.set_aborted(std::move(indexed).value());
     }
   }
   const int64_t keep_below = legacy ? 0 : from;

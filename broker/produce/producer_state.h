@@ -76,6 +76,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/txn_index.h"
+
 namespace ciuickafka::broker::produce {
 
 inline constexpr size_t kRememberedBatches = 5;
@@ -97,14 +99,8 @@ struct ProducerEntry {
   int32_t coordinator_epoch = -1; // of the last marker written for it
 };
 
-// An aborted transaction (Kafka's AbortedTxn / .txnindex entry).
-struct AbortedTxn {
-  int64_t producer_id = -1;
-  int64_t first_offset = 0;
-  int64_t last_offset = 0;         // the ABORT marker's offset
-  int64_t last_stable_offset = 0;  // first offset of the earliest other open transaction, else last_offset + 1
-  bool operator==(const AbortedTxn&) const = default;
-};
+// An aborted transaction: Kafka's AbortedTxn, as the .txnindex stores it.
+using AbortedTxn = storage::TxnIndexEntry;
 
 enum class MarkerVerdict { kAppend, kInvalidEpoch, kCoordinatorFenced };
 

@@ -312,49 +312,6 @@ TEST_CASE("a transaction: init, add, produce, LSO held, commit, markers", "[txn]
   CHECK(add_partition(f, "tx", pid, 0, "t", 0) == to_wire(ErrorCode::PRODUCER_FENCED));
 }
 
-TEST_CASE("an aborted transaction is listed for read_committed fetches and survives a restart", "[txn]") {
-  BrokerFixture f;
-  create_topic(f, "t");
-  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
-  auto init = init_txn(f, "tx");
-  REQUIRE(init.error_code == 0);
-  const int64_t pid = init.producer_id;
-  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
-  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
-  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
-  REQUIRE(end_txn(f, "tx", pid, 0, false) == 0);
-  CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // 3 records + the ABORT marker
-  auto fetch = [&] {
-    protocol::FetchRequest req;
-    req.replica_id = -1;
-    req.max_wait_ms = 0;
-    req.min_bytes = 1;
-    req.max_bytes = 1 << 20;
-    req.isolation_level = 1;
-    protocol::FetchRequest::FetchTopic t;
-    t.topic = "t";
-    protocol::FetchRequest::FetchPartition p;
-    p.partition = 0;
-    p.fetch_offset = 0;
-    p.partition_max_bytes = 1 << 20;
-    t.partitions.push_back(p);
-    req.topics.push_back(t);
-    return f.call<protocol::FetchResponse>(req, 11).responses.at(0).partitions.at(0);
-  };
-  auto d = fetch();
-  CHECK(d.last_stable_offset == 4);
-  REQUIRE(d.aborted_transactions);
-  REQUIRE(d.aborted_transactions->size() == 1);
-  CHECK(d.aborted_transactions->at(0).producer_id == pid);
-  CHECK(d.aborted_transactions->at(0).first_offset == 0);
-  // After a restart (snapshot, or the log scan) the abort is still known.
-  f.restart();
-  auto d2 = fetch();
-  REQUIRE(d2.aborted_transactions);
-  CHECK(d2.aborted_transactions->size() == 1);
-  CHECK(d2.last_stable_offset == 4);
-}
-
 namespace {
 
 protocol::FetchResponse::PartitionData fetch_committed(BrokerFixture& f, const std::string& topic) {
@@ -385,6 +342,34 @@ std::vector<int64_t> aborted_firsts(BrokerFixture& f, const std::string& topic) 
 }
 
 }  // namespace
+
+TEST_CASE("an aborted transaction is listed for read_committed fetches and survives a restart", "[txn]") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
+  auto init = init_txn(f, "tx");
+  REQUIRE(init.error_code == 0);
+  const int64_t pid = init.producer_id;
+  REQUIRE(add_partition(f, "tx", pid, 0, "t", 0) == 0);
+  auto batch = make_batch({.producer_id = pid, .epoch = 0, .base_sequence = 0, .transactional = true});
+  REQUIRE(produce_txn(f, "tx", batch).error_code == 0);
+  REQUIRE(end_txn(f, "tx", pid, 0, false) == 0);
+  CHECK(eventually([&] { return latest(f, "t", 1) == 4; }));  // 3 records + the ABORT marker
+  auto fetch = [&] { return fetch_committed(f, "t"); };
+  auto d = fetch();
+  CHECK(d.last_stable_offset == 4);
+  REQUIRE(d.aborted_transactions);
+  REQUIRE(d.aborted_transactions->size() == 1);
+  CHECK(d.aborted_transactions->at(0).producer_id == pid);
+  CHECK(d.aborted_transactions->at(0).first_offset == 0);
+  // After a restart (snapshot, or the log scan) the abort is still known.
+  f.restart();
+  auto d2 = fetch();
+  REQUIRE(d2.aborted_transactions);
+  CHECK(d2.aborted_transactions->size() == 1);
+  CHECK(d2.last_stable_offset == 4);
+}
+
 
 TEST_CASE("aborted transactions are kept in Kafka's .txnindex and .snapshot files: never lost or doubled across restarts",
           "[txn]") {
