@@ -370,7 +370,6 @@ TEST_CASE("an aborted transaction is listed for read_committed fetches and survi
   CHECK(d2.last_stable_offset == 4);
 }
 
-
 TEST_CASE("aborted transactions are kept in Kafka's .txnindex and .snapshot files: never lost or doubled across restarts",
           "[txn]") {
   BrokerFixture f;
