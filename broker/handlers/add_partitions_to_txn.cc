@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/groups/respond.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
@@ -51,7 +52,15 @@ TopicResults results_for(const std::vector<AddPartitionsToTxnRequest::AddPartiti
 void add_one(Broker& broker, const std::string& id, int64_t pid, int16_t epoch, bool verify_only,
              const std::vector<AddPartitionsToTxnRequest::AddPartitionsToTxnTopic>& topics, int16_t version,
              std::function<void(TopicResults)> done) {
+  // The partition exists in the cluster (the metadata cache: the
+  // coordinator need not host a replica of it), or on this single node.
   auto exists = [&broker](const std::string& topic, int32_t partition) {
+    if (topic == "__consumer_offsets" || topic == "__transaction_state") return false;
+    if (broker.cluster() != nullptr) {
+      auto snap = broker.service<ReplicaManager>().metadata_cache().snapshot();
+      const CachedTopic* t = snap->topic(topic);
+      return t != nullptr && t->partitions.contains(partition);
+    }
     auto t = broker.topics().find(topic);
     return t && !t->is_internal() && t->partition(partition) != nullptr;
   };

@@ -41,14 +41,22 @@ void TxnCoordinator::register_metrics() {
     std::map<std::string, size_t> by_state;
     for (int s = 0; s <= static_cast<int>(TxnState::kCompleteAbort); ++s)
       by_state[std::string(state_name(static_cast<TxnState>(s)))] = 0;
+    size_t pending = 0;  // markers decided (Prepare*) and not written yet
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [id, m] : txns_)
+      for (const auto& [id, m] : txns_) {
         if (m->rec.producer_epoch >= 0) ++by_state[std::string(state_name(m->rec.state))];
+        if (m->rec.state == TxnState::kPrepareCommit || m->rec.state == TxnState::kPrepareAbort)
+          pending += m->markers_started ? m->awaiting_markers.size() : m->rec.partitions.size();
+      }
     }
     for (const auto& [name, n] : by_state) states.metric.push_back(value({{"state", name}}, double(n), false));
     out.push_back(std::move(states));
 
+    auto waiting = family("kafka_coordinator_transaction_markers_pending",
+                          "COMMIT/ABORT markers decided (PrepareCommit/PrepareAbort) and not written yet.", T::Gauge);
+    waiting.metric.push_back(value({}, double(pending), false));
+    out.push_back(std::move(waiting));
     auto markers = family("kafka_coordinator_transaction_markers_written_total",
                           "COMMIT/ABORT markers the coordinator wrote to partitions.", T::Counter);
     markers.metric.push_back(value({}, double(markers_written_.load()), true));

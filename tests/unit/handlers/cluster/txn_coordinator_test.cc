@@ -3,8 +3,9 @@
 // of the id's __transaction_state partition, ids of partitions led
 // elsewhere get NOT_COORDINATOR, becoming leader loads the partition
 // (an id's producer epoch is back after a follower/leader round trip),
-// losing it unloads, and KIP-890 verification is answered only where the
-// id's coordinator is.
+// losing it unloads, KIP-890 verification is answered in-process only where
+// the id's coordinator is, and a marker a leader cannot take stays pending
+// (the markers-pending gauge) until the leader moves.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -15,7 +16,9 @@
 #include "broker/replica/leader_replicas.h"
 #include "broker/txn/coordinator.h"
 #include "broker/txn/txn_records.h"
+#include "protocol/generated/add_partitions_to_txn.h"
 #include "protocol/generated/describe_transactions.h"
+#include "protocol/generated/end_txn.h"
 #include "protocol/generated/find_coordinator.h"
 #include "protocol/generated/init_producer_id.h"
 #include "tests/unit/handlers/cluster/cluster_fixture.h"
@@ -141,6 +144,57 @@ TEST_CASE("Cluster mode: the transaction coordinator loads and unloads with lead
   REQUIRE(described.transaction_states.size() == 1);
   CHECK(described.transaction_states[0].error_code == 0);
   CHECK(described.transaction_states[0].producer_epoch == 1);
+}
+
+// The value of an unlabelled gauge in the Prometheus text (-1: absent).
+double gauge(const std::string& text, const std::string& name) {
+  const std::string at = "\n" + name + " ";
+  auto i = text.find(at);
+  return i == std::string::npos ? -1 : std::stod(text.substr(i + at.size()));
+}
+
+TEST_CASE("Cluster mode: a marker its partition's leader cannot take stays pending, then is written") {
+  TxnCluster tc;
+  // The id's coordinator is here (partition 0); data partition d-0 is led by
+  // broker 2, whose endpoint (host2) cannot be reached.
+  const PartitionSpec data{"d", 0, 2, 0, {2}, {2}, uuid(5)};
+  tc.roles({txn_part(0, 1, 0, {1}, {1}), txn_part(1, 2, 0, {2}, {2}), data}, 1);
+  REQUIRE(tc.coord().wait_partition_state(0, OwnState::kLoaded, 10000));
+  const std::string id = txn_id_on(0);
+  auto init = tc.init(id);
+  REQUIRE(init.error_code == 0);
+  protocol::AddPartitionsToTxnRequest add;
+  add.v3_and_below_transactional_id = id;
+  add.v3_and_below_producer_id = init.producer_id;
+  add.v3_and_below_producer_epoch = init.producer_epoch;
+  add.v3_and_below_topics.push_back({"d", {0}, {}});
+  auto added = tc.c.f().call<protocol::AddPartitionsToTxnResponse>(add, 3);
+  REQUIRE(added.results_by_topic_v3_and_below.size() == 1);
+  REQUIRE(added.results_by_topic_v3_and_below[0].results_by_partition.at(0).partition_error_code == 0);
+  protocol::EndTxnRequest end;
+  end.transactional_id = id;
+  end.producer_id = init.producer_id;
+  end.producer_epoch = init.producer_epoch;
+  end.committed = true;
+  REQUIRE(tc.c.f().call<protocol::EndTxnResponse>(end, 3).error_code == 0);
+  const auto pending = [&] { return gauge(tc.c.broker().metrics_registry().text(), "kafka_coordinator_transaction_markers_pending"); };
+  // PrepareCommit is durable; the marker for d-0 cannot be delivered.
+  CHECK(pending() == 1);
+  const auto state = [&] {
+    protocol::DescribeTransactionsRequest dt;
+    dt.transactional_ids = {id};
+    return tc.c.f().call<protocol::DescribeTransactionsResponse>(dt, 0).transaction_states.at(0).transaction_state;
+  };
+  CHECK(state() == "PrepareCommit");
+  // d-0 moves here: the coordinator's retry finds the new leader and writes it.
+  const PartitionSpec moved{"d", 0, 1, 1, {1}, {1, 2}, uuid(5)};
+  tc.roles({txn_part(0, 1, 0, {1}, {1}), txn_part(1, 2, 0, {2}, {2}), moved}, 2);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (state() != "CompleteCommit" && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(state() == "CompleteCommit");
+  CHECK(pending() == 0);
+  CHECK(tc.c.broker().topics().partition("d", 0)->log_end_offset() == 1);  // the COMMIT marker
 }
 
 }  // namespace txn_cluster_test
