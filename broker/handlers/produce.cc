@@ -528,8 +528,8 @@ void merge_repeated_partitions(ProduceRequest& req) {
 // (transactional, and no transaction of that producer and epoch open here)
 // are verified by the coordinator first, in one request; each gets a guard
 // in its producer state now. True when the request goes on once the answer
-// is in (handle_produce is called again with it); false when nothing needs
-// asking.
+// is in (produce_request then runs with it, on the connection's thread);
+// false when nothing needs asking.
 bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req);
 
 void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr<const RemoteVerification> verification);
