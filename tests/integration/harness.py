@@ -231,8 +231,12 @@ class Broker:
         self.stop_timeout = stop_timeout
         self.proc = None
         self.starts = 0
+        self.ever_started = False
         self.log_path = None
         self.config_path = os.path.join(self.dir, "server.properties")
+        self._write_config()
+
+    def _write_config(self):
         with open(self.config_path, "w") as f:
             f.write("# written by tests/integration/harness.py\n")
             f.write("node.id=0\n")
@@ -252,23 +256,73 @@ class Broker:
 
     def start(self):
         check(self.proc is None, "broker already running")
-        self.starts += 1
-        self.log_path = os.path.join(self.dir, "broker.%d.log" % self.starts)
-        log = open(self.log_path, "wb")
-        print("[harness] start #%d: %s" % (self.starts, " ".join(self.command())), flush=True)
-        env = dict(os.environ)
-        env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPPRESSIONS)
-        env.update(self.env)
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env)
-        log.close()
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.dump_log()
-            self.kill()
-            raise
+        # A port free_port() handed out can be taken by another test's
+        # process before the broker binds it (tests run in parallel): on the
+        # first start only (later ones must keep their ports), a broker that
+        # exits because its address is in use gets fresh ports, twice at most.
+        first = not self.ever_started
+        for attempt in range(3):
+            self.starts += 1
+            self.log_path = os.path.join(self.dir, "broker.%d.log" % self.starts)
+            log = open(self.log_path, "wb")
+            print("[harness] start #%d: %s" % (self.starts, " ".join(self.command())), flush=True)
+            env = dict(os.environ)
+            env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPPRESSIONS)
+            env.update(self.env)
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=self.dir, env=env)
+            log.close()
+            try:
+                self._wait_ready()
+                self.ever_started = True
+                return self
+            except TestFailure:
+                if first and attempt < 2 and self.proc.poll() is not None and self._address_in_use():
+                    print("[harness] port %d or %d was taken meanwhile: new ports" % (self.port, self.metrics_port),
+                          flush=True)
+                    self.proc = None
+                    self.port, self.metrics_port = free_port(), free_port()
+                    self._write_config()
+                    continue
+                self.dump_log()
+                self.kill()
+                raise
+            except BaseException:
+                self.dump_log()
+                self.kill()
+                raise
         return self
+
+    def _address_in_use(self):
+        with open(self.log_path, "rb") as f:
+            return b"Address already in use" in f.read()
+
+    def _ours_listening(self):
+        """Whether the process holds the listening socket on self.port (not
+        another test's broker that took the port first)."""
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    for line in f.readlines()[1:]:
+                        parts = line.split()
+                        if parts[3] == "0A" and parts[1].endswith(":%04X" % self.port):
+                            inodes.add(parts[9])
+            except OSError:
+                continue
+        fd_dir = "/proc/%d/fd" % self.proc.pid
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            return False
+        for fd in fds:
+            try:
+                link = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                return True
+        return False
 
     def _wait_ready(self):
         end = time.monotonic() + self.start_timeout
@@ -280,9 +334,10 @@ class Broker:
             try:
                 with kafka_wire.Conn(self.port, timeout=2.0) as c:
                     err, apis = c.api_versions()
-                    if err == 0 and apis:
+                    if err == 0 and apis and self._ours_listening():
                         return
-                    last = "ApiVersions error %d, %d apis" % (err, len(apis))
+                    last = "ApiVersions error %d, %d apis" % (err, len(apis)) if err != 0 or not apis else \
+                        "port %d answered by another process" % self.port
             except (OSError, kafka_wire.ConnectionClosed, ValueError, kafka_wire.Truncated) as e:
                 last = repr(e)
             time.sleep(0.05)
@@ -472,6 +527,8 @@ def run_test(fn, total_timeout=120):
         name += "_" + "_".join(args.rest)
     for want in args.client:  # its own work dir beside the Debian client's run
         name += "_" + want.replace("==", "-")
+    if os.environ.get("CK_TRAINING_CLIENT"):  # the training tests' pinned-client runs, likewise
+        name += "_confluent-kafka-" + os.environ["CK_TRAINING_CLIENT"]
     if args.against_kafka:
         name += "_kafka"
     args.work = os.path.join(os.path.abspath(args.work), name)
