@@ -1,6 +1,7 @@
 // storage/log_txn_index.cc: the Log's aborted-transaction index files (see
 // log.h and txn_index.h).
 #include <algorithm>
+#include <set>
 
 #include "storage/file_names.h"
 #include "storage/log.h"
@@ -44,9 +45,19 @@ Status Log::append_aborted_txn(const TxnIndexEntry& e) {
 
 Result<std::vector<TxnIndexEntry>> Log::aborted_txns_below(int64_t end) const {
   std::lock_guard lock(txn_index_mu_);
+  // Few segments have a .txnindex: one listing finds them, rather than an
+  // open attempt per segment.
+  auto names = fs_.list_dir(dir_);
+  if (!names) return names.status();
+  std::set<int64_t> indexed;
+  for (const auto& n : *names) {
+    auto f = parse_segment_file_name(n);
+    if (f && f->kind == SegmentFileKind::kTxnIndex && f->suffix == FileSuffix::kNone) indexed.insert(f->base_offset);
+  }
   std::vector<TxnIndexEntry> out;
   for (const auto& seg : *segments()) {
     if (seg->base_offset() >= end) break;
+    if (!indexed.contains(seg->base_offset())) continue;
     auto entries = read_txn_index(fs_, dir_ + "/" + segment_file_name(seg->base_offset(), SegmentFileKind::kTxnIndex));
     if (!entries) return entries.status();
     for (const auto& e : *entries) {

@@ -233,19 +233,18 @@ std::optional<int64_t> ProduceService::last_stable_offset(Partition& p, bool loa
 }
 
 std::optional<int64_t> ProduceService::retention_bound(Partition& p) {
-  const int64_t hw = p.high_watermark();
-  auto st = partition_state(p);
-  if (st->txn_free.load(std::memory_order_acquire)) return hw;
-  std::lock_guard<std::mutex> lock(st->mu);
-  if (!st->loaded) {
-    auto type = broker_.fs().file_type(legacy_snapshot_path(p.log()));
-    const bool legacy = type.is_ok() && type.value() == storage::io::FileType::kFile;
-    if (snapshot_offsets(p.log()).empty() && !legacy) return hw;
-    if (!ensure_loaded(*st, p.log())) return std::nullopt;
+  // Loaded only where a snapshot (or the pre-Kafka file) says producer-id
+  // writes happened; otherwise last_stable_offset answers the HW.
+  bool load = false;
+  {
+    auto st = partition_state(p);
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (!st->loaded) {
+      auto type = broker_.fs().file_type(legacy_snapshot_path(p.log()));
+      load = !snapshot_offsets(p.log()).empty() || (type.is_ok() && type.value() == storage::io::FileType::kFile);
+    }
   }
-  const int64_t lso = std::min(hw, st->table.first_unstable_offset(hw));
-  if (st->table.txn_free()) st->txn_free.store(true, std::memory_order_release);
-  return lso;
+  return last_stable_offset(p, load);
 }
 
 int64_t ProduceService::known_last_stable_offset(const Partition& p) {
