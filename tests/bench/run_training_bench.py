@@ -16,7 +16,9 @@ In the same run, each row reads the whole topic (one epoch):
    the ceiling for Python.
 2. reader: TopicLoader, batch 32, --workers DataLoader workers, a dummy
    training loop that touches each batch (input_ids.sum()); after row 3, the
-   same with 0 workers (the reader in the training process).
+   same with 0 workers (the reader in the training process), and with
+   --workers workers but chunks crossing as tensors (torch's per-tensor
+   sharing) instead of through the loader's shared-memory rings.
 3. naive: the articles' KafkaDataset, written here: a map-style Dataset with
    a fake __len__ of 1,000,000, one consumer per DataLoader worker in one
    consumer group (subscribe), poll() one message at a time into a list,
@@ -105,10 +107,12 @@ def raw(b, n):
     return got, dt
 
 
-def reader(b, workers, seq_len, device=None):
+def reader(b, workers, seq_len, device=None, ring=True):
     """With device ("cuda"): pin_memory=True, and each batch goes to the GPU (non_blocking) and is summed there,
-    as a training step's input would."""
-    L = TopicLoader(b.bootstrap, TOPIC, batch_size=32, num_workers=workers, pin_memory=device is not None)
+    as a training step's input would. ring=False: chunks cross from the workers as tensors (torch's
+    sharing) instead of through the loader's shared-memory rings."""
+    L = TopicLoader(b.bootstrap, TOPIC, batch_size=32, num_workers=workers, pin_memory=device is not None,
+                    ring_slot_bytes=(8 << 20) if ring else 0)
     if device is not None and not L.pin_memory:
         raise SystemExit("--cuda: torch sees no GPU (torch.cuda.is_available() is False)")
     got = 0
@@ -238,6 +242,9 @@ def main():
                   ("naive KafkaDataset %d workers" % a.workers, lambda: naive(b, a.workers, a.naive_seconds))]
         if a.workers:  # the same reader in the training process (no DataLoader workers), for comparison
             phases.append(("TopicLoader 0 workers", lambda: reader(b, 0, a.seq_len)))
+            # the same workers without the shared-memory rings: what the rings buy
+            phases.append(("TopicLoader %d workers, no ring" % a.workers,
+                           lambda: reader(b, a.workers, a.seq_len, ring=False)))
         if a.cuda:
             print("GPU: %s, torch %s" % (torch.cuda.get_device_name(0), torch.__version__), flush=True)
             phases.append(("TopicLoader %d workers, pinned -> GPU" % a.workers,
@@ -259,6 +266,8 @@ def main():
                                                                  "met" if reader_rate >= 0.7 * r else "NOT met"))
         if a.workers:
             print("reader with 0 workers / raw = %.0f %%" % (100 * rows["TopicLoader 0 workers"] / r), flush=True)
+            print("reader with %d workers without the rings / raw = %.0f %%"
+                  % (a.workers, 100 * rows["TopicLoader %d workers, no ring" % a.workers] / r), flush=True)
         for name in rows:
             if name.endswith("-> GPU"):
                 print("%s / raw = %.0f %%" % (name, 100 * rows[name] / r), flush=True)

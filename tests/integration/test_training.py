@@ -11,7 +11,10 @@ by content and by provenance):
   shuffled: every (topic, partition, offset) below the snapshot delivered
   exactly once, the ids equal those written, the provenance matches the
   content; variable-length samples come padded with an attention_mask;
-  a weighted mix of both topics delivers each exactly once too.
+  a weighted mix of both topics delivers each exactly once too. Chunks
+  cross from the workers through the shared-memory rings by default; with
+  the rings off, and with slots too small for some chunks (those go as
+  tensors), every sample is still delivered once.
 - resume: 2 trainer processes (training_trainer.py, rank 0 and 1 of 2, 3
   workers, shuffled with windows of 64) checkpoint after 5 batches, take
   2 more, and are killed -9 mid-epoch; resuming from each rank's own
@@ -135,6 +138,15 @@ def exactly_once(ctx):
     check([g[3] for g in sh] != [g[3] for g in plain], "shuffle changed nothing")
     again = read_all(b, "t2", 2, 3, shuffle=True, shuffle_window=50, seed=3)
     check([g[3] for g in again] == [g[3] for g in sh], "the shuffle is not deterministic for one seed and epoch")
+    # how chunks cross from the workers: the shared-memory rings (default), torch's tensors (rings
+    # off), and both in one read (slots too small for a full batch: those go as tensors)
+    L = TopicLoader(b.bootstrap, "t8", batch_size=16, num_workers=3)
+    check(sum(batch["input_ids"].shape[0] for batch in L) == len(ids8), "t8 with 3 workers")
+    check(L.transfers["ring"] > 0 and L.transfers["tensors"] == 0, "default transfers %s" % L.transfers)
+    got = read_all(b, "t8", 2, 3, ring_slot_bytes=0)
+    check_once(got, b, "t8", ids8, "t8 2x3 without rings")
+    got = read_all(b, "t8", 2, 3, ring_slot_bytes=512, batches_per_transfer=1)
+    check_once(got, b, "t8", ids8, "t8 2x3 with 512-byte slots")
     mixed = read_all(b, ["t8", "t2"], 2, 3, weights=[3, 1])
     check_once(mixed, b, "t8", ids8, "mix t8")
     check_once(mixed, b, "t2", ids2, "mix t2")

@@ -6,7 +6,8 @@
 Iterating yields batches {"input_ids": LongTensor [B, L], ("attention_mask"
 when lengths differ), "provenance": Provenance}. It wraps its own
 torch DataLoader (batch_size=None, one reader stream per worker, chunks of
-several batches per transfer) and counts a batch in the cursor only when it
+several batches per transfer, each through the worker's shared-memory ring,
+ring.py) and counts a batch in the cursor only when it
 hands it to the trainer, so state_dict() is exactly what the trainer got.
 
 Each iteration (an epoch in mode="epoch") starts by checking the topics in
@@ -54,6 +55,7 @@ from .errors import BrokerUnreachable, CheckpointMismatch, OffsetsDeleted, Train
 from .plan import (INF, Unit, group_rows, live_frontier, live_layout, merge_intervals, remaining, shuffle_units,
                    split, to_rows)
 from .reader import read_chunks, unit_key
+from .ring import Ring
 
 FORMAT = "ciuickafka_train/1"
 
@@ -100,12 +102,14 @@ def _default_rank_world():
 
 
 class _Dataset(torch.utils.data.IterableDataset):
-    def __init__(self, specs):
+    def __init__(self, specs, rings=None):
         self.specs = specs
+        self.rings = rings
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
-        return read_chunks(self.specs[0 if info is None else info.id])
+        w = 0 if info is None else info.id
+        return read_chunks(self.specs[w], self.rings[w] if self.rings and info is not None else None)
 
 
 def _identity(x):
@@ -116,7 +120,8 @@ class TopicLoader:
     def __init__(self, bootstrap_servers, topics, *, batch_size, rank=None, world_size=None, num_workers=0,
                  mode="epoch", seed=0, shuffle=False, weights=None, shuffle_window=4096, prefetch_factor=2,
                  batches_per_transfer=None, pin_memory=False, metrics_port=None, timeout_s=15.0,
-                 live_flush_s=0.2, metrics_window_s=10.0, commit_group=None, **consumer_config):
+                 live_flush_s=0.2, metrics_window_s=10.0, commit_group=None, ring_slot_bytes=8 << 20,
+                 **consumer_config):
         if isinstance(topics, str):
             topics = [topics]
         self.topics = list(topics)
@@ -152,6 +157,8 @@ class TopicLoader:
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.timeout_s = float(timeout_s)
         self.live_flush_s = float(live_flush_s)
+        self.ring_slot_bytes = int(ring_slot_bytes)  # 0: chunks cross as tensors (torch's sharing)
+        self.transfers = {"ring": 0, "tensors": 0}  # chunks received from workers, by how they crossed
         self.consumer_config = {k.replace("_", "."): v for k, v in consumer_config.items()}
         self.commit_group = commit_group
         self._committer = None
@@ -512,7 +519,7 @@ class TopicLoader:
             "bootstrap": self.bootstrap, "topics": self.topics, "units": units[w], "mode": self.mode,
             "seed": self.seed, "epoch": self._epoch, "shuffle": self.shuffle, "shuffle_window": self.shuffle_window,
             "weights": self.weights, "batch_size": self.batch_size, "consumer_config": self.consumer_config,
-            "reader": self.rank * W + w, "rank": self.rank, "batches_per_transfer": self.batches_per_transfer,
+            "reader": self.rank * W + w, "worker": w, "rank": self.rank, "batches_per_transfer": self.batches_per_transfer,
             "timeout_s": self.timeout_s, "live_flush_s": self.live_flush_s,
         } for w in range(W)]
 
@@ -536,11 +543,17 @@ class _Iter:
         self.L = loader
         self.queue = []
         self.hw = {}
+        self.rings = None
+        self.dl = None
         if all(not u for u in units):
             self.it = iter(())
         else:
             specs = loader._specs(units)
-            ds = _Dataset(specs)
+            if loader.num_workers > 0 and loader.ring_slot_bytes > 0:
+                # slots: the DataLoader's prefetch per worker, one being unpacked, one spare
+                self.rings = [Ring(loader.prefetch_factor + 2, loader.ring_slot_bytes)
+                              for _ in range(loader.num_workers)]
+            ds = _Dataset(specs, self.rings)
             if loader.num_workers > 0:
                 with warnings.catch_warnings():  # "suggested max number of worker": the user chose
                     warnings.simplefilter("ignore", UserWarning)
@@ -556,6 +569,22 @@ class _Iter:
 
     def __iter__(self):
         return self
+
+    def close(self):
+        """Frees every ring slot first, so no worker stays blocked waiting for one while the
+        DataLoader shuts its workers down."""
+        for r in self.rings or ():
+            r.unblock()
+        it, self.it = self.it, iter(())
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
     def __next__(self):
         L = self.L
@@ -578,11 +607,24 @@ class _Iter:
         return batch
 
     def _unpack(self, chunk):
+        if self.rings is not None:
+            self.L.transfers["ring" if "ring" in chunk else "tensors"] += 1
+        if "ring" not in chunk:
+            self._unpack_fields(chunk, chunk["data"].numpy(), chunk["lengths"].numpy(), chunk["topic"],
+                                chunk["partition"], chunk["offset"])
+            return
+        ring = self.rings[chunk["worker"]]
+        try:
+            data, lengths, tix, part, off = ring.view(chunk["ring"])
+            # the token bytes are widened (copied) below; the per-sample arrays are kept, so copied
+            self._unpack_fields(chunk, data, lengths.copy(), torch.from_numpy(tix.copy()),
+                                torch.from_numpy(part.copy()), torch.from_numpy(off.copy()))
+        finally:
+            ring.release()
+
+    def _unpack_fields(self, chunk, data, lengths, tix, part, off):
         L = self.L
         self.hw.update(chunk["hw"])
-        data = chunk["data"].numpy()
-        lengths = chunk["lengths"].numpy()
-        tix, part, off = chunk["topic"], chunk["partition"], chunk["offset"]
         pos = 0
         s0 = 0
         for n, width, nbytes, delta, rbytes in chunk["batches"]:

@@ -4,7 +4,8 @@
 fork: librdkafka's threads do not survive one), assigns the partitions of
 its units with explicit offsets (assign, no group membership, nothing
 committed) and yields chunks: several batches of compact token bytes in one
-transfer (tensors, which the DataLoader passes through shared memory), with,
+transfer (through the worker's shared-memory ring, ring.py, or as tensors
+that torch shares when a chunk does not fit a slot or there are no workers), with,
 per batch, the progress of the units it drew from. The main process widens
 to int64 and counts a batch as delivered only when it hands it to the
 trainer (loader.py), so prefetched chunks are never in the cursor.
@@ -126,8 +127,9 @@ class _Active:
 
 
 class Stream:
-    def __init__(self, spec):
+    def __init__(self, spec, ring=None):
         self.s = spec
+        self.ring = ring
         self.topics = spec["topics"]
         self.tindex = {t: i for i, t in enumerate(self.topics)}
         self.live = spec["mode"] == "live"
@@ -468,8 +470,7 @@ class Stream:
             self.c.close()
 
     def _pack(self, pending):
-        datas, lens, tis, parts, offs, metas = [np.zeros(0, np.uint8)], [np.zeros(0, np.int32)], \
-            [np.zeros(0, np.int16)], [np.zeros(0, np.int32)], [np.zeros(0, np.int64)], []
+        datas, lens, tis, parts, offs, metas = [], [], [], [], [], []
         for rows, delta in pending:
             values = [r[3] for r in rows]
             width, lengths, data = records.decode_batch(values)
@@ -479,16 +480,22 @@ class Stream:
             parts.append(np.fromiter((r[1] for r in rows), np.int32, len(rows)))
             offs.append(np.fromiter((r[2] for r in rows), np.int64, len(rows)))
             metas.append((len(rows), width, int(data.shape[0]), delta, sum(len(v) for v in values)))
-        return {
-            "data": torch.from_numpy(np.concatenate(datas)),
-            "lengths": torch.from_numpy(np.concatenate(lens)),
-            "topic": torch.from_numpy(np.concatenate(tis)),
-            "partition": torch.from_numpy(np.concatenate(parts)),
-            "offset": torch.from_numpy(np.concatenate(offs)),
+        chunk = {
             "batches": metas,
             "hw": self.high_watermarks() if self.live else {},
             "reader": self.s["reader"],
+            "worker": self.s.get("worker", 0),
         }
+        fields = [datas, lens, tis, parts, offs]
+        desc = self.ring.put(fields) if self.ring is not None and pending else None
+        if desc is not None:
+            chunk["ring"] = desc
+            return chunk
+        empty = [np.zeros(0, np.uint8), np.zeros(0, np.int32), np.zeros(0, np.int16), np.zeros(0, np.int32),
+                 np.zeros(0, np.int64)]
+        for name, f, e in zip(("data", "lengths", "topic", "partition", "offset"), fields, empty):
+            chunk[name] = torch.from_numpy(np.concatenate([e] + f))
+        return chunk
 
 
 def unit_key(ti, u):
@@ -496,12 +503,12 @@ def unit_key(ti, u):
     return (ti, u.partition, u.lo, u.ks[0])
 
 
-def read_chunks(spec):
+def read_chunks(spec, ring=None):
     """The stream, with client errors turned into TrainReaderErrors: a KafkaException cannot be
     pickled back to the DataLoader's main process (its class lives in the C extension), which
     would leave the trainer waiting forever."""
     try:
-        yield from Stream(spec).chunks()
+        yield from Stream(spec, ring).chunks()
     except KafkaException as e:
         raise TrainReaderError("reader %d (rank %d): the Kafka client failed: %s (bootstrap %s)" % (
             spec["reader"], spec["rank"], e.args[0] if e.args else e, spec["bootstrap"])) from None

@@ -17,6 +17,10 @@
   and the exclusions are exactly what was delivered above it.
 - consumer_config: fetch.queue.backoff.ms only for librdkafka >= 2.3.0 (older
   clients refuse the key), the user's keys over the defaults.
+- ring.Ring: a chunk's fields round-trip through a slot, a chunk larger than
+  a slot is refused (sent as tensors), slots go in order (an out-of-order
+  descriptor raises), a forked writer waits while every slot is held and
+  resumes when one is freed, and unblock() releases a waiting writer.
 - TopicLoader.merge_state_dicts: union of delivered intervals; refusals
   (different epochs, a missing rank, another topic) name the problem.
 Exits 0 when all pass, prints the first failure otherwise.
@@ -183,6 +187,64 @@ def test_consumer_config():
     assert consumer_config("b:9092", "0-0", "live", {}, libversion=0)["fetch.wait.max.ms"] == 100
     mine = consumer_config("b:9092", "0-0", "epoch", {"fetch.message.max.bytes": 8 << 20}, libversion=0)
     assert mine["fetch.message.max.bytes"] == 8 << 20, mine  # the user's keys win
+
+
+def test_ring():
+    import multiprocessing as mp
+    import time
+    from ciuickafka_train.ring import Ring
+    r = Ring(2, 256)
+    a, b = np.arange(10, dtype=np.uint8), np.arange(3, dtype=np.int64)
+    d = r.put([[a, a[:4]], [b], []])
+    assert d is not None and d[0] == 0, d
+    x, y, z = r.view(d)
+    assert x.tolist() == a.tolist() + a[:4].tolist() and y.tolist() == [0, 1, 2] and z.size == 0
+    assert not x.flags.writeable
+    r.release()
+    assert r.put([[np.zeros(300, np.uint8)]]) is None  # larger than a slot: the caller ships tensors
+    # slots are used in order; a descriptor out of order is an error, not silent corruption
+    d1, d2 = r.put([[a]]), r.put([[b]])
+    assert (d1[0], d2[0]) == (1, 0), (d1, d2)
+    try:
+        r.view(d2)
+        raise AssertionError("out-of-order descriptor accepted")
+    except RuntimeError:
+        pass
+    assert r.view(d1)[0].tolist() == a.tolist()
+    r.release()
+    r.release()
+    # a forked writer waits while every slot is held, and goes on when the trainer frees one
+    full = Ring(1, 128)
+    full.put([[a]])  # the one slot, not yet freed
+    ctx = mp.get_context("fork")
+    done = ctx.Event()
+
+    def writer():
+        full.put([[b]])
+        done.set()
+
+    p = ctx.Process(target=writer)
+    p.start()
+    assert not done.wait(0.3), "the writer overwrote a slot still held"
+    full.view((0, [(0, "|u1", 10)]))
+    full.release()
+    assert done.wait(10), "the writer did not resume once a slot was freed"
+    p.join(10)
+    # unblock(): a writer stuck on a full ring finishes (its chunk is dropped) at shutdown
+    stuck = Ring(1, 128)
+    stuck.put([[a]])
+    done2 = ctx.Event()
+
+    def writer2():
+        stuck.put([[b]])
+        done2.set()
+
+    p2 = ctx.Process(target=writer2)
+    p2.start()
+    t0 = time.monotonic()
+    stuck.unblock()
+    assert done2.wait(10) and time.monotonic() - t0 < 10, "unblock() left the writer waiting"
+    p2.join(10)
 
 
 def main():
