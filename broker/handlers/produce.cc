@@ -24,9 +24,12 @@
 //
 // A request that compresses records anew (produce/prepare.h
 // compresses_anew: a topic's compression.type, or a compressed v0/v1
-// message set) is handled on the I/O pool (server/io_pool.h), its
-// connection's later requests held until it is answered so that none is
-// appended before it; there the writes are blocking ones.
+// message set), or that holds kValidateOnPoolBytes (64 KiB) or more of
+// compressed batches decompressed only to validate their records, is
+// handled on the I/O pool (server/io_pool.h). Its connection's later
+// requests are held until its records have offsets (the writes there are
+// blocking ones; RequestContext::release_later_requests), so none is
+// appended before it, and no longer: its acks wait does not hold them.
 //
 // The writes go through the network thread's io_uring (server/disk_ring.h,
 // storage::Log::append_async): every partition's write is queued, the ring
@@ -615,11 +618,16 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   std::vector<std::shared_ptr<const Topic>> topics(req.topic_data.size());
   std::vector<std::optional<produce::TopicSettings>> topic_settings(req.topic_data.size());
   bool compresses = false;
+  size_t to_decompress = 0;  // compressed batch bytes read only to validate (or for a compacted topic's keys)
+  const bool on_pool = IoPool::on_pool_thread();
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     topics[t] = acks_valid ? broker.topics().find(req.topic_data[t].name) : nullptr;
     if (!topics[t]) continue;
     topic_settings[t] = produce::topic_settings(broker.topics(), *topics[t]);
     topic_settings[t]->validate_compressed = validate_compressed;
+    if (!on_pool && (validate_compressed || topic_settings[t]->compacted))
+      for (const auto& pd : req.topic_data[t].partition_data)
+        to_decompress += produce::compressed_batch_bytes(pd.records.bytes);
     // Only a topic codec or a v0-2 request (magic 0/1, converted) can mean
     // compressing anew; the common case reads no batch header here. At v3+
     // magic 0/1 is refused by prepare_records before anything is converted.
@@ -628,10 +636,12 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
       compresses = compresses || produce::compresses_anew(pd.records.bytes, *topic_settings[t]);
   }
   // Compressing records anew (a topic's compression.type, or a compressed
-  // v0/v1 message set converted) takes CPU time in proportion to the
+  // v0/v1 message set converted), or decompressing kValidateOnPoolBytes or
+  // more only to validate them, takes CPU time in proportion to the
   // records: the whole request is handled again on the I/O pool, so the
-  // network thread's other connections are not held meanwhile.
-  if (compresses && !IoPool::on_pool_thread()) {
+  // network thread's other connections are not held meanwhile. Smaller
+  // compressed requests are validated here: the hop would cost more.
+  if ((compresses || to_decompress >= produce::kValidateOnPoolBytes) && !on_pool) {
     auto shared = std::make_shared<ProduceRequest>(std::move(req));
     broker.service<IoPool>().post_request(ctx, [ctx, shared, verification]() mutable {
       produce_request(std::move(ctx), std::move(*shared), verification);
@@ -686,6 +696,10 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
       }
     }
   }
+  // On the pool every write above was a blocking one, so the records have
+  // their offsets: the connection's later requests may be dispatched now,
+  // though the answer may still wait for fsync or replicas.
+  if (on_pool && ctx.release_later_requests) ctx.release_later_requests();
   pp->ctx = std::move(ctx);
   // One submission for every write of the request.
   if (storage::io::Ring* ring = DiskRing::current(); ring != nullptr && ring->in_flight() > 0) {

@@ -87,4 +87,12 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
 // such requests on the I/O pool, off the network thread.
 bool compresses_anew(std::span<const uint8_t> records, const TopicSettings& settings);
 
+// The bytes of the compressed v2 batches in records: what prepare_records
+// decompresses only to validate (TopicSettings::validate_compressed) when
+// the codec is kept. Reads only batch headers. The produce handler
+// validates a request with kValidateOnPoolBytes or more of them on the I/O
+// pool, off the network thread.
+size_t compressed_batch_bytes(std::span<const uint8_t> records);
+inline constexpr size_t kValidateOnPoolBytes = 64 << 10;
+
 }  // namespace ciuickafka::broker::produce

@@ -224,6 +224,15 @@ void Connection::dispatch_frame_now() {
   ctx.hold_later_requests = [weak = weak_from_this(), seq] {
     if (auto c = weak.lock(); c && !c->closed_) c->held_by_ = seq;
   };
+  ctx.release_later_requests = [gate = opt_.gate, weak = weak_from_this(), seq] {
+    gate->post([weak, seq] {
+      BusyScope busy;
+      auto c = weak.lock();
+      if (!c || c->closed_ || c->held_by_ != seq) return;  // answered already, or another holds now
+      c->held_by_.reset();
+      c->pump();  // dispatches what waited (process_input), reads on
+    });
+  };
   frame_.reset();
   frame_size_ = -1;
   frame_filled_ = 0;

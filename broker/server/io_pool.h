@@ -3,11 +3,14 @@
 // on one node (directories, files and their fsyncs, the topic table's
 // rewrite), a Metadata request that auto-creates a topic, config changes
 // on one node (persisted and fsynced), and a Produce whose records are
-// compressed anew (a topic's compression.type: CPU in proportion to the
-// records). The network thread decodes the request and posts the rest here
-// with post_request(), which holds the connection's later requests until
-// this one is answered (none overtakes it); the pool answers through
-// RequestContext::respond, which any thread may call.
+// compressed anew (a topic's compression.type) or hold 64 KiB or more of
+// compressed batches to validate (CPU in proportion to the records). The
+// network thread decodes the request and posts the rest here with
+// post_request(), which holds the connection's later requests until this
+// one is answered (none overtakes it), or until the handler releases them
+// earlier (RequestContext::release_later_requests: a Produce whose records
+// have offsets); the pool answers through RequestContext::respond, which
+// any thread may call.
 //
 // Bounded without a queue limit of its own: every request posted here is in
 // flight on its connection until answered, so the broker-wide request

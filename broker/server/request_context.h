@@ -50,6 +50,13 @@ struct RequestContext {
   // pool would be appended after the next produce of the same producer.
   // Empty where nothing is pipelined (test fixtures).
   std::function<void()> hold_later_requests;
+  // Ends that hold before the answer; any thread may call it (it posts to
+  // the connection's thread). A produce on the I/O pool calls it once its
+  // records have their offsets: a later batch of the same producer can no
+  // longer overtake them, so waiting for acks (fsync, replicas) does not
+  // keep the producer's later requests from being dispatched. Answers
+  // still go out in request order. Empty where nothing is pipelined.
+  std::function<void()> release_later_requests;
 
   int16_t api_key() const { return header.request_api_key; }
   int16_t api_version() const { return header.request_api_version; }

@@ -184,8 +184,8 @@ class Dec:
 # ------------------------------------------------------------------ records
 
 def record_batch(records, base_offset=0, timestamp_ms=0, producer_id=-1,
-                 producer_epoch=-1, base_sequence=-1, corrupt_crc=False, transactional=False):
-    """An uncompressed RecordBatch v2. records: [(key, value)] as bytes/None."""
+                 producer_epoch=-1, base_sequence=-1, corrupt_crc=False, transactional=False, gzip=False):
+    """A RecordBatch v2, uncompressed or (gzip=True) gzip-compressed. records: [(key, value)] as bytes/None."""
     body = bytearray()
     for delta, (key, value) in enumerate(records):
         r = bytearray()
@@ -196,7 +196,10 @@ def record_batch(records, base_offset=0, timestamp_ms=0, producer_id=-1,
         r += varint(-1) if value is None else varint(len(value)) + value
         r += varint(0)  # headers
         body += varint(len(r)) + r
-    after_crc = (i16(0x10 if transactional else 0)  # attributes: no codec, CreateTime, isTransactional
+    if gzip:
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: the gzip format
+        body = z.compress(bytes(body)) + z.flush()
+    after_crc = (i16((0x10 if transactional else 0) | (1 if gzip else 0))  # attributes: codec, CreateTime, isTransactional
                  + i32(len(records) - 1)  # last offset delta
                  + i64(timestamp_ms) + i64(timestamp_ms)
                  + i64(producer_id) + i16(producer_epoch) + i32(base_sequence)

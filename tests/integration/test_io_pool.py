@@ -20,6 +20,15 @@ took long enough for the test to mean something (1 s or more), and no
 ApiVersions round trip took as long as a third of the fastest step or 1 s.
 A Fetch v2 of that topic (message format v1: the broker reads the batch
 from disk, decompresses, converts and compresses it again) is the last.
+
+First, validation alone: one raw Produce (acks=-1) of a gzip batch of
+1,000,000 tiny records to a topic that keeps the producer's codec. The
+broker decompresses it only to check every record, on the I/O pool (64 KiB
+or more of compressed batches): no ApiVersions round trip meanwhile takes a
+third of that Produce's round trip (which must take 0.3 s or more to mean
+something). A second Produce, sent on the same connection before the first
+is answered, lands right after the first's records: the connection held it
+until the first had its offsets.
 """
 
 import os
@@ -31,10 +40,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check  # noqa: E402
+from kafka_wire import parse_produce_v3 as kw_parse_produce, produce_v3 as kw_produce  # noqa: E402
 
 PARTITIONS = 20
 # The recompressed produce: RECORDS records of about 1 KiB, in one batch.
 RECORDS = 60000
+# The validated produce: VALIDATED records of 8 bytes, in one gzip batch.
+VALIDATED = 1000000
 
 
 def main(ctx):
@@ -107,6 +119,35 @@ def main(ctx):
         err, _hw, recs = d.i16(), d.i64(), d.nbytes()
         check(err == 0 and len(recs) > 17 and recs[16] == 1,
               "Fetch v2 of squeezed: error %d, %d bytes, not a v1 message set" % (err, len(recs)))
+
+    # Validation only: a gzip batch of VALIDATED tiny records to a topic that keeps the producer's codec
+    # (compression.type=producer). The broker decompresses and checks every record (Kafka's LogValidator),
+    # on the I/O pool since it holds 64 KiB or more of compressed batches.
+    from kafka_wire import record_batch
+    for f in admin.create_topics([NewTopic("validated", 1, 1, config={"max.message.bytes": "200000000"})],
+                                 operation_timeout=120).values():
+        f.result(120)
+    big = record_batch([(None, b"v%07d" % i) for i in range(VALIDATED)], gzip=True)
+    small = record_batch([(None, b"after")])
+    with b.conn(timeout=120) as c, harness.ApiVersionsProber(b) as vprober:
+        # Both on one connection, the second sent before the first is answered: it is dispatched
+        # once the first's records have offsets (not before: it must land after them).
+        t0 = time.monotonic()
+        first = c.send(0, 3, kw_produce(-1, 120000, [("validated", [(0, big)])]))
+        second = c.send(0, 3, kw_produce(-1, 120000, [("validated", [(0, small)])]))
+        r1 = kw_parse_produce(c.receive(first))[("validated", 0)]
+        validate_rtt = time.monotonic() - t0
+        r2 = kw_parse_produce(c.receive(second))[("validated", 0)]
+        worst_validate = vprober.worst()
+    check(r1[0] == 0 and r1[1] == 0, "the validated gzip produce: %r" % (r1,))
+    check(r2[0] == 0 and r2[1] == VALIDATED,
+          "the produce pipelined after it landed at %r, not right after its %d records" % (r2, VALIDATED))
+    print("[test] validating %d gzip records (%d bytes compressed): %.2fs; ApiVersions meanwhile: slowest %.0f ms "
+          "of %d" % (VALIDATED, len(big), validate_rtt, worst_validate * 1000, len(vprober.latencies)), flush=True)
+    check(validate_rtt >= 0.3, "validating took %.2fs: too fast for the test to show anything" % validate_rtt)
+    check(worst_validate < validate_rtt / 3,
+          "an ApiVersions round trip took %.0f ms while the broker validated for %.2fs: the network thread was held"
+          % (worst_validate * 1000, validate_rtt))
 
     with harness.ApiVersionsProber(b) as prober:
         step("CreateTopics", create)

@@ -160,6 +160,90 @@ TEST_CASE("A request that holds the later ones is answered before any later one 
   }
 }
 
+TEST_CASE("A hold released before the answer lets later requests go and answers stay in order") {
+  // Request 1 holds, then releases from another thread before it is
+  // answered (a produce on the I/O pool whose records have offsets): 2 and
+  // 3 are dispatched while 1 waits; the answers still go out 0, 1, 2, 3.
+  std::mutex mu;
+  std::vector<RequestContext> held;
+  Server::DispatchFn dispatch = [&](RequestContext ctx) {
+    if (correlation_of(ctx) == 1) {
+      REQUIRE(ctx.hold_later_requests);
+      REQUIRE(ctx.release_later_requests);
+      ctx.hold_later_requests();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(ctx));
+  };
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size();
+  };
+  auto take = [&](size_t i) {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.at(i);
+  };
+  ServerFixture fx({}, dispatch);
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 4)));
+  REQUIRE(eventually([&] { return count() >= 2; }));
+  REQUIRE(fx.server().quiesce());
+  CHECK(count() == 2);  // held: 2 and 3 wait
+  std::thread releaser([&] { take(1).release_later_requests(); });
+  releaser.join();
+  REQUIRE(eventually([&] { return count() >= 4; }));
+  take(3).respond(echo(take(3)));
+  take(2).respond(echo(take(2)));
+  // A second release, from a request no longer holding, changes nothing.
+  take(1).release_later_requests();
+  take(1).respond(echo(take(1)));
+  take(0).respond(echo(take(0)));
+  for (int i = 0; i < 4; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+}
+
+TEST_CASE("A stale release does not free a later request's hold") {
+  // 1 holds and is answered; 2 then holds; 1's late release must leave 2's
+  // hold in place (3 waits for 2's answer).
+  std::mutex mu;
+  std::vector<RequestContext> held;
+  Server::DispatchFn dispatch = [&](RequestContext ctx) {
+    const int32_t id = correlation_of(ctx);
+    if (id == 1 || id == 2) ctx.hold_later_requests();
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(ctx));
+  };
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size();
+  };
+  auto take = [&](size_t i) {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.at(i);
+  };
+  ServerFixture fx({}, dispatch);
+  RawClient c(fx.port());
+  REQUIRE(c.send_all(frames(0, 4)));
+  REQUIRE(eventually([&] { return count() >= 2; }));
+  take(1).respond(echo(take(1)));
+  REQUIRE(eventually([&] { return count() >= 3; }));  // 2 dispatched, and holds
+  take(1).release_later_requests();                   // stale: 1 holds nothing now
+  REQUIRE(fx.server().quiesce());
+  CHECK(count() == 3);
+  take(2).respond(echo(take(2)));
+  REQUIRE(eventually([&] { return count() >= 4; }));
+  take(3).respond(echo(take(3)));
+  take(0).respond(echo(take(0)));
+  for (int i = 0; i < 4; ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == i);
+  }
+}
+
 TEST_CASE("queued.max.request.bytes pauses reading across connections until answers free it") {
   Holder h;
   ServerFixture fx({"queued.max.request.bytes=1000"}, h.dispatcher());

@@ -386,3 +386,20 @@ TEST_CASE("compresses_anew finds the records a topic's compression.type makes th
   // Framing it cannot read is not its to refuse.
   CHECK(!compresses_anew(std::vector<uint8_t>(5, 0xff), zstd));
 }
+
+TEST_CASE("compressed_batch_bytes counts the compressed v2 batches only") {
+  using broker::produce::compressed_batch_bytes;
+  using protocol::Codec;
+  const auto plain = make_batch({.records = 2});
+  const auto gz = make_batch({.records = 3, .codec = Codec::kGzip});
+  const auto lz = make_batch({.records = 4, .codec = Codec::kLz4});
+  CHECK(compressed_batch_bytes(plain) == 0);
+  CHECK(compressed_batch_bytes(gz) == gz.size());
+  std::vector<uint8_t> three = plain;
+  three.insert(three.end(), gz.begin(), gz.end());
+  three.insert(three.end(), lz.begin(), lz.end());
+  CHECK(compressed_batch_bytes(three) == gz.size() + lz.size());
+  // v0/v1 message sets are compresses_anew's case; framing it cannot read counts nothing.
+  CHECK(compressed_batch_bytes(read_binary(test_data_dir() + "/records/legacy_v1_gzip.bin")) == 0);
+  CHECK(compressed_batch_bytes(std::vector<uint8_t>(5, 0xff)) == 0);
+}
