@@ -350,37 +350,83 @@ int produce_once(int argc, char** argv) {
 int fetch_once(int argc, char** argv) {
   ckbench::FetchSpec spec;
   spec.max_s = 30;
-  int partitions = 1;
+  int partitions = 1, consumers = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--brokers") spec.brokers = v;
     else if (k == "--topic") spec.topic = v;
     else if (k == "--partitions") partitions = std::atoi(v.c_str());
+    else if (k == "--consumers") consumers = std::atoi(v.c_str());
+    else if (k == "--max-mb") spec.max_bytes_per_consumer = static_cast<std::uint64_t>(std::atof(v.c_str()) * 1e6);
     else if (k == "--secs") spec.max_s = std::atof(v.c_str());
     else {
       std::fprintf(stderr, "broker_bench fetch: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  if (spec.brokers.empty() || spec.topic.empty() || partitions < 1) {
-    std::fprintf(stderr, "broker_bench fetch: --brokers, --topic and --partitions >= 1 are required\n");
+  if (spec.brokers.empty() || spec.topic.empty() || partitions < 1 || consumers < 1) {
+    std::fprintf(stderr, "broker_bench fetch: --brokers, --topic, --partitions >= 1 and --consumers >= 1 are required\n");
     return 2;
   }
   std::vector<int> all;
   for (int p = 0; p < partitions; ++p) all.push_back(p);
-  spec.consumers = {all};
+  spec.consumers.assign(static_cast<std::size_t>(consumers), all);
   ckbench::FetchResult r = ckbench::run_fetch(spec);
   std::string err;
   for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;
-  std::printf("{\"msgs\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"finished\":%d,\"error\":\"%s\"}\n",
+  double slowest = 0, fastest = 0;
+  if (!r.consumer_rates.empty()) {
+    slowest = *std::min_element(r.consumer_rates.begin(), r.consumer_rates.end());
+    fastest = *std::max_element(r.consumer_rates.begin(), r.consumer_rates.end());
+  }
+  std::printf("{\"msgs\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"finished\":%d,\"slowest\":%.1f,\"fastest\":%.1f,"
+              "\"error\":\"%s\"}\n",
               static_cast<unsigned long long>(r.msgs), static_cast<unsigned long long>(r.bytes), r.secs,
-              r.finished, err.c_str());
-  return r.finished == 1 && r.msgs > 0 ? 0 : 1;
+              r.finished, slowest, fastest, err.c_str());
+  return r.finished == consumers && r.msgs > 0 ? 0 : 1;
+}
+
+// `broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES] [--acks 1|-1]
+// [--warmup S] [--linger MS]`: produce-to-consume latency at a fixed rate (run_e2e), one JSON
+// line with the percentiles in ms (tests/bench/run_vs_kafka.py drives it).
+int e2e_once(int argc, char** argv) {
+  ckbench::E2eSpec spec;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--brokers") spec.brokers = v;
+    else if (k == "--topic") spec.topic = v;
+    else if (k == "--rate") spec.rate = std::atof(v.c_str());
+    else if (k == "--secs") spec.max_s = std::atof(v.c_str());
+    else if (k == "--size") spec.msg_size = static_cast<std::size_t>(std::atol(v.c_str()));
+    else if (k == "--acks") spec.acks = std::atoi(v.c_str());
+    else if (k == "--warmup") spec.warmup_s = std::atof(v.c_str());
+    else if (k == "--linger") spec.linger_ms = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "broker_bench e2e: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (spec.brokers.empty() || spec.topic.empty()) {
+    std::fprintf(stderr, "broker_bench e2e: --brokers and --topic are required\n");
+    return 2;
+  }
+  ckbench::E2eResult r = ckbench::run_e2e(spec);
+  std::string err;
+  for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;
+  using ckbench::percentile;
+  std::printf("{\"sent\":%llu,\"received\":%llu,\"counted\":%llu,\"secs\":%.6f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+              "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"error\":\"%s\"}\n",
+              static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received),
+              static_cast<unsigned long long>(r.counted), r.secs, percentile(r.latency_us, 0.5) / 1e3,
+              percentile(r.latency_us, 0.99) / 1e3, percentile(r.latency_us, 0.999) / 1e3,
+              percentile(r.latency_us, 1.0) / 1e3, err.c_str());
+  return r.first_error.empty() && r.counted > 0 ? 0 : 1;
 }
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "produce") == 0) return produce_once(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "fetch") == 0) return fetch_once(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "e2e") == 0) return e2e_once(argc, argv);
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     std::fprintf(stderr,
                  "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
@@ -389,7 +435,10 @@ int main(int argc, char** argv) {
                  "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
                  "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
                  "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
-                 "       (one consumer reads P partitions to their end, one JSON line)\n"
+                 "       [--consumers N] [--max-mb M]\n"
+                 "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
+                 "       broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES]\n"
+                 "       [--acks 1|-1] [--warmup S] [--linger MS]   (produce-to-consume latency, one JSON line)\n"
                  "Normally started by tests/bench/run_broker_bench.sh, run_replication_bench.py, run_vs_kafka.py.\n");
     return 2;
   }

@@ -89,9 +89,33 @@ struct FetchResult {
   std::uint64_t msgs = 0, bytes = 0;
   double secs = 0;
   int finished = 0;  // consumers that reached the end of every partition
+  std::vector<double> consumer_rates;  // msgs/s of each consumer, from the start to its last message
   std::string first_error;
 };
 FetchResult run_fetch(const FetchSpec& spec);
+
+// ---- produce-to-consume latency --------------------------------------------
+// One producer at a fixed rate writes messages carrying their send time
+// (CLOCK_MONOTONIC, the same machine); one consumer, assigned partition 0
+// of the topic from its end, takes one message per call and notes each
+// one's arrival. The producer starts once the consumer has reached that
+// end, and the first warmup_s of sends are not counted.
+struct E2eSpec {
+  std::string brokers, topic;
+  std::size_t msg_size = 1024;
+  int acks = 1;
+  double rate = 10000;   // msgs/s
+  double max_s = 10;     // sending time
+  double warmup_s = 1;   // sends in the first warmup_s are delivered but not counted
+  int linger_ms = 0;
+};
+struct E2eResult {
+  std::uint64_t sent = 0, received = 0, counted = 0;
+  double secs = 0;                 // sending time
+  std::vector<double> latency_us;  // per counted message: arrival at the consumer - send
+  std::string first_error;
+};
+E2eResult run_e2e(const E2eSpec& spec);
 
 // ---- a slow reader at the socket level ------------------------------------
 // Sends Fetch v4 for (topic, partition 0, offset 0, 64 MiB) and drains each

@@ -6,6 +6,10 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -107,11 +111,182 @@ FetchResult run_fetch(const FetchSpec& spec) {
   for (auto& o : outs) end = std::max(end, o.end_s);
   r.secs = end - t0;  // consumer close time is not part of the figure
   for (auto& o : outs) {
+    r.consumer_rates.push_back(o.end_s > t0 ? static_cast<double>(o.msgs) / (o.end_s - t0) : 0);
     r.msgs += o.msgs;
     r.bytes += o.bytes;
     r.finished += o.finished ? 1 : 0;
     if (r.first_error.empty() && !o.error.empty()) r.first_error = o.error;
   }
+  return r;
+}
+
+namespace {
+
+std::uint64_t mono_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+struct E2eProduced {
+  std::atomic<std::uint64_t> failed{0};
+  std::mutex mu;
+  std::string error;
+};
+
+void on_e2e_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  if (!m->err) return;
+  auto* st = static_cast<E2eProduced*>(opaque);
+  st->failed++;
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (st->error.empty()) st->error = rd_kafka_err2str(m->err);
+}
+
+}  // namespace
+
+E2eResult run_e2e(const E2eSpec& spec) {
+  E2eResult r;
+  if (spec.msg_size < 16 || spec.rate <= 0) {
+    r.first_error = "e2e: --size must be >= 16 and --rate > 0";
+    return r;
+  }
+  // The consumer first: assigned from the start of the empty partition, it is
+  // ready once librdkafka reports that end.
+  std::atomic<bool> ready{false}, stop{false};
+  std::atomic<std::uint64_t> received{0};
+  std::atomic<std::uint64_t> counted_from{UINT64_MAX};  // first send time (ns) that counts
+  std::vector<double> lat;
+  std::mutex error_mu;  // consumer_error: written by the consumer thread, read by this one
+  std::string consumer_error;
+  auto consumer_failed = [&] {
+    std::lock_guard<std::mutex> lock(error_mu);
+    return !consumer_error.empty();
+  };
+  auto fail_consumer = [&](const std::string& why) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (consumer_error.empty()) consumer_error = why;
+  };
+  std::thread consumer([&] {
+    std::string make_error;
+    rd_kafka_t* rk = make_consumer(spec.brokers, &make_error);
+    if (!rk) {
+      fail_consumer(make_error);
+      ready = true;
+      return;
+    }
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, spec.topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_END;
+    rd_kafka_resp_err_t e = rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e) fail_consumer(std::string("assign: ") + rd_kafka_err2str(e));
+    rd_kafka_queue_t* q = rd_kafka_queue_get_consumer(rk);
+    const double give_up = now_s() + 30;  // never ready: the producer is told through ready + error
+    while (!e && !stop.load()) {
+      // One message per call: rd_kafka_consume_batch_queue waits for a full
+      // batch or its timeout, which would be measured as latency.
+      rd_kafka_message_t* m = rd_kafka_consume_queue(q, 10);
+      const std::uint64_t now = mono_ns();
+      if (m != nullptr) {
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+          ready = true;
+        } else if (m->err) {
+          fail_consumer(rd_kafka_message_errstr(m));
+        } else if (m->len >= 8) {
+          std::uint64_t sent_ns;
+          std::memcpy(&sent_ns, m->payload, 8);
+          received++;
+          if (sent_ns >= counted_from.load(std::memory_order_relaxed))
+            lat.push_back(static_cast<double>(now - sent_ns) / 1e3);
+        }
+        rd_kafka_message_destroy(m);
+      }
+      if (!ready && now_s() > give_up) {
+        fail_consumer("the consumer never reached the end of the empty partition");
+        ready = true;
+        break;
+      }
+    }
+    ready = true;
+    rd_kafka_queue_destroy(q);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+  });
+  while (!ready.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+
+  E2eProduced st;
+  rd_kafka_t* rk = nullptr;
+  if (!consumer_failed()) {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    char buf[512];
+    const std::string acks = std::to_string(spec.acks), linger = std::to_string(spec.linger_ms);
+    const char* kv[][2] = {{"bootstrap.servers", spec.brokers.c_str()}, {"acks", acks.c_str()},
+                           {"linger.ms", linger.c_str()},             {"compression.codec", "none"},
+                           {"enable.idempotence", "false"},          {"message.timeout.ms", "30000"},
+                           {"queue.buffering.max.kbytes", "1048576"}};
+    for (auto& p : kv) {
+      if (rd_kafka_conf_set(conf, p[0], p[1], buf, sizeof buf) != RD_KAFKA_CONF_OK && r.first_error.empty())
+        r.first_error = std::string(p[0]) + ": " + buf;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_e2e_delivery);
+    rd_kafka_conf_set_opaque(conf, &st);
+    rk = r.first_error.empty() ? rd_kafka_new(RD_KAFKA_PRODUCER, conf, buf, sizeof buf) : nullptr;
+    if (!rk && r.first_error.empty()) r.first_error = buf;
+    if (!rk) rd_kafka_conf_destroy(conf);
+  }
+  if (rk) {
+    std::vector<char> payload(spec.msg_size, 'x');
+    const double t0 = now_s();
+    const std::uint64_t t0_ns = mono_ns();
+    counted_from = t0_ns + static_cast<std::uint64_t>(spec.warmup_s * 1e9);
+    for (std::uint64_t i = 0;; ++i) {
+      const double due = t0 + static_cast<double>(i) / spec.rate;
+      if (due - t0 >= spec.max_s) break;
+      double now = now_s();
+      while (now < due) {  // paced: poll (delivery reports) while waiting
+        rd_kafka_poll(rk, 0);
+        if (due - now > 0.0002) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        now = now_s();
+      }
+      const std::uint64_t ts = mono_ns();
+      std::memcpy(payload.data(), &ts, 8);
+      for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(spec.topic.c_str()), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_VALUE(payload.data(), payload.size()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+          rd_kafka_poll(rk, 1);
+          continue;
+        }
+        if (e) {
+          st.failed++;
+          if (r.first_error.empty()) r.first_error = rd_kafka_err2str(e);
+        } else {
+          r.sent++;
+        }
+        break;
+      }
+      if ((i & 63) == 0) rd_kafka_poll(rk, 0);
+    }
+    r.secs = now_s() - t0;
+    rd_kafka_flush(rk, 30000);
+    // Wait for the consumer to see everything sent (bounded).
+    const double until = now_s() + 15;
+    while (received.load() < r.sent && now_s() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    rd_kafka_destroy(rk);
+  }
+  stop = true;
+  consumer.join();
+  r.received = received.load();
+  r.latency_us = std::move(lat);
+  r.counted = r.latency_us.size();
+  if (r.first_error.empty() && !consumer_error.empty()) r.first_error = consumer_error;
+  if (r.first_error.empty() && st.failed > 0) {
+    std::lock_guard<std::mutex> lock(st.mu);
+    r.first_error = std::to_string(st.failed.load()) + " failed: " + st.error;
+  }
+  if (r.first_error.empty() && r.received < r.sent)
+    r.first_error = "received " + std::to_string(r.received) + " of " + std::to_string(r.sent);
   return r;
 }
 

@@ -27,7 +27,18 @@ settings, on this machine's Java 17).
 
 Phases: produce 100 B and 1 KiB with acks=1 and acks=all, 1 KiB to 8
 partitions, consume 100 B and 1 KiB (the acks=1 topics, one consumer, from
-offset 0 to the end). Kafka's acks=all on one node never fsyncs (it leaves
+offset 0 to the end). With the librdkafka generator only (Kafka's perf tools
+have no equivalent run at load): fan-out, 8 and 64 consumers at once of the
+1 KiB acks=1 topic (one partition), each from offset 0 for --fanout-mb MB
+(default 64) or to the end (aggregate rate, and fairness = the slowest
+consumer's rate / the fastest's); and produce-to-consume latency, 1 KiB
+acks=1 at 20,000 msgs/s (producer linger.ms 5, librdkafka's default, and
+0, the Java client's default in 3.9) and at 100,000 msgs/s (linger.ms 5),
+for --e2e-secs (default 5) on a fresh topic (`broker_bench e2e`: each
+message carries its send time, one consumer notes its arrival; the first
+second is not counted), p50/p99/max. These
+rows go in a second table (ratio: fan-out ours / Kafka MB/s; latency ours /
+Kafka p99, below 1 ours lower). Kafka's acks=all on one node never fsyncs (it leaves
 flushing to the OS); ours fsyncs before answering unless
 ciuic.acks.all.fsync=false, so the acks=all rows are printed twice: ours
 with fsync on and with fsync off, each against the same Kafka figures.
@@ -69,7 +80,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vs_kafka_report import (KAFKA_VERSION, PHASES, Sample, csv_text, fmt,  # noqa: E402
                              markdown_table, parse_bench_json, parse_consumer_perf, parse_producer_perf,
-                             proc_cpu_seconds, proc_rss_kib, self_test, summarize, text_table, write_chart)
+                             proc_cpu_seconds, proc_rss_kib, readers_latency_markdown, readers_latency_rows,
+                             self_test, summarize, text_table, write_chart)
 
 
 def _import_launchers():
@@ -196,6 +208,26 @@ class Runner:
         r = parse_producer_perf(out)
         return Sample(r["records"], r["records"] * ph.size, r["records"] / r["rate"] if r["rate"] > 0 else 0)
 
+    def fanout(self, bootstrap, ph, topic, expect):
+        budget = min(expect * ph.size / 1e6, float(self.a.fanout_mb))
+        rc, out, err = self._run([self.a.bench, "fetch", "--brokers", bootstrap, "--topic", topic,
+                                  "--partitions", "1", "--consumers", str(ph.readers), "--max-mb", str(budget),
+                                  "--secs", str(self.a.secs * 4)], self.a.secs * 4 + 60)
+        r = parse_bench_json(out)
+        error = r["error"] or ("" if r["finished"] == ph.readers else
+                               "%d of %d readers finished" % (r["finished"], ph.readers))
+        fair = r["slowest"] / r["fastest"] if r.get("fastest") else None
+        return Sample(r["msgs"], r["bytes"], r["secs"], error=error, extra={"fairness": fair})
+
+    def e2e(self, bootstrap, ph, topic):
+        rc, out, err = self._run([self.a.bench, "e2e", "--brokers", bootstrap, "--topic", topic, "--rate",
+                                  str(ph.rate), "--secs", str(self.a.e2e_secs), "--size", str(ph.size),
+                                  "--linger", str(ph.linger_ms)],
+                                 self.a.e2e_secs + 90)
+        r = parse_bench_json(out)
+        return Sample(r["counted"], r["counted"] * ph.size, r["secs"], error=r["error"],
+                      extra={q: r[q] for q in ("p50_ms", "p99_ms", "p999_ms", "max_ms")})
+
     def consume(self, gen, bootstrap, ph, topic, partitions, expect):
         if gen == "rdkafka":
             rc, out, err = self._run([self.a.bench, "fetch", "--brokers", bootstrap, "--topic", topic,
@@ -314,6 +346,8 @@ def run(a):
             produced = {}
             for gen in generators:
                 for ph in phases:
+                    if not ph.runs_with(gen):
+                        continue
                     targets = []
                     for t in order:
                         targets += list(ph.variants) if t == "ours" else [t]
@@ -322,26 +356,37 @@ def run(a):
                             raise TimeoutError("--max-minutes %g reached in round %d" % (a.max_minutes, rnd + 1))
                         b = brokers[t]
                         topic = "%s-%s" % (ph.slug, gen)
-                        if ph.kind == "produce":
+                        if ph.kind in ("produce", "e2e"):
                             try:
                                 create_topic(kafka_wire, b.port, topic, ph.partitions)
-                                s = measure(pids[t], lambda: runner.produce(gen, b.bootstrap, ph, topic))
+                                if ph.kind == "produce":
+                                    s = measure(pids[t], lambda: runner.produce(gen, b.bootstrap, ph, topic))
+                                else:
+                                    s = measure(pids[t], lambda: runner.e2e(b.bootstrap, ph, topic))
                             except (OSError, RuntimeError, ValueError, kafka_wire.ConnectionClosed,
                                     kafka_wire.Truncated) as e:
                                 s = Sample(error="creating %s: %r" % (topic, e))
-                            if s.ok:
+                            if s.ok and ph.kind == "produce":
                                 produced[(t, gen, ph.slug)] = s.records
                         else:
                             src = "%s-%s" % (ph.source, gen)
                             n = produced.get((t, gen, ph.source))
                             if not n:
                                 s = Sample(error="nothing produced to %s" % src)
+                            elif ph.kind == "fanout":
+                                s = measure(pids[t], lambda: runner.fanout(b.bootstrap, ph, src, n))
                             else:
                                 src_parts = next(p.partitions for p in PHASES if p.slug == ph.source)
                                 s = measure(pids[t], lambda: runner.consume(gen, b.bootstrap, ph, src, src_parts, n))
                         results.setdefault((ph.slug, gen, t), []).append(s)
-                        print("  %-40s %-8s %-13s %10s rec/s %8s CPU-s/GB %6s MiB RSS %s" % (
-                            ph.name, gen, t, fmt(s.rate, 0), fmt(s.cpu_per_gb, 2), fmt(s.rss_mib, 0),
+                        more = ""
+                        if ph.kind == "fanout":
+                            more = " fairness %s" % fmt(s.extra.get("fairness"), 2)
+                        elif ph.kind == "e2e":
+                            more = " p50 %s p99 %s max %s ms" % tuple(fmt(s.extra.get(q), 2) for q in (
+                                "p50_ms", "p99_ms", "max_ms"))
+                        print("  %-40s %-8s %-13s %10s rec/s %8s CPU-s/GB %6s MiB RSS%s %s" % (
+                            ph.name, gen, t, fmt(s.rate, 0), fmt(s.cpu_per_gb, 2), fmt(s.rss_mib, 0), more,
                             s.error), flush=True)
             for b in brokers.values():
                 stop_quietly(b)
@@ -382,7 +427,8 @@ def stop_quietly(b):
 
 def report(a, results, phases, generators, load_before, load_after, rounds_done, stopped_early, secs):
     rows = summarize(results, phases, generators)
-    if not rows:
+    extra = readers_latency_markdown(readers_latency_rows(results, phases))
+    if not rows and not extra:
         print("no results")
         return
     head = ("CiuicKafka vs Apache Kafka %s, single node on 127.0.0.1, %d round(s)%s, %.0f s; %d cores; "
@@ -400,14 +446,22 @@ def report(a, results, phases, generators, load_before, load_after, rounds_done,
     ]
     if stopped_early:
         notes.append("INCOMPLETE: " + stopped_early)
+    if extra:
+        notes.append("Fan-out and latency (librdkafka, broker_bench): fan-out ratio = ours / Kafka aggregate MB/s, "
+                     "fairness = slowest reader's rate / fastest's; latency = produce-to-consume, 1 KiB acks=1 at "
+                     "a fixed rate on a fresh topic, the first second not counted; its ratio = ours / Kafka p99 "
+                     "(below 1: ours lower).")
     print("\n" + head)
     print(text_table(rows))
+    if extra:
+        print(extra)
     for n in notes:
         print("  * " + n)
     with open(os.path.join(a.out, "vs_kafka.csv"), "w") as f:
         f.write(csv_text(rows))
     with open(os.path.join(a.out, "vs_kafka.md"), "w") as f:
-        f.write("# " + head + "\n\n" + markdown_table(rows) + "\n" + "".join("* %s\n" % n for n in notes))
+        f.write("# " + head + "\n\n" + markdown_table(rows) + "\n" + (extra + "\n" if extra else "") +
+                "".join("* %s\n" % n for n in notes))
     chart = os.path.join(a.out, "vs_kafka.png")
     if write_chart(rows, chart, "CiuicKafka / Apache Kafka %s, %d round(s); load %s -> %s" % (
             KAFKA_VERSION, rounds_done, load_before.split("load average:")[-1].strip(),
@@ -427,6 +481,8 @@ def main():
     ap.add_argument("--msgs-100", type=int, default=1_000_000, help="records per 100 B run")
     ap.add_argument("--msgs-1k", type=int, default=250_000, help="records per 1 KiB run")
     ap.add_argument("--secs", type=int, default=15, help="time bound of a librdkafka produce run")
+    ap.add_argument("--fanout-mb", type=int, default=64, help="MB each fan-out reader reads (at most the topic)")
+    ap.add_argument("--e2e-secs", type=int, default=5, help="sending time of a latency run")
     ap.add_argument("--max-minutes", type=float, default=45)
     ap.add_argument("--generators", default="rdkafka,java", help="rdkafka,java or one of them")
     ap.add_argument("--only", default="", help="phase slugs, comma-separated (%s); a consume phase brings "
@@ -442,7 +498,7 @@ def main():
     if a.self_test:
         return self_test()
     if a.quick:
-        a.rounds, a.msgs_100, a.msgs_1k, a.secs = 1, 20_000, 5_000, 5
+        a.rounds, a.msgs_100, a.msgs_1k, a.secs, a.e2e_secs, a.fanout_mb = 1, 20_000, 5_000, 5, 2, 2
         a.max_minutes = min(a.max_minutes, 10)
     return run(a)
 

@@ -112,9 +112,17 @@ def per_gb(cpu_s, nbytes):
 
 
 class Phase:
-    def __init__(self, name, slug, kind, size, acks=1, partitions=1, source=None):
+    """kind: produce, consume (one consumer of source's topic), fanout (`readers` consumers of
+    source's one-partition topic at once) or e2e (produce-to-consume latency at `rate` msgs/s).
+    fanout and e2e are librdkafka (broker_bench) phases only."""
+
+    def __init__(self, name, slug, kind, size, acks=1, partitions=1, source=None, readers=1, rate=0, linger_ms=5):
         self.name, self.slug, self.kind, self.size = name, slug, kind, size
         self.acks, self.partitions, self.source = acks, partitions, source
+        self.readers, self.rate, self.linger_ms = readers, rate, linger_ms
+
+    def runs_with(self, generator):
+        return generator == "rdkafka" or self.kind in ("produce", "consume")
 
     @property
     def variants(self):
@@ -130,6 +138,13 @@ PHASES = [
     Phase("produce 1 KiB, acks=1, 8 partitions", "p1k-8p", "produce", 1024, partitions=8),
     Phase("consume 100 B", "c100", "consume", 100, source="p100-a1"),
     Phase("consume 1 KiB", "c1k", "consume", 1024, source="p1k-a1"),
+    Phase("fan-out 1 KiB, 8 readers of one partition", "f8", "fanout", 1024, source="p1k-a1", readers=8),
+    Phase("fan-out 1 KiB, 64 readers of one partition", "f64", "fanout", 1024, source="p1k-a1", readers=64),
+    # linger.ms 5 is librdkafka's default; with 0 (the Java client's default in 3.9) every message
+    # may go in a request of its own, and Kafka answers one request per connection at a time.
+    Phase("latency 1 KiB at 20,000 msgs/s, linger.ms 5", "e2e-20k", "e2e", 1024, rate=20000),
+    Phase("latency 1 KiB at 20,000 msgs/s, linger.ms 0", "e2e-20k-l0", "e2e", 1024, rate=20000, linger_ms=0),
+    Phase("latency 1 KiB at 100,000 msgs/s, linger.ms 5", "e2e-100k", "e2e", 1024, rate=100000),
 ]
 GENERATORS = {"rdkafka": "librdkafka (broker_bench)", "java": "Kafka perf-test (Java)"}
 VARIANT_LABEL = {"ours": " [ours: fsync on]", "ours-nofsync": " [ours: fsync off]"}
@@ -138,9 +153,10 @@ VARIANT_LABEL = {"ours": " [ours: fsync on]", "ours-nofsync": " [ours: fsync off
 class Sample:
     """One run of one phase against one broker."""
 
-    def __init__(self, records=0, nbytes=0, secs=0.0, cpu_s=None, rss_kib=0, error=""):
+    def __init__(self, records=0, nbytes=0, secs=0.0, cpu_s=None, rss_kib=0, error="", extra=None):
         self.records, self.bytes, self.secs = records, nbytes, secs
         self.cpu_s, self.rss_kib, self.error = cpu_s, rss_kib, error
+        self.extra = dict(extra or {})  # fanout: fairness; e2e: p50_ms, p99_ms, p999_ms, max_ms
 
     @property
     def ok(self):
@@ -166,6 +182,8 @@ def summarize(results, phases=PHASES, generators=("rdkafka", "java")):
     rows = []
     for gen in generators:
         for ph in phases:
+            if ph.kind == "e2e":  # a fixed rate: its figures are latencies (readers_latency_rows)
+                continue
             k = results.get((ph.slug, gen, "kafka"), [])
             for var in ph.variants:
                 o = results.get((ph.slug, gen, var), [])
@@ -183,6 +201,62 @@ def summarize(results, phases=PHASES, generators=("rdkafka", "java")):
                 row["cpu_ratio"] = ratio(row["ours_cpu_gb"], row["kafka_cpu_gb"])
                 rows.append(row)
     return rows
+
+
+def readers_latency_rows(results, phases=PHASES):
+    """The fan-out and latency phases (librdkafka only): medians over the good runs of the
+    aggregate MB/s and fairness (slowest reader / fastest), or of the latency percentiles."""
+    rows = []
+    for ph in phases:
+        if ph.kind not in ("fanout", "e2e"):
+            continue
+        o = [x for x in results.get((ph.slug, "rdkafka", "ours"), []) if x.ok]
+        k = [x for x in results.get((ph.slug, "rdkafka", "kafka"), []) if x.ok]
+        if not o and not k:
+            continue
+        row = {"phase": ph.name, "kind": ph.kind, "ours_runs": len(o), "kafka_runs": len(k)}
+        for who, samples in (("ours", o), ("kafka", k)):
+            if ph.kind == "fanout":
+                rate = median([x.rate for x in samples])
+                row[who + "_mb_s"] = None if rate is None else rate * ph.size / 1e6
+                row[who + "_fairness"] = median([x.extra.get("fairness") for x in samples])
+            else:
+                for q in ("p50_ms", "p99_ms", "max_ms"):
+                    row[who + "_" + q] = median([x.extra.get(q) for x in samples])
+            row[who + "_cpu_gb"] = median([x.cpu_per_gb for x in samples])
+        if ph.kind == "fanout":
+            row["ratio"] = ratio(row["ours_mb_s"], row["kafka_mb_s"])
+        else:
+            row["ratio"] = ratio(row["ours_p99_ms"], row["kafka_p99_ms"])
+        rows.append(row)
+    return rows
+
+
+def readers_latency_markdown(rows):
+    """Two small tables: fan-out (ratio = ours / Kafka MB/s) and latency (ratio = ours / Kafka p99:
+    below 1, ours lower)."""
+    out = []
+    fan = [r for r in rows if r["kind"] == "fanout"]
+    lat = [r for r in rows if r["kind"] == "e2e"]
+    if fan:
+        out += ["| phase | ours MB/s | Kafka MB/s | ratio | ours fairness | Kafka fairness | ours CPU-s/GB | "
+                "Kafka CPU-s/GB | runs ours/Kafka |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in fan:
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
+                r["phase"], fmt(r["ours_mb_s"], 1), fmt(r["kafka_mb_s"], 1), fmt(r["ratio"], 2),
+                fmt(r["ours_fairness"], 2), fmt(r["kafka_fairness"], 2), fmt(r["ours_cpu_gb"], 2),
+                fmt(r["kafka_cpu_gb"], 2), r["ours_runs"], r["kafka_runs"]))
+        out.append("")
+    if lat:
+        out += ["| phase | ours p50 ms | Kafka p50 ms | ours p99 ms | Kafka p99 ms | p99 ours / Kafka | ours max ms | "
+                "Kafka max ms | runs ours/Kafka |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in lat:
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
+                r["phase"], fmt(r["ours_p50_ms"], 2), fmt(r["kafka_p50_ms"], 2), fmt(r["ours_p99_ms"], 2),
+                fmt(r["kafka_p99_ms"], 2), fmt(r["ratio"], 2), fmt(r["ours_max_ms"], 1), fmt(r["kafka_max_ms"], 1),
+                r["ours_runs"], r["kafka_runs"]))
+        out.append("")
+    return "\n".join(out)
 
 
 def fmt(v, prec):
@@ -359,10 +433,34 @@ def self_test():
     eq(parsed[0]["ours_runs"], "2", "csv run count")
     if "ratio" not in text_table(rows).splitlines()[0]:
         raise AssertionError("text table header")
+    # Fan-out and latency: their own table, medians of the good runs; ratio = ours / Kafka.
+    f8 = next(ph for ph in PHASES if ph.slug == "f8")
+    e20 = next(ph for ph in PHASES if ph.slug == "e2e-20k")
+    res = {("f8", "rdkafka", "ours"): [s(1000, 1024000, 1.0, extra={"fairness": 0.9}),
+                                       s(3000, 3072000, 1.0, extra={"fairness": 0.7}), s(error="x")],
+           ("f8", "rdkafka", "kafka"): [s(1000, 1024000, 2.0, extra={"fairness": 0.5})],
+           ("e2e-20k", "rdkafka", "ours"): [s(10, 10240, 1.0, extra={"p50_ms": 1.0, "p99_ms": 2.0, "max_ms": 3.0})],
+           ("e2e-20k", "rdkafka", "kafka"): [s(10, 10240, 1.0, extra={"p50_ms": 2.0, "p99_ms": 8.0, "max_ms": 9.0}),
+                                             s(10, 10240, 1.0, extra={"p50_ms": 4.0, "p99_ms": 4.0, "max_ms": 5.0})]}
+    rl = readers_latency_rows(res, phases=[f8, e20])
+    eq([r["kind"] for r in rl], ["fanout", "e2e"], "one row per phase, in order")
+    near(rl[0]["ours_mb_s"], 2.048, "fan-out median records/s x size")
+    near(rl[0]["ratio"], 4.0, "fan-out ratio of MB/s")
+    near(rl[0]["ours_fairness"], 0.8, "fairness median")
+    eq((rl[0]["ours_runs"], rl[0]["kafka_runs"]), (2, 1), "failed runs left out")
+    near(rl[1]["kafka_p99_ms"], 6.0, "p99 median")
+    near(rl[1]["ratio"], 2.0 / 6.0, "latency ratio = ours p99 / Kafka p99")
+    md2 = readers_latency_markdown(rl)
+    if "| fan-out 1 KiB, 8 readers of one partition | 2.0 | 0.5 | 4.00 | 0.80 | 0.50 |" not in md2 or \
+            "| latency 1 KiB at 20,000 msgs/s, linger.ms 5 | 1.00 | 3.00 | 2.00 | 6.00 | 0.33 |" not in md2:
+        raise AssertionError("readers/latency markdown: %s" % md2)
+    eq(summarize(res, phases=[f8, e20], generators=("rdkafka",))[0]["phase"], f8.name,
+       "fan-out rows in the main table, latency rows not")
+    eq(len(summarize(res, phases=[f8, e20], generators=("rdkafka",))), 1, "no latency row in the main table")
     # The plan: every consume phase reads a produce phase's topic; only acks=all has the fsync variant.
     slugs = {ph.slug for ph in PHASES}
     for ph in PHASES:
-        if ph.kind == "consume" and ph.source not in slugs:
+        if ph.kind in ("consume", "fanout") and ph.source not in slugs:
             raise AssertionError("%s reads unknown topic %s" % (ph.slug, ph.source))
         eq(len(ph.variants), 2 if ph.acks == -1 else 1, "variants of " + ph.slug)
     print("run_vs_kafka self-test: ok")
