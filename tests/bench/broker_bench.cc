@@ -386,6 +386,48 @@ int fetch_once(int argc, char** argv) {
   return r.finished == consumers && r.msgs > 0 ? 0 : 1;
 }
 
+// `broker_bench writers --brokers B --topic T --readers N [--size BYTES] [--msgs N] [--secs S]
+// [--acks 1|-1] [--partitions P]`: the writer's rate with N readers tailing
+// (run_writer_readers), one JSON line (tests/bench/run_vs_kafka.py drives it).
+int writers_once(int argc, char** argv) {
+  ckbench::ProduceSpec spec;
+  int readers = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--brokers") spec.brokers = v;
+    else if (k == "--topic") spec.topic = v;
+    else if (k == "--readers") readers = std::atoi(v.c_str());
+    else if (k == "--size") spec.msg_size = static_cast<std::size_t>(std::atol(v.c_str()));
+    else if (k == "--msgs") spec.max_msgs = static_cast<std::uint64_t>(std::atoll(v.c_str()));
+    else if (k == "--secs") spec.max_s = std::atof(v.c_str());
+    else if (k == "--acks") spec.acks = std::atoi(v.c_str());
+    else if (k == "--partitions") spec.partitions = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "broker_bench writers: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (spec.brokers.empty() || spec.topic.empty() || readers < 1 || spec.max_msgs == 0) {
+    std::fprintf(stderr, "broker_bench writers: --brokers, --topic, --msgs and --readers >= 1 are required\n");
+    return 2;
+  }
+  ckbench::WriterReadersResult r = ckbench::run_writer_readers(spec, readers);
+  std::string err;
+  for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;
+  std::uint64_t slowest = 0, fastest = 0;
+  if (!r.per_reader.empty()) {
+    slowest = *std::min_element(r.per_reader.begin(), r.per_reader.end());
+    fastest = *std::max_element(r.per_reader.begin(), r.per_reader.end());
+  }
+  std::printf("{\"delivered\":%llu,\"failed\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"read\":%llu,\"slowest\":%llu,"
+              "\"fastest\":%llu,\"error\":\"%s\"}\n",
+              static_cast<unsigned long long>(r.writer.delivered), static_cast<unsigned long long>(r.writer.failed),
+              static_cast<unsigned long long>(r.writer.bytes), r.writer.secs,
+              static_cast<unsigned long long>(r.read_msgs), static_cast<unsigned long long>(slowest),
+              static_cast<unsigned long long>(fastest), err.c_str());
+  return r.first_error.empty() && r.writer.delivered > 0 ? 0 : 1;
+}
+
 // `broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES] [--acks 1|-1]
 // [--warmup S] [--linger MS]`: produce-to-consume latency at a fixed rate (run_e2e), one JSON
 // line with the percentiles in ms (tests/bench/run_vs_kafka.py drives it).
@@ -427,6 +469,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "produce") == 0) return produce_once(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "fetch") == 0) return fetch_once(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "e2e") == 0) return e2e_once(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "writers") == 0) return writers_once(argc, argv);
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     std::fprintf(stderr,
                  "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
@@ -439,6 +482,8 @@ int main(int argc, char** argv) {
                  "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
                  "       broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES]\n"
                  "       [--acks 1|-1] [--warmup S] [--linger MS]   (produce-to-consume latency, one JSON line)\n"
+                 "       broker_bench writers --brokers B --topic T --readers N --msgs N [--size BYTES]\n"
+                 "       [--secs S]   (the writer's rate with N readers tailing, one JSON line)\n"
                  "Normally started by tests/bench/run_broker_bench.sh, run_replication_bench.py, run_vs_kafka.py.\n");
     return 2;
   }

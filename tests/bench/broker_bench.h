@@ -94,6 +94,20 @@ struct FetchResult {
 };
 FetchResult run_fetch(const FetchSpec& spec);
 
+// ---- one writer, many tailing readers ---------------------------------------
+// `readers` consumers tail partitions 0..partitions-1 of spec.topic from
+// their end (each its own client and thread) while run_produce(spec) writes
+// as fast as it can: what readers cost the writer. The writer starts once
+// every reader has reached the end; readers stop once they have read what
+// was written (or 15 s after the writer).
+struct WriterReadersResult {
+  ProduceResult writer;
+  std::uint64_t read_msgs = 0;          // all readers together
+  std::vector<std::uint64_t> per_reader;
+  std::string first_error;
+};
+WriterReadersResult run_writer_readers(const ProduceSpec& spec, int readers);
+
 // ---- produce-to-consume latency --------------------------------------------
 // One producer at a fixed rate writes messages carrying their send time
 // (CLOCK_MONOTONIC, the same machine); one consumer, assigned partition 0

@@ -144,6 +144,95 @@ void on_e2e_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 
 }  // namespace
 
+WriterReadersResult run_writer_readers(const ProduceSpec& spec, int readers) {
+  WriterReadersResult r;
+  const int parts = std::max(1, spec.partitions);
+  std::atomic<int> ready{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::atomic<std::uint64_t>> got(static_cast<std::size_t>(readers));
+  std::mutex error_mu;
+  auto fail = [&](const std::string& why) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (r.first_error.empty()) r.first_error = why;
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < readers; ++i) {
+    threads.emplace_back([&, i] {
+      std::string err;
+      rd_kafka_t* rk = make_consumer(spec.brokers, &err);
+      if (!rk) {
+        fail(err);
+        ready++;
+        return;
+      }
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(parts);
+      for (int p = 0; p < parts; ++p)
+        rd_kafka_topic_partition_list_add(list, spec.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_END;
+      rd_kafka_resp_err_t e = rd_kafka_assign(rk, list);
+      rd_kafka_topic_partition_list_destroy(list);
+      if (e) fail(std::string("assign: ") + rd_kafka_err2str(e));
+      rd_kafka_queue_t* q = rd_kafka_queue_get_consumer(rk);
+      std::vector<rd_kafka_message_t*> batch(4096);
+      int eofs = 0;
+      bool counted_ready = false;
+      const double give_up = now_s() + 30;
+      while (!e && !stop.load()) {
+        ssize_t n = rd_kafka_consume_batch_queue(q, 50, batch.data(), batch.size());
+        for (ssize_t k = 0; k < n; ++k) {
+          rd_kafka_message_t* m = batch[k];
+          if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            ++eofs;
+          } else if (m->err) {
+            fail(rd_kafka_message_errstr(m));
+          } else {
+            got[static_cast<std::size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+          }
+          rd_kafka_message_destroy(m);
+        }
+        if (!counted_ready && (eofs >= parts || now_s() > give_up)) {
+          if (eofs < parts) fail("a reader never reached the end of the partitions");
+          counted_ready = true;
+          ready++;
+        }
+      }
+      if (!counted_ready) ready++;
+      rd_kafka_queue_destroy(q);
+      rd_kafka_consumer_close(rk);
+      rd_kafka_destroy(rk);
+    });
+  }
+  while (ready.load() < readers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(error_mu);
+    ok = r.first_error.empty();
+  }
+  if (ok) {
+    r.writer = run_produce(spec);
+    const double until = now_s() + 15;
+    auto all_read = [&] {
+      for (auto& g : got)
+        if (g.load() < r.writer.delivered) return false;
+      return true;
+    };
+    while (!all_read() && now_s() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  for (auto& g : got) {
+    r.per_reader.push_back(g.load());
+    r.read_msgs += g.load();
+  }
+  if (r.first_error.empty() && !r.writer.first_error.empty()) r.first_error = r.writer.first_error;
+  if (r.first_error.empty())
+    for (std::uint64_t n : r.per_reader)
+      if (n < r.writer.delivered) {
+        r.first_error = "a reader read " + std::to_string(n) + " of " + std::to_string(r.writer.delivered);
+        break;
+      }
+  return r;
+}
+
 E2eResult run_e2e(const E2eSpec& spec) {
   E2eResult r;
   if (spec.msg_size < 16 || spec.rate <= 0) {

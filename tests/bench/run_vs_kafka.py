@@ -36,7 +36,11 @@ acks=1 at 20,000 msgs/s (producer linger.ms 5, librdkafka's default, and
 0, the Java client's default in 3.9) and at 100,000 msgs/s (linger.ms 5),
 for --e2e-secs (default 5) on a fresh topic (`broker_bench e2e`: each
 message carries its send time, one consumer notes its arrival; the first
-second is not counted), p50/p99/max. These
+second is not counted), p50/p99/max; and one writer with readers, the 1 KiB
+acks=1 produce again with 8 and with 64 consumers tailing its topic
+(`broker_bench writers`; the readers start at the end before the writer
+starts and must read all it wrote): its rate, and its share of the same
+broker's rate alone in that round. These
 rows go in a second table (ratio: fan-out ours / Kafka MB/s; latency ours /
 Kafka p99, below 1 ours lower). Kafka's acks=all on one node never fsyncs (it leaves
 flushing to the OS); ours fsyncs before answering unless
@@ -219,6 +223,16 @@ class Runner:
         fair = r["slowest"] / r["fastest"] if r.get("fastest") else None
         return Sample(r["msgs"], r["bytes"], r["secs"], error=error, extra={"fairness": fair})
 
+    def writers(self, bootstrap, ph, topic):
+        n = self.records_for(ph)
+        rc, out, err = self._run([self.a.bench, "writers", "--brokers", bootstrap, "--topic", topic,
+                                  "--readers", str(ph.readers), "--size", str(ph.size), "--msgs", str(n),
+                                  "--secs", str(self.a.secs * 2), "--acks", str(ph.acks)], self.a.secs * 2 + 90)
+        r = parse_bench_json(out)
+        error = r["error"] or ("%d failed" % r["failed"] if r["failed"] else "")
+        return Sample(r["delivered"], r["delivered"] * ph.size, r["secs"], error=error,
+                      extra={"read": r["read"], "fairness": r["slowest"] / r["fastest"] if r["fastest"] else None})
+
     def e2e(self, bootstrap, ph, topic):
         rc, out, err = self._run([self.a.bench, "e2e", "--brokers", bootstrap, "--topic", topic, "--rate",
                                   str(ph.rate), "--secs", str(self.a.e2e_secs), "--size", str(ph.size),
@@ -356,11 +370,13 @@ def run(a):
                             raise TimeoutError("--max-minutes %g reached in round %d" % (a.max_minutes, rnd + 1))
                         b = brokers[t]
                         topic = "%s-%s" % (ph.slug, gen)
-                        if ph.kind in ("produce", "e2e"):
+                        if ph.kind in ("produce", "e2e", "writers"):
                             try:
                                 create_topic(kafka_wire, b.port, topic, ph.partitions)
                                 if ph.kind == "produce":
                                     s = measure(pids[t], lambda: runner.produce(gen, b.bootstrap, ph, topic))
+                                elif ph.kind == "writers":
+                                    s = measure(pids[t], lambda: runner.writers(b.bootstrap, ph, topic))
                                 else:
                                     s = measure(pids[t], lambda: runner.e2e(b.bootstrap, ph, topic))
                             except (OSError, RuntimeError, ValueError, kafka_wire.ConnectionClosed,
@@ -380,7 +396,7 @@ def run(a):
                                 s = measure(pids[t], lambda: runner.consume(gen, b.bootstrap, ph, src, src_parts, n))
                         results.setdefault((ph.slug, gen, t), []).append(s)
                         more = ""
-                        if ph.kind == "fanout":
+                        if ph.kind in ("fanout", "writers"):
                             more = " fairness %s" % fmt(s.extra.get("fairness"), 2)
                         elif ph.kind == "e2e":
                             more = " p50 %s p99 %s max %s ms" % tuple(fmt(s.extra.get(q), 2) for q in (

@@ -113,8 +113,9 @@ def per_gb(cpu_s, nbytes):
 
 class Phase:
     """kind: produce, consume (one consumer of source's topic), fanout (`readers` consumers of
-    source's one-partition topic at once) or e2e (produce-to-consume latency at `rate` msgs/s).
-    fanout and e2e are librdkafka (broker_bench) phases only."""
+    source's one-partition topic at once), writers (a produce like source's, with `readers`
+    consumers tailing its topic; its rate is compared with source's) or e2e (produce-to-consume
+    latency at `rate` msgs/s). fanout, writers and e2e are librdkafka (broker_bench) phases only."""
 
     def __init__(self, name, slug, kind, size, acks=1, partitions=1, source=None, readers=1, rate=0, linger_ms=5):
         self.name, self.slug, self.kind, self.size = name, slug, kind, size
@@ -140,6 +141,8 @@ PHASES = [
     Phase("consume 1 KiB", "c1k", "consume", 1024, source="p1k-a1"),
     Phase("fan-out 1 KiB, 8 readers of one partition", "f8", "fanout", 1024, source="p1k-a1", readers=8),
     Phase("fan-out 1 KiB, 64 readers of one partition", "f64", "fanout", 1024, source="p1k-a1", readers=64),
+    Phase("produce 1 KiB, acks=1, 8 readers tailing", "w8", "writers", 1024, source="p1k-a1", readers=8),
+    Phase("produce 1 KiB, acks=1, 64 readers tailing", "w64", "writers", 1024, source="p1k-a1", readers=64),
     # linger.ms 5 is librdkafka's default; with 0 (the Java client's default in 3.9) every message
     # may go in a request of its own, and Kafka answers one request per connection at a time.
     Phase("latency 1 KiB at 20,000 msgs/s, linger.ms 5", "e2e-20k", "e2e", 1024, rate=20000),
@@ -182,7 +185,7 @@ def summarize(results, phases=PHASES, generators=("rdkafka", "java")):
     rows = []
     for gen in generators:
         for ph in phases:
-            if ph.kind == "e2e":  # a fixed rate: its figures are latencies (readers_latency_rows)
+            if ph.kind in ("e2e", "writers"):  # their own table (readers_latency_rows)
                 continue
             k = results.get((ph.slug, gen, "kafka"), [])
             for var in ph.variants:
@@ -208,7 +211,7 @@ def readers_latency_rows(results, phases=PHASES):
     aggregate MB/s and fairness (slowest reader / fastest), or of the latency percentiles."""
     rows = []
     for ph in phases:
-        if ph.kind not in ("fanout", "e2e"):
+        if ph.kind not in ("fanout", "e2e", "writers"):
             continue
         o = [x for x in results.get((ph.slug, "rdkafka", "ours"), []) if x.ok]
         k = [x for x in results.get((ph.slug, "rdkafka", "kafka"), []) if x.ok]
@@ -220,41 +223,55 @@ def readers_latency_rows(results, phases=PHASES):
                 rate = median([x.rate for x in samples])
                 row[who + "_mb_s"] = None if rate is None else rate * ph.size / 1e6
                 row[who + "_fairness"] = median([x.extra.get("fairness") for x in samples])
+            elif ph.kind == "writers":
+                row[who + "_rate"] = median([x.rate for x in samples])
+                target = "ours" if who == "ours" else "kafka"
+                alone = median([x.rate for x in results.get((ph.source, "rdkafka", target), []) if x.ok])
+                row[who + "_share"] = ratio(row[who + "_rate"], alone)
             else:
                 for q in ("p50_ms", "p99_ms", "max_ms"):
                     row[who + "_" + q] = median([x.extra.get(q) for x in samples])
             row[who + "_cpu_gb"] = median([x.cpu_per_gb for x in samples])
         if ph.kind == "fanout":
             row["ratio"] = ratio(row["ours_mb_s"], row["kafka_mb_s"])
+        elif ph.kind == "writers":
+            row["ratio"] = ratio(row["ours_rate"], row["kafka_rate"])
         else:
             row["ratio"] = ratio(row["ours_p99_ms"], row["kafka_p99_ms"])
         rows.append(row)
     return rows
 
 
+# Per kind of readers_latency_rows row: its table's columns, (header, key, precision).
+READERS_LATENCY_COLUMNS = [
+    ("fanout", [("ours MB/s", "ours_mb_s", 1), ("Kafka MB/s", "kafka_mb_s", 1), ("ratio", "ratio", 2),
+                ("ours fairness", "ours_fairness", 2), ("Kafka fairness", "kafka_fairness", 2),
+                ("ours CPU-s/GB", "ours_cpu_gb", 2), ("Kafka CPU-s/GB", "kafka_cpu_gb", 2)]),
+    ("writers", [("ours rec/s", "ours_rate", 0), ("Kafka rec/s", "kafka_rate", 0), ("ratio", "ratio", 2),
+                 ("ours share of its rate alone", "ours_share", 2),
+                 ("Kafka share of its rate alone", "kafka_share", 2),
+                 ("ours CPU-s/GB", "ours_cpu_gb", 2), ("Kafka CPU-s/GB", "kafka_cpu_gb", 2)]),
+    ("e2e", [("ours p50 ms", "ours_p50_ms", 2), ("Kafka p50 ms", "kafka_p50_ms", 2),
+             ("ours p99 ms", "ours_p99_ms", 2), ("Kafka p99 ms", "kafka_p99_ms", 2),
+             ("p99 ours / Kafka", "ratio", 2), ("ours max ms", "ours_max_ms", 1),
+             ("Kafka max ms", "kafka_max_ms", 1)]),
+]
+
+
 def readers_latency_markdown(rows):
-    """Two small tables: fan-out (ratio = ours / Kafka MB/s) and latency (ratio = ours / Kafka p99:
-    below 1, ours lower)."""
+    """One small table per kind: fan-out (ratio = ours / Kafka MB/s), writer with readers (ratio = ours /
+    Kafka rec/s; share = the rate with readers / the same broker's rate alone) and latency (ratio = ours /
+    Kafka p99: below 1, ours lower)."""
     out = []
-    fan = [r for r in rows if r["kind"] == "fanout"]
-    lat = [r for r in rows if r["kind"] == "e2e"]
-    if fan:
-        out += ["| phase | ours MB/s | Kafka MB/s | ratio | ours fairness | Kafka fairness | ours CPU-s/GB | "
-                "Kafka CPU-s/GB | runs ours/Kafka |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in fan:
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
-                r["phase"], fmt(r["ours_mb_s"], 1), fmt(r["kafka_mb_s"], 1), fmt(r["ratio"], 2),
-                fmt(r["ours_fairness"], 2), fmt(r["kafka_fairness"], 2), fmt(r["ours_cpu_gb"], 2),
-                fmt(r["kafka_cpu_gb"], 2), r["ours_runs"], r["kafka_runs"]))
-        out.append("")
-    if lat:
-        out += ["| phase | ours p50 ms | Kafka p50 ms | ours p99 ms | Kafka p99 ms | p99 ours / Kafka | ours max ms | "
-                "Kafka max ms | runs ours/Kafka |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in lat:
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
-                r["phase"], fmt(r["ours_p50_ms"], 2), fmt(r["kafka_p50_ms"], 2), fmt(r["ours_p99_ms"], 2),
-                fmt(r["kafka_p99_ms"], 2), fmt(r["ratio"], 2), fmt(r["ours_max_ms"], 1), fmt(r["kafka_max_ms"], 1),
-                r["ours_runs"], r["kafka_runs"]))
+    for kind, cols in READERS_LATENCY_COLUMNS:
+        mine = [r for r in rows if r["kind"] == kind]
+        if not mine:
+            continue
+        out.append("| phase | " + " | ".join(h for h, _, _ in cols) + " | runs ours/Kafka |")
+        out.append("|---|" + "---:|" * (len(cols) + 1))
+        for r in mine:
+            out.append("| %s | %s | %d/%d |" % (r["phase"], " | ".join(fmt(r[k], p) for _, k, p in cols),
+                                                 r["ours_runs"], r["kafka_runs"]))
         out.append("")
     return "\n".join(out)
 
@@ -457,10 +474,17 @@ def self_test():
     eq(summarize(res, phases=[f8, e20], generators=("rdkafka",))[0]["phase"], f8.name,
        "fan-out rows in the main table, latency rows not")
     eq(len(summarize(res, phases=[f8, e20], generators=("rdkafka",))), 1, "no latency row in the main table")
+    w8 = next(ph for ph in PHASES if ph.slug == "w8")
+    res = {("w8", "rdkafka", "ours"): [s(500, 512000, 1.0)], ("w8", "rdkafka", "kafka"): [s(100, 102400, 1.0)],
+           ("p1k-a1", "rdkafka", "ours"): [s(1000, 1024000, 1.0)], ("p1k-a1", "rdkafka", "kafka"): [s(400, 409600, 1.0)]}
+    (w,) = readers_latency_rows(res, phases=[w8])
+    near(w["ratio"], 5.0, "writer ratio ours / Kafka")
+    near(w["ours_share"], 0.5, "ours: rate with readers / rate alone")
+    near(w["kafka_share"], 0.25, "Kafka: rate with readers / rate alone")
     # The plan: every consume phase reads a produce phase's topic; only acks=all has the fsync variant.
     slugs = {ph.slug for ph in PHASES}
     for ph in PHASES:
-        if ph.kind in ("consume", "fanout") and ph.source not in slugs:
+        if ph.kind in ("consume", "fanout", "writers") and ph.source not in slugs:
             raise AssertionError("%s reads unknown topic %s" % (ph.slug, ph.source))
         eq(len(ph.variants), 2 if ph.acks == -1 else 1, "variants of " + ph.slug)
     print("run_vs_kafka self-test: ok")

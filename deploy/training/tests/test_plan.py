@@ -213,38 +213,35 @@ def test_ring():
     assert r.view(d1)[0].tolist() == a.tolist()
     r.release()
     r.release()
-    # a forked writer waits while every slot is held, and goes on when the trainer frees one
-    full = Ring(1, 128)
-    full.put([[a]])  # the one slot, not yet freed
     ctx = mp.get_context("fork")
-    done = ctx.Event()
 
-    def writer():
-        full.put([[b]])
-        done.set()
+    def writer_on_full_ring():
+        """A ring whose one slot is held, and a forked writer putting a chunk into it."""
+        ring = Ring(1, 128)
+        ring.put([[a]])  # the one slot, not yet freed
+        done = ctx.Event()
 
-    p = ctx.Process(target=writer)
-    p.start()
+        def writer():
+            ring.put([[b]])
+            done.set()
+
+        proc = ctx.Process(target=writer)
+        proc.start()
+        return ring, done, proc
+
+    # the writer waits while every slot is held, and goes on when the trainer frees one
+    full, done, p = writer_on_full_ring()
     assert not done.wait(0.3), "the writer overwrote a slot still held"
     full.view((0, [(0, "|u1", 10)]))
     full.release()
     assert done.wait(10), "the writer did not resume once a slot was freed"
     p.join(10)
     # unblock(): a writer stuck on a full ring finishes (its chunk is dropped) at shutdown
-    stuck = Ring(1, 128)
-    stuck.put([[a]])
-    done2 = ctx.Event()
-
-    def writer2():
-        stuck.put([[b]])
-        done2.set()
-
-    p2 = ctx.Process(target=writer2)
-    p2.start()
+    stuck, done, p = writer_on_full_ring()
     t0 = time.monotonic()
     stuck.unblock()
-    assert done2.wait(10) and time.monotonic() - t0 < 10, "unblock() left the writer waiting"
-    p2.join(10)
+    assert done.wait(10) and time.monotonic() - t0 < 10, "unblock() left the writer waiting"
+    p.join(10)
 
 
 def main():

@@ -119,40 +119,23 @@ TEST_CASE("Reading pauses at 16 requests in flight and resumes as they are answe
 TEST_CASE("A request that holds the later ones is answered before any later one is dispatched") {
   // Request 1 holds (as a handler does before passing its work to the I/O
   // pool): 2 and 3 wait for its answer, then go.
-  std::mutex mu;
-  std::vector<RequestContext> held;
-  Server::DispatchFn dispatch = [&](RequestContext ctx) {
-    if (correlation_of(ctx) == 1) {
-      REQUIRE(ctx.hold_later_requests);
-      ctx.hold_later_requests();
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    held.push_back(std::move(ctx));
-  };
-  auto count = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.size();
-  };
-  auto take = [&](size_t i) {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.at(i);
-  };
-  ServerFixture fx({}, dispatch);
+  Holder h({1});
+  ServerFixture fx({}, h.dispatcher());
   RawClient c(fx.port());
   REQUIRE(c.send_all(frames(0, 4)));
-  REQUIRE(eventually([&] { return count() >= 2; }));
-  take(0).respond(echo(take(0)));  // an answer to an earlier request does not release it
+  REQUIRE(h.wait_for(2));
+  h.take(0).respond(echo(h.take(0)));  // an answer to an earlier request does not release it
   auto a = c.recv_frame();
   REQUIRE(a);
   CHECK(be32(a->data()) == 0);
   // The thread that wrote answer 0 then looked at the input again (pump()):
   // once it has finished that, request 2 would have been dispatched.
   REQUIRE(fx.server().quiesce());
-  CHECK(count() == 2);
+  CHECK(h.count() == 2);
   CHECK(fx.server().pipeline_pauses() >= 1);
-  take(1).respond(echo(take(1)));
-  REQUIRE(eventually([&] { return count() >= 4; }));
-  for (size_t i = 2; i < 4; ++i) take(i).respond(echo(take(i)));
+  h.take(1).respond(echo(h.take(1)));
+  REQUIRE(h.wait_for(4));
+  for (size_t i = 2; i < 4; ++i) h.take(i).respond(echo(h.take(i)));
   for (int i = 1; i < 4; ++i) {
     auto f = c.recv_frame();
     REQUIRE(f);
@@ -164,40 +147,22 @@ TEST_CASE("A hold released before the answer lets later requests go and answers 
   // Request 1 holds, then releases from another thread before it is
   // answered (a produce on the I/O pool whose records have offsets): 2 and
   // 3 are dispatched while 1 waits; the answers still go out 0, 1, 2, 3.
-  std::mutex mu;
-  std::vector<RequestContext> held;
-  Server::DispatchFn dispatch = [&](RequestContext ctx) {
-    if (correlation_of(ctx) == 1) {
-      REQUIRE(ctx.hold_later_requests);
-      REQUIRE(ctx.release_later_requests);
-      ctx.hold_later_requests();
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    held.push_back(std::move(ctx));
-  };
-  auto count = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.size();
-  };
-  auto take = [&](size_t i) {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.at(i);
-  };
-  ServerFixture fx({}, dispatch);
+  Holder h({1});
+  ServerFixture fx({}, h.dispatcher());
   RawClient c(fx.port());
   REQUIRE(c.send_all(frames(0, 4)));
-  REQUIRE(eventually([&] { return count() >= 2; }));
+  REQUIRE(h.wait_for(2));
   REQUIRE(fx.server().quiesce());
-  CHECK(count() == 2);  // held: 2 and 3 wait
-  std::thread releaser([&] { take(1).release_later_requests(); });
+  CHECK(h.count() == 2);  // held: 2 and 3 wait
+  std::thread releaser([&] { h.take(1).release_later_requests(); });
   releaser.join();
-  REQUIRE(eventually([&] { return count() >= 4; }));
-  take(3).respond(echo(take(3)));
-  take(2).respond(echo(take(2)));
+  REQUIRE(h.wait_for(4));
+  h.take(3).respond(echo(h.take(3)));
+  h.take(2).respond(echo(h.take(2)));
   // A second release, from a request no longer holding, changes nothing.
-  take(1).release_later_requests();
-  take(1).respond(echo(take(1)));
-  take(0).respond(echo(take(0)));
+  h.take(1).release_later_requests();
+  h.take(1).respond(echo(h.take(1)));
+  h.take(0).respond(echo(h.take(0)));
   for (int i = 0; i < 4; ++i) {
     auto f = c.recv_frame();
     REQUIRE(f);
@@ -208,35 +173,20 @@ TEST_CASE("A hold released before the answer lets later requests go and answers 
 TEST_CASE("A stale release does not free a later request's hold") {
   // 1 holds and is answered; 2 then holds; 1's late release must leave 2's
   // hold in place (3 waits for 2's answer).
-  std::mutex mu;
-  std::vector<RequestContext> held;
-  Server::DispatchFn dispatch = [&](RequestContext ctx) {
-    const int32_t id = correlation_of(ctx);
-    if (id == 1 || id == 2) ctx.hold_later_requests();
-    std::lock_guard<std::mutex> lock(mu);
-    held.push_back(std::move(ctx));
-  };
-  auto count = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.size();
-  };
-  auto take = [&](size_t i) {
-    std::lock_guard<std::mutex> lock(mu);
-    return held.at(i);
-  };
-  ServerFixture fx({}, dispatch);
+  Holder h({1, 2});
+  ServerFixture fx({}, h.dispatcher());
   RawClient c(fx.port());
   REQUIRE(c.send_all(frames(0, 4)));
-  REQUIRE(eventually([&] { return count() >= 2; }));
-  take(1).respond(echo(take(1)));
-  REQUIRE(eventually([&] { return count() >= 3; }));  // 2 dispatched, and holds
-  take(1).release_later_requests();                   // stale: 1 holds nothing now
+  REQUIRE(h.wait_for(2));
+  h.take(1).respond(echo(h.take(1)));
+  REQUIRE(h.wait_for(3));            // 2 dispatched, and holds
+  h.take(1).release_later_requests();  // stale: 1 holds nothing now
   REQUIRE(fx.server().quiesce());
-  CHECK(count() == 3);
-  take(2).respond(echo(take(2)));
-  REQUIRE(eventually([&] { return count() >= 4; }));
-  take(3).respond(echo(take(3)));
-  take(0).respond(echo(take(0)));
+  CHECK(h.count() == 3);
+  h.take(2).respond(echo(h.take(2)));
+  REQUIRE(h.wait_for(4));
+  h.take(3).respond(echo(h.take(3)));
+  h.take(0).respond(echo(h.take(0)));
   for (int i = 0; i < 4; ++i) {
     auto f = c.recv_frame();
     REQUIRE(f);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -186,8 +187,18 @@ bool eventually(F cond, std::chrono::milliseconds timeout = std::chrono::millise
 // it (take() to answer it the test's way, answer() for [size][correlation id]).
 class Holder {
  public:
+  // Requests whose correlation id is in `holding` hold the connection's
+  // later ones (RequestContext::hold_later_requests), as a handler that
+  // answers from the I/O pool does.
+  explicit Holder(std::set<int32_t> holding = {}) : holding_(std::move(holding)) {}
+
   Server::DispatchFn dispatcher() {
     return [this](RequestContext ctx) {
+      if (holding_.count(be32(ctx.frame->data() + 4)) != 0) {
+        REQUIRE(ctx.hold_later_requests);
+        REQUIRE(ctx.release_later_requests);
+        ctx.hold_later_requests();
+      }
       std::lock_guard<std::mutex> lock(mu_);
       held_.push_back(std::move(ctx));
     };
@@ -215,6 +226,7 @@ class Holder {
   }
 
  private:
+  const std::set<int32_t> holding_;
   std::mutex mu_;
   std::vector<RequestContext> held_;
 };
