@@ -163,6 +163,19 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
 
+  // The dynamic broker configs before anything reads them: the log
+  // recovery below takes num.recovery.threads.per.data.dir from them, as
+  // Kafka's does (a single node's from its file, a cluster's from
+  // ZooKeeper; admin/dynamic_configs.h).
+  if (!b->cluster_) {
+    if (auto s = admin::DynamicConfigs::load(*b->fs_, dirs.front(), b->config_); !s.is_ok()) {
+      *error = "cannot load the dynamic broker configs: " + s.to_string();
+      return nullptr;
+    }
+  } else if (auto session = b->cluster_->session()) {
+    admin::DynamicConfigs::load_from_zk(*session, b->node_id_, b->config_);  // a failure: applied later
+  }
+
   // Storage: bound the open segment files, recover the logs, then the
   // topics on top of them.
   if (const int max_open = c.get_int("ciuic.log.max.open.files"); max_open > 0) {
@@ -213,17 +226,6 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
                   static_cast<unsigned long long>(st.segments_recovered),
                   static_cast<unsigned long long>(st.bytes_truncated));
     }
-  }
-  // A single node's dynamic broker configs, before topics take their
-  // effective settings from them (admin/dynamic_configs.h).
-  if (!b->cluster_) {
-    if (auto s = admin::DynamicConfigs::load(*b->fs_, dirs.front(), b->config_); !s.is_ok()) {
-      *error = "cannot load the dynamic broker configs: " + s.to_string();
-      return nullptr;
-    }
-    // The cleaner's dynamic keys among them (a no-op when there are none).
-    b->logs_->set_cleaner_settings(b->config_.get_long("log.cleaner.backoff.ms"),
-                                   admin::DynamicConfigs::cleaner_config(b->config_));
   }
   b->topics_ = std::make_unique<TopicTable>(b->config_, *b->fs_, *b->logs_, &b->append_listeners_);
   // Cluster mode: only what the controller assigns is hosted and served.

@@ -135,6 +135,7 @@ Status LogManager::load(int64_t now_ms) {
   unsigned threads = config_.recovery_threads != 0 ? config_.recovery_threads
                                                     : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, jobs.size()));
+  stats_.recovery_threads = threads;
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();

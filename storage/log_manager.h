@@ -96,6 +96,7 @@ struct LogManagerStats {
   uint64_t segments_recovered = 0; // segments scanned batch by batch at open
   uint64_t bytes_truncated = 0;    // torn tails cut at open
   size_t delete_dirs_removed = 0;  // `-delete` directories removed at open
+  unsigned recovery_threads = 0;   // threads that opened the logs (at most one per log)
 };
 
 class LogManager {

@@ -17,6 +17,12 @@ namespace zk = replication::zk;
 
 namespace {
 
+// The znode of a set: the cluster default or one broker's.
+std::string znode_of(int32_t node_id, bool cluster_default) {
+  return "/config/brokers/" + (cluster_default ? std::string("<default>") : std::to_string(node_id));
+}
+
+
 using protocol::ErrorCode;
 
 std::string path_in(const std::string& dir) { return dir + "/" + kDynamicConfigsFile; }
@@ -65,7 +71,7 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     return {ErrorCode::INVALID_REQUEST, r.error().message};
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
   // shrinks by at most a factor of two per change.
-  for (const char* key : {"num.io.threads", "num.replica.fetchers"}) {
+  for (const char* key : {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir"}) {
     const int64_t now = cfg.get_int(key), next = probe.get_int(key);
     if (next == now) continue;
     const std::string failed =
@@ -127,9 +133,7 @@ TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMa
   return {};
 }
 
-std::string DynamicConfigs::znode(bool cluster_default) const {
-  return "/config/" + entity(cluster_default);
-}
+std::string DynamicConfigs::znode(bool cluster_default) const { return znode_of(broker_.node_id(), cluster_default); }
 
 std::string DynamicConfigs::entity(bool cluster_default) const {
   return "brokers/" + (cluster_default ? std::string("<default>") : std::to_string(broker_.node_id()));
@@ -193,34 +197,59 @@ TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, 
   return {};
 }
 
-bool DynamicConfigs::apply_from_zk(zk::Session& zk) {
+namespace {
+
+// What this broker accepts of a set another tool may have written; says
+// what it skips.
+config::DynamicMap accepted(const config::DynamicMap& in, const std::string& where) {
+  config::DynamicMap out;
+  for (const auto& [k, v] : in) {
+    const config::KeyDef* def = config::find_key(k);
+    std::optional<std::string> why;
+    if (def == nullptr) why = "unknown key";
+    else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
+    else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
+    if (why) {
+      CK_LOG_WARN("config", "%s: %s=%s skipped: %s", where.c_str(), k.c_str(), v.c_str(), why->c_str());
+      continue;
+    }
+    out[k] = v;
+  }
+  return out;
+}
+
+// Both sets of node_id from ZooKeeper, filtered; false on a failure.
+bool read_accepted(zk::Session& zk, int32_t node_id, config::DynamicMap* dflt, config::DynamicMap* mine) {
   config::DynamicMap raw_default, raw_mine;
   std::string error;
-  if (!read_set(zk, znode(true), &raw_default, &error) || !read_set(zk, znode(false), &raw_mine, &error)) {
+  if (!read_set(zk, znode_of(node_id, true), &raw_default, &error) ||
+      !read_set(zk, znode_of(node_id, false), &raw_mine, &error)) {
     CK_LOG_WARN("config", "dynamic broker configs not read: %s", error.c_str());
     return false;
   }
-  // Keep what this broker accepts; say what it skips.
-  auto accepted = [](const config::DynamicMap& in, const std::string& where) {
-    config::DynamicMap out;
-    for (const auto& [k, v] : in) {
-      const config::KeyDef* def = config::find_key(k);
-      std::optional<std::string> why;
-      if (def == nullptr) why = "unknown key";
-      else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
-      else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
-      if (why) {
-        CK_LOG_WARN("config", "%s: %s=%s skipped: %s", where.c_str(), k.c_str(), v.c_str(), why->c_str());
-        continue;
-      }
-      out[k] = v;
-    }
-    return out;
-  };
-  const config::DynamicMap dflt = accepted(raw_default, znode(true));
-  const config::DynamicMap mine = accepted(raw_mine, znode(false));
+  *dflt = accepted(raw_default, znode_of(node_id, true));
+  *mine = accepted(raw_mine, znode_of(node_id, false));
+  return true;
+}
+
+}  // namespace
+
+bool DynamicConfigs::apply_from_zk(zk::Session& zk) {
+  config::DynamicMap dflt, mine;
+  if (!read_accepted(zk, broker_.node_id(), &dflt, &mine)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   apply_locked(dflt, mine, "from ZooKeeper");
+  return true;
+}
+
+bool DynamicConfigs::load_from_zk(zk::Session& zk, int32_t node_id, config::BrokerConfig& config) {
+  config::DynamicMap dflt, mine;
+  if (!read_accepted(zk, node_id, &dflt, &mine)) return false;
+  if (auto r = config.set_dynamic(dflt, mine); !r.is_ok()) {
+    CK_LOG_WARN("config", "dynamic broker configs from ZooKeeper not applied at start-up: %s",
+                r.error().message.c_str());
+    return false;
+  }
   return true;
 }
 

@@ -7,7 +7,9 @@
 // lays them over the start-up config). Only keys that take effect live here
 // are accepted (config::not_dynamic_reason: the topic-level defaults such as
 // log.retention.ms, message.max.bytes, min.insync.replicas,
-// compression.type; num.io.threads; log.cleaner.backoff.ms,
+// compression.type; num.io.threads; num.recovery.threads.per.data.dir,
+// which only the next start-up's log recovery reads (Broker::open loads
+// these sets before it opens the logs); log.cleaner.backoff.ms,
 // log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second;
 // max.connections, max.connections.per.ip and its overrides); after a change every topic's
 // logs take their new effective settings (TopicTable::refresh_log_configs),
@@ -16,14 +18,15 @@
 // cleaner its new backoff, offset-map size and I/O rate
 // (storage::LogManager::set_cleaner_settings, as Kafka's LogCleaner
 // reconfigures) and the network server its new connection limits
-// (subscribe()). A client's change
-// of num.io.threads follows Kafka's DynamicThreadPool rule: at least half
-// and at most double the current value, else INVALID_REQUEST. DescribeConfigs
+// (subscribe()). A client's change of num.io.threads, num.replica.fetchers
+// or num.recovery.threads.per.data.dir follows Kafka's DynamicThreadPool
+// rule: at least half and at most double the current value, else
+// INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.
 //
 // Single node: persisted in `__ciuickafka_broker_configs.pb` in the first
 // log dir (dynamic_configs.proto), written atomically before the change is
-// answered and read by Broker::open before topics load.
+// answered and read by Broker::open before the logs open.
 //
 // Cluster mode: Kafka's ZooKeeper layout. The sets live in
 // /config/brokers/<default> and /config/brokers/<id> ({"version":1,
@@ -88,6 +91,11 @@ class DynamicConfigs {
   // Cluster mode: reads both znodes and applies what is valid; false when
   // ZooKeeper could not be read (nothing changed).
   bool apply_from_zk(replication::zk::Session& zk);
+  // Cluster mode, at start-up before the logs open: both znodes of node_id,
+  // what this broker accepts of them, into config (so the log recovery
+  // takes a dynamic num.recovery.threads.per.data.dir). False, leaving
+  // config as it was, when ZooKeeper fails; apply_from_zk runs again later.
+  static bool load_from_zk(replication::zk::Session& zk, int32_t node_id, config::BrokerConfig& config);
 
   // The log cleaner's settings in config (log.cleaner.dedupe.buffer.size,
   // log.cleaner.io.max.bytes.per.second): at open and after every change.

@@ -55,9 +55,13 @@ bool is_empty_value(const Value& v) {
 // (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
 // server/io_pool.h and replica/fetcher_manager.h resize)
 // and its DynamicConnectionQuota keys (server/server.cc re-reads them), and
-// transaction.partition.verification.enable (read by each Produce).
+// transaction.partition.verification.enable (read by each Produce), and
+// num.recovery.threads.per.data.dir, which only the next start-up's log
+// recovery uses, as in Kafka (broker.cc loads the dynamic configs before
+// it opens the logs).
 constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
                                                 "num.replica.fetchers",
+                                                "num.recovery.threads.per.data.dir",
                                                 "log.cleaner.backoff.ms",
                                                 "log.cleaner.dedupe.buffer.size",
                                                 "log.cleaner.io.max.bytes.per.second",

@@ -211,7 +211,9 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("delete.topic.enable", T::kBoolean, "true", S::kServer,
                   "Allow DeleteTopics. When false, deleting a topic fails."));
   k.push_back(key("num.recovery.threads.per.data.dir", T::kInt, "1", S::kServer,
-                  "Threads per log directory that recover logs at startup and flush them at shutdown.")
+                  "Threads per log directory that open (and, after a crash, recover) the logs at start-up. A "
+                  "dynamic broker config: a change is used by the next start-up, within half and double the "
+                  "current value.")
                   .valid(V::at_least(1)));
 
   // --- Listeners

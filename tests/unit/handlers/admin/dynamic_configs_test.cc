@@ -269,6 +269,31 @@ TEST_CASE("dynamic broker configs: num.replica.fetchers changes live within Kafk
   CHECK_FALSE(test::find_config(d, "num.replica.fetchers")->read_only);
 }
 
+TEST_CASE("dynamic broker configs: num.recovery.threads.per.data.dir is used by the next start-up's log recovery",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  REQUIRE(test::create_topic(f, "four", 4).error_code == 0);
+  auto set = [&](const std::string& v) {
+    return inc(f, kBroker, me, {{"num.recovery.threads.per.data.dir", kSet, v}}).responses[0];
+  };
+  auto r = set("3");  // Kafka's DynamicThreadPool rule: at most double the current 1
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("num.recovery.threads.per.data.dir=3") &&
+                                               Catch::Contains("not be greater than double the current value 1"));
+  REQUIRE(set("2").error_code == 0);
+  CHECK(value_of(describe(f, kBroker, me, std::vector<std::string>{"num.recovery.threads.per.data.dir"}),
+                 "num.recovery.threads.per.data.dir") == std::make_pair(std::string("2"), int8_t{2}));
+  f.restart();
+  // The four logs were opened by two threads: the stored value, read before the logs open.
+  CHECK(f.broker().config().get_int("num.recovery.threads.per.data.dir") == 2);
+  CHECK(f.broker().logs().open_stats().recovery_threads == 2);
+  REQUIRE(inc(f, kBroker, me, {{"num.recovery.threads.per.data.dir", kDelete, std::nullopt}}).responses[0].error_code ==
+          0);
+  f.restart();
+  CHECK(f.broker().logs().open_stats().recovery_threads == 1);
+}
+
 TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map size and I/O rate at once",
           "[admin][dynamic_configs]") {
   // Before the broker opens: its first cleaner pass at the start-up backoff
