@@ -113,8 +113,10 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
   }
   broker_.topics().refresh_log_configs();
   broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
-  if (broker_.cluster() != nullptr)  // single-node: no followers, no fetchers to resize
+  if (broker_.cluster() != nullptr) {  // single-node: no followers, no fetchers to resize, no controller
     broker_.service<replica::ReplicaFetcherManager>().resize(cfg.get_int("num.replica.fetchers"));
+    broker_.cluster()->set_unclean_leader_election_default(cfg.get_bool("unclean.leader.election.enable"));
+  }
   broker_.logs().set_cleaner_settings(cfg.get_long("log.cleaner.backoff.ms"), cleaner_config(cfg));
   for (const auto& [id, fn] : subscribers_) fn();
   CK_LOG_INFO("config", "dynamic broker configs (%s): every broker %s, this broker %s", why,

@@ -132,13 +132,20 @@ bool ConfigChangeListener::process(bool first) {
 
 void ConfigChangeListener::apply_topic(const std::string& topic, const char* why) {
   auto local = broker_.topics().find(topic);
-  if (!local) return;  // no replica here
+  const bool controller = broker_.cluster()->is_active_controller();
+  if (!local && !controller) return;  // no replica here, nothing to elect
   std::string error;
   auto configs = broker_.cluster()->read_topic_config(topic, &error);
   if (!configs) {
     CK_LOG_WARN("config", "config of topic %s not applied: %s", topic.c_str(), error.c_str());
     return;
   }
+  // Kafka's TopicConfigHandler: unclean election turned on for a topic has
+  // the controller elect its offline partitions at once.
+  if (auto it = configs->find("unclean.leader.election.enable");
+      controller && it != configs->end() && (it->second == "true" || it->second == "TRUE" || it->second == "True"))
+    broker_.cluster()->elect_offline_partitions();
+  if (!local) return;
   ConfigMap wanted(configs->begin(), configs->end());
   if (wanted == local->configs) return;
   TopicError e = broker_.topics().set_configs(topic, wanted, false);

@@ -78,6 +78,17 @@ class ZkCluster {
   // A topic's config overrides from /config/topics/<topic> (empty when the
   // znode is absent); nullopt with *error when ZooKeeper cannot be read or
   // the data does not decode. Blocking (one ZooKeeper read).
+  // The controller's share of config changes: the broker's dynamic
+  // unclean.leader.election.enable, and a topic's turned on (offline
+  // partitions elected again at once while this broker is the controller).
+  void set_unclean_leader_election_default(bool enable) {
+    if (controller_) controller_->set_unclean_leader_election_default(enable);
+  }
+  void elect_offline_partitions() {
+    if (controller_) controller_->elect_offline_partitions();
+  }
+  bool is_active_controller() const { return controller_ && controller_->active(); }
+
   std::optional<std::map<std::string, std::string>> read_topic_config(const std::string& topic,
                                                                       std::string* error) const;
 

@@ -81,10 +81,10 @@ bool is_live_broker_key(std::string_view name) {
 std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
   // The topic-level defaults (log.retention.ms, message.max.bytes, ...):
   // Kafka's DynamicLogConfig. Every topic reads them through its effective
-  // config, and the broker re-applies its logs' settings after a change.
-  // unclean.leader.election.enable is the exception: the controller takes
-  // it at start-up.
-  if (!k.topic_name.empty() && k.name != "unclean.leader.election.enable") return std::nullopt;
+  // config, and the broker re-applies its logs' settings after a change;
+  // the controller takes unclean.leader.election.enable at once
+  // (admin/dynamic_configs.cc).
+  if (!k.topic_name.empty()) return std::nullopt;
   if (is_live_broker_key(k.name)) return std::nullopt;
   return "it takes effect only at start-up here: set it in server.properties, --override or KAFKA_* and restart";
 }

@@ -26,6 +26,7 @@ void log_line(const char* level, const std::string& what) {
 Controller::Controller(RequestSender& sender, ControllerOptions options,
                        std::function<void(const std::string&)> on_resign)
     : sender_(sender), options_(options), on_resign_(std::move(on_resign)) {
+  unclean_default_ = options_.unclean_leader_election_enable;
   thread_ = std::thread([this] { run(); });
   timer_thread_ = std::thread([this] { run_timer(); });
 }
@@ -220,7 +221,21 @@ bool Controller::unclean_allowed(const std::string& topic) {
         if (k == "unclean.leader.election.enable") return v == "true" || v == "TRUE" || v == "True";
     }
   }
-  return options_.unclean_leader_election_enable;
+  return unclean_default_.load();
+}
+
+void Controller::set_unclean_leader_election_default(bool enable) {
+  if (unclean_default_.exchange(enable) != enable && enable) elect_offline_partitions();
+}
+
+void Controller::elect_offline_partitions() {
+  if (!active_) return;  // the next activation elects them anyway (startup)
+  const uint64_t gen = generation_.load();
+  post(gen, [this, gen] {
+    run_step(gen, "offline partition election", [this] {
+      return psm_->elect_offline_partitions([this](const std::string& t) { return unclean_allowed(t); });
+    });
+  });
 }
 
 void Controller::process_brokers(uint64_t gen) {

@@ -129,6 +129,17 @@ class Controller {
   using ControlledShutdownDone = std::function<void(protocol::ControlledShutdownResponse)>;
   void controlled_shutdown(protocol::ControlledShutdownRequest request, int16_t version, ControlledShutdownDone done);
 
+  // unclean.leader.election.enable, the broker's default, changed live (a
+  // dynamic broker config; the options' value until then). Turned on, the
+  // offline partitions are elected again at once, as Kafka's
+  // enableDefaultUncleanLeaderElection does, each topic's own config still
+  // deciding. Any thread.
+  void set_unclean_leader_election_default(bool enable);
+  // A topic's unclean.leader.election.enable was set to true (Kafka's
+  // enableTopicUncleanLeaderElection): while active, the offline
+  // partitions are elected again at once on the event thread. Any thread.
+  void elect_offline_partitions();
+
   // ElectLeaders (key 43) on the event thread, answered once the state
   // znodes are written (Kafka also waits for the leaders to reach its
   // metadata cache). A null partition list means every partition the
@@ -235,6 +246,7 @@ class Controller {
   ControllerStats stats_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> active_{false};
+  std::atomic<bool> unclean_default_{false};  // set from options_, then set_unclean_leader_election_default
   std::atomic<uint64_t> steps_{0};
   std::atomic<uint64_t> retries_{0};
   std::atomic<uint64_t> rebalance_elections_{0};

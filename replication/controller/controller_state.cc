@@ -328,6 +328,15 @@ StepResult PartitionStateMachine::startup(const UncleanAllowed& unclean) {
   return r;
 }
 
+StepResult PartitionStateMachine::elect_offline_partitions(const UncleanAllowed& unclean) {
+  if (resigned_) return resigned_result();
+  StepResult r;
+  RequestBatch batch;
+  elect_offline_and_new(unclean, batch, &r);
+  finish(batch, &r);
+  return r;
+}
+
 StepResult PartitionStateMachine::on_new_topics(const std::vector<std::string>& names) {
   if (resigned_) return resigned_result();
   StepResult r;

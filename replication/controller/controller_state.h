@@ -107,6 +107,9 @@ class PartitionStateMachine {
   // RECOVERING); those with an online leader are not_needed, those with no
   // live replica failed (ELIGIBLE_LEADERS_NOT_AVAILABLE).
   StepResult elect_unclean(const std::vector<TopicPartitionRef>& partitions);
+  // New and offline partitions get leaders where they can (unclean ones
+  // where `unclean` allows): after unclean election was turned on.
+  StepResult elect_offline_partitions(const UncleanAllowed& unclean);
   // ControlledShutdown (Kafka's doControlledShutdown): BROKER_NOT_AVAILABLE
   // for a broker not registered, STALE_BROKER_EPOCH for an older epoch (-1
   // is accepted, as Kafka does for pre-KIP-380 brokers). Marks it shutting

@@ -453,6 +453,50 @@ TEST_CASE("Controller: ElectLeaders preferred and unclean, per-partition answers
   CHECK(elect_code(r, "t", 0) == to_wire(ErrorCode::NOT_CONTROLLER));
 }
 
+TEST_CASE("Controller: unclean election turned on live elects the offline partitions at once", "[controller][runtime]") {
+  // t-0 on [1, 2]: 2 goes (ISR [1]), then 1 (offline: leader -1, ISR [1]),
+  // then 2 comes back, outside the ISR. With unclean election off it stays
+  // offline; turning on the broker's default elects 2 (Kafka's
+  // enableDefaultUncleanLeaderElection). u-0 the same, turned on by the
+  // topic's own config (enableTopicUncleanLeaderElection).
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  f.create_topic("u", {{0, {1, 2}}});
+  ControllerOptions o;
+  o.auto_leader_rebalance_enable = false;
+  auto c = f.make(o);
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value() && f.state("u", 0).has_value(); }));
+  f.unregister(2);
+  REQUIRE(wait_until([&] { return f.state("t", 0)->isr == std::vector<int32_t>{1} && f.state("u", 0)->isr == std::vector<int32_t>{1}; }));
+  f.unregister(1);
+  REQUIRE(wait_until([&] { return f.state("t", 0)->leader == -1 && f.state("u", 0)->leader == -1; }));
+  const size_t before = f.sender.sent_count();
+  f.register_broker(2);
+  // Broker 2's startup was handled (it was sent the metadata) and left both offline.
+  REQUIRE(wait_until([&] { return f.sender.anything_to(2, before); }));
+  CHECK(f.state("t", 0)->leader == -1);
+  CHECK(f.state("u", 0)->leader == -1);
+  CHECK(c->stats().unclean_leader_elections == 0);
+
+  // The topic's own config: u only.
+  REQUIRE(zk::ensure_path(*f.tool, topic_config_path("u")) == zk::Code::kOk);
+  REQUIRE(f.tool->set(topic_config_path("u"), encode_entity_config({{"unclean.leader.election.enable", "true"}}), -1) ==
+          zk::Code::kOk);
+  c->elect_offline_partitions();
+  REQUIRE(wait_until([&] { return f.state("u", 0)->leader == 2; }));
+  CHECK(f.state("u", 0)->isr == std::vector<int32_t>{2});
+  CHECK(f.state("t", 0)->leader == -1);  // its config and the default still say no
+  CHECK(c->stats().unclean_leader_elections == 1);
+
+  // The broker's default: the rest.
+  c->set_unclean_leader_election_default(true);
+  REQUIRE(wait_until([&] { return f.state("t", 0)->leader == 2; }));
+  CHECK(c->stats().unclean_leader_elections == 2);
+  CHECK(wait_until([&] { return c->stats().offline_partitions == 0; }));
+}
+
 TEST_CASE("Controller: the auto leader rebalance moves leadership back to preferred replicas",
           "[controller][runtime]") {
   Runtime f;

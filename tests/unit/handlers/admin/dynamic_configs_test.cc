@@ -269,6 +269,17 @@ TEST_CASE("dynamic broker configs: num.replica.fetchers changes live within Kafk
   CHECK_FALSE(test::find_config(d, "num.replica.fetchers")->read_only);
 }
 
+TEST_CASE("dynamic broker configs: unclean.leader.election.enable is accepted as a topic default", "[admin][dynamic_configs]") {
+  // In a cluster the controller takes it at once (controller_runtime_test);
+  // on one node it is stored, described and each topic's default.
+  test::BrokerFixture f;
+  REQUIRE(test::create_topic(f, "t").error_code == 0);
+  REQUIRE(inc(f, kBroker, "", {{"unclean.leader.election.enable", kSet, "true"}}).responses[0].error_code == 0);
+  CHECK(f.broker().config().get_bool("unclean.leader.election.enable"));
+  CHECK(value_of(describe(f, kTopic, "t", {{"unclean.leader.election.enable"}}), "unclean.leader.election.enable") ==
+        std::make_pair(std::string("true"), int8_t{3}));  // DYNAMIC_DEFAULT_BROKER_CONFIG
+}
+
 TEST_CASE("dynamic broker configs: num.recovery.threads.per.data.dir is used by the next start-up's log recovery",
           "[admin][dynamic_configs]") {
   test::BrokerFixture f;
