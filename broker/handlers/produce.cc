@@ -618,16 +618,21 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   std::vector<std::shared_ptr<const Topic>> topics(req.topic_data.size());
   std::vector<std::optional<produce::TopicSettings>> topic_settings(req.topic_data.size());
   bool compresses = false;
-  size_t to_decompress = 0;  // compressed batch bytes read only to validate (or for a compacted topic's keys)
+  // Record bytes that may be decompressed only to be checked (or for a
+  // compacted topic's keys): their batch headers are read only when there
+  // are enough of them to send the request to the pool.
   const bool on_pool = IoPool::on_pool_thread();
+  std::vector<bool> looks_inside(req.topic_data.size(), false);
+  size_t inspected = 0;
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     topics[t] = acks_valid ? broker.topics().find(req.topic_data[t].name) : nullptr;
     if (!topics[t]) continue;
     topic_settings[t] = produce::topic_settings(broker.topics(), *topics[t]);
     topic_settings[t]->validate_compressed = validate_compressed;
-    if (!on_pool && (validate_compressed || topic_settings[t]->compacted))
-      for (const auto& pd : req.topic_data[t].partition_data)
-        to_decompress += produce::compressed_batch_bytes(pd.records.bytes);
+    if (!on_pool && (validate_compressed || topic_settings[t]->compacted)) {
+      looks_inside[t] = true;
+      for (const auto& pd : req.topic_data[t].partition_data) inspected += pd.records.bytes.size();
+    }
     // Only a topic codec or a v0-2 request (magic 0/1, converted) can mean
     // compressing anew; the common case reads no batch header here. At v3+
     // magic 0/1 is refused by prepare_records before anything is converted.
@@ -641,6 +646,12 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   // records: the whole request is handled again on the I/O pool, so the
   // network thread's other connections are not held meanwhile. Smaller
   // compressed requests are validated here: the hop would cost more.
+  size_t to_decompress = 0;
+  if (!compresses && inspected >= produce::kValidateOnPoolBytes)
+    for (size_t t = 0; t < req.topic_data.size(); ++t)
+      if (looks_inside[t])
+        for (const auto& pd : req.topic_data[t].partition_data)
+          to_decompress += produce::compressed_batch_bytes(pd.records.bytes);
   if ((compresses || to_decompress >= produce::kValidateOnPoolBytes) && !on_pool) {
     auto shared = std::make_shared<ProduceRequest>(std::move(req));
     broker.service<IoPool>().post_request(ctx, [ctx, shared, verification]() mutable {
