@@ -71,7 +71,8 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     return {ErrorCode::INVALID_REQUEST, r.error().message};
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
   // shrinks by at most a factor of two per change.
-  for (const char* key : {"num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir"}) {
+  for (const char* key :
+       {"num.io.threads", "num.network.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir"}) {
     const int64_t now = cfg.get_int(key), next = probe.get_int(key);
     if (next == now) continue;
     const std::string failed =

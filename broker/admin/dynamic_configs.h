@@ -7,7 +7,8 @@
 // lays them over the start-up config). Only keys that take effect live here
 // are accepted (config::not_dynamic_reason: the topic-level defaults such as
 // log.retention.ms, message.max.bytes, min.insync.replicas,
-// compression.type; num.io.threads; num.recovery.threads.per.data.dir,
+// compression.type; num.io.threads; num.network.threads;
+// num.recovery.threads.per.data.dir,
 // which only the next start-up's log recovery reads (Broker::open loads
 // these sets before it opens the logs); log.cleaner.backoff.ms,
 // log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second;
@@ -17,9 +18,10 @@
 // the request handler pool takes its new size (server/io_pool.h), the log
 // cleaner its new backoff, offset-map size and I/O rate
 // (storage::LogManager::set_cleaner_settings, as Kafka's LogCleaner
-// reconfigures) and the network server its new connection limits
-// (subscribe()). A client's change of num.io.threads, num.replica.fetchers
-// or num.recovery.threads.per.data.dir follows Kafka's DynamicThreadPool
+// reconfigures) and the network server its new connection limits and
+// number of threads (subscribe()). A client's change of num.io.threads,
+// num.network.threads, num.replica.fetchers or
+// num.recovery.threads.per.data.dir follows Kafka's DynamicThreadPool
 // rule: at least half and at most double the current value, else
 // INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.

@@ -51,7 +51,8 @@ bool is_empty_value(const Value& v) {
 }
 
 // Broker keys other than the topic-level defaults that take effect live:
-// Kafka's DynamicThreadPool keys num.io.threads and num.replica.fetchers
+// Kafka's DynamicThreadPool keys num.io.threads, num.network.threads and
+// num.replica.fetchers
 // (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
 // server/io_pool.h and replica/fetcher_manager.h resize)
 // and its DynamicConnectionQuota keys (server/server.cc re-reads them), and
@@ -60,6 +61,7 @@ bool is_empty_value(const Value& v) {
 // recovery uses, as in Kafka (broker.cc loads the dynamic configs before
 // it opens the logs).
 constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
+                                                "num.network.threads",
                                                 "num.replica.fetchers",
                                                 "num.recovery.threads.per.data.dir",
                                                 "log.cleaner.backoff.ms",

@@ -236,7 +236,10 @@ std::vector<KeyDef> detail::make_key_table() {
 
   // --- Socket server and request handling
   k.push_back(key("num.network.threads", T::kInt, "3", S::kSocket,
-                  "Threads that accept connections, read requests and write responses.")
+                  "Threads that accept connections, read requests and write responses. A dynamic broker "
+                  "config, within half and double the current value: new threads take new connections at "
+                  "once; when lowered, the connections of the threads that leave are answered what they are "
+                  "owed and closed (clients reconnect), as Kafka closes a removed processor's connections.")
                   .valid(V::at_least(1)));
   k.push_back(key("num.io.threads", T::kInt, "8", S::kSocket,
                   "Threads for the request work that must not run on a network thread: creating and deleting "

@@ -17,7 +17,8 @@
 // Header-only: broker/CMakeLists.txt compiles handlers/*.cc only.
 // Thread-safety: every method may be called from any thread. A waiter's
 // callback runs under the waiter's own mutex, on its executor (or on the
-// stopping thread at shutdown). park() must be called on the waiter's
+// stopping thread at shutdown, or on the Server's resizer for a leaving
+// network thread: answer_waiters_on()). park() must be called on the waiter's
 // executor (handlers run on their connection's thread), which owns its timer.
 #pragma once
 
@@ -97,6 +98,18 @@ class FetchWaitingRoom {
   // Re-reads that found a waiter still short of min_bytes (its look right
   // after parking included): tests wait on it instead of sleeping.
   uint64_t short_attempts() const { return state_->short_attempts.load(std::memory_order_acquire); }
+
+  // Answers now, with what they have, the waiters that answer on executor
+  // (a network thread that is leaving: server.h, num.network.threads).
+  void answer_waiters_on(const asio::any_io_executor& executor) {
+    std::vector<std::shared_ptr<Waiter>> mine;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      for (auto& weak : state_->all)
+        if (auto w = weak.lock(); w && w->executor == executor) mine.push_back(std::move(w));
+    }
+    for (auto& w : mine) run(state_, w, /*force=*/true);
+  }
 
   // Shutdown: answers every waiter with what it has; later fetches do not wait.
   void stop() {

@@ -8,8 +8,11 @@
 #include <exception>
 #include <future>
 
+#include <unistd.h>
+
 #include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
+#include "broker/fetch/waiting_room.h"
 #include "broker/server/dispatch.h"
 #include "broker/server/listen.h"
 #include "broker/server/socket_options.h"
@@ -24,6 +27,37 @@ namespace {
 
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr auto kThreadHop = std::chrono::seconds(5);  // bound on waiting for a network thread
+// How long a leaving network thread's connections get to write the answers
+// they are owed before they are closed (num.network.threads lowered).
+constexpr auto kLeaveGrace = std::chrono::seconds(3);
+
+// Moves an accepted socket to another io_context (the descriptor stays
+// open); false when that failed and the socket is closed.
+bool move_socket(tcp::socket& s, asio::io_context& to) {
+  boost::system::error_code ec;
+  const tcp::endpoint local = s.local_endpoint(ec);
+  if (ec) {
+    s.close(ec);
+    return false;
+  }
+  const int fd = s.release(ec);
+  if (ec) {
+    s.close(ec);
+    return false;
+  }
+  tcp::socket moved(to);
+  moved.assign(local.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return false;
+  }
+  s = std::move(moved);
+  return true;
+}
+
+int network_threads(int configured) {
+  return configured > 0 ? configured : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 }  // namespace
 
@@ -40,6 +74,7 @@ Server::~Server() {
   stop(std::chrono::milliseconds(0));
   listeners_.clear();
   threads_.clear();
+  retired_.clear();
 }
 
 bool Server::start(std::string* error) {
@@ -59,12 +94,12 @@ bool Server::start(std::string* error) {
     ip_overrides_ = std::move(overrides);
   }
 
-  int n = broker_.config().get_int("num.network.threads");
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n = network_threads(broker_.config().get_int("num.network.threads"));
   for (int i = 0; i < n; ++i) {
     threads_.push_back(std::make_unique<IoThread>());
     threads_.back()->disk = DiskRing::create(threads_.back()->ioc);
   }
+  first_ = threads_[0].get();
 
   // Bind everything before any thread runs: a failure leaves nothing behind.
   for (const config::Endpoint& ep : broker_.listeners().bound) {
@@ -89,16 +124,143 @@ bool Server::start(std::string* error) {
   {
     std::lock_guard<std::mutex> lock(scrape_mu_);
     last_scrape_ = std::chrono::steady_clock::now();
-    last_busy_ns_.assign(threads_.size(), 0);
   }
   collector_id_ = broker_.metrics_registry().add_collector(
       [this](std::vector<prometheus::MetricFamily>& out) { collect(out); });
-  for (auto& t : threads_) {
-    IoThread* raw = t.get();
-    t->thread = std::thread([raw] { run_thread(*raw); });
-  }
-  config_subscription_ = broker_.service<admin::DynamicConfigs>().subscribe([this] { apply_connection_limits(); });
+  for (auto& t : threads_) launch(*t);
+  resizer_ = std::thread([this] { run_resizer(); });
+  config_subscription_ = broker_.service<admin::DynamicConfigs>().subscribe([this] {
+    apply_connection_limits();
+    request_resize(broker_.config().get_int("num.network.threads"));
+  });
   return true;
+}
+
+void Server::launch(IoThread& t) {
+  IoThread* raw = &t;
+  t.thread = std::thread([raw] { run_thread(*raw); });
+}
+
+size_t Server::thread_count() const {
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  return threads_.size();
+}
+
+std::vector<size_t> Server::connections_per_thread() const {
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  std::vector<size_t> out(threads_.size(), 0);
+  for (const auto& [id, l] : conns_)
+    for (size_t i = 0; i < threads_.size(); ++i)
+      if (threads_[i].get() == l.thread) ++out[i];
+  return out;
+}
+
+bool Server::active_locked(const IoThread* t) const {
+  for (const auto& a : threads_)
+    if (a.get() == t) return true;
+  return false;
+}
+
+void Server::request_resize(int n) {
+  {
+    std::lock_guard<std::mutex> lock(resize_mu_);
+    resize_target_ = static_cast<size_t>(network_threads(n));
+  }
+  resize_cv_.notify_all();
+}
+
+void Server::run_resizer() {
+  for (;;) {
+    size_t n = 0;
+    {
+      std::unique_lock<std::mutex> lock(resize_mu_);
+      resize_cv_.wait(lock, [this] { return resizer_stop_ || resize_target_ != 0; });
+      if (resizer_stop_) return;
+      n = resize_target_;
+      resize_target_ = 0;
+    }
+    resize(n);
+  }
+}
+
+void Server::resize(size_t n) {
+  const size_t before = thread_count();
+  if (n == before || n == 0) return;
+  if (n > before) {
+    std::vector<std::unique_ptr<IoThread>> added;
+    for (size_t i = before; i < n; ++i) {
+      added.push_back(std::make_unique<IoThread>());
+      added.back()->disk = DiskRing::create(added.back()->ioc);
+      launch(*added.back());
+    }
+    {
+      std::lock_guard<std::mutex> lock(conns_mu_);
+      for (auto& t : added) threads_.push_back(std::move(t));
+    }
+    resizes_.fetch_add(1, std::memory_order_acq_rel);
+    CK_LOG_INFO("network", "num.network.threads: %zu network threads, was %zu", n, before);
+    return;
+  }
+  // Fewer: the last threads leave. From here on no connection is admitted
+  // to them (admit() moves a socket accepted for one to a thread that stays).
+  std::vector<std::unique_ptr<IoThread>> leaving;
+  std::vector<Live> owed;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    for (size_t i = n; i < threads_.size(); ++i) leaving.push_back(std::move(threads_[i]));
+    threads_.resize(n);
+    for (const auto& [id, l] : conns_)
+      if (!active_locked(l.thread)) owed.push_back(l);
+  }
+  const auto on_leaving = [&leaving](const IoThread* t) {
+    for (const auto& x : leaving)
+      if (x.get() == t) return true;
+    return false;
+  };
+  const auto count_left = [&] {
+    size_t k = 0;
+    for (const auto& [id, l] : conns_)
+      if (on_leaving(l.thread)) ++k;
+    return k;
+  };
+  // 1. Stop reading, answer what is owed (parked fetches at once), close.
+  for (const Live& l : owed)
+    asio::post(l.thread->ioc, [c = l.connection] {
+      if (auto conn = c.lock()) conn->drain();
+    });
+  for (const auto& t : leaving) broker_.service<fetch::FetchWaitingRoom>().answer_waiters_on(t->ioc.get_executor());
+  size_t closed_unanswered = 0;
+  {
+    std::unique_lock<std::mutex> lock(conns_mu_);
+    conns_cv_.wait_for(lock, kLeaveGrace, [&] { return count_left() == 0; });
+    closed_unanswered = count_left();
+  }
+  // 2. What did not finish in time is closed now.
+  if (closed_unanswered > 0) {
+    for (const Live& l : owed)
+      asio::post(l.thread->ioc, [c = l.connection] {
+        if (auto conn = c.lock()) conn->close("its network thread is leaving (num.network.threads lowered)");
+      });
+    std::unique_lock<std::mutex> lock(conns_mu_);
+    conns_cv_.wait_for(lock, kThreadHop, [&] { return count_left() == 0; });
+  }
+  // 3. Stop the threads; their writes in flight complete and publish.
+  for (auto& t : leaving) {
+    t->work.reset();
+    t->ioc.stop();
+  }
+  for (auto& t : leaving)
+    if (t->thread.joinable()) t->thread.join();
+  for (auto& t : leaving) {
+    if (t->disk) t->disk->drain();
+    t->gate->close();
+    retired_.push_back(std::move(t));
+  }
+  resizes_.fetch_add(1, std::memory_order_acq_rel);
+  CK_LOG_INFO("network",
+              "num.network.threads: %zu network threads, was %zu; %zu connections of the threads that left were "
+              "closed (%zu before their answers were all written)",
+              n, before, owed.size(), closed_unanswered);
 }
 
 void Server::collect(std::vector<prometheus::MetricFamily>& out) {
@@ -122,11 +284,16 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
     const auto now = std::chrono::steady_clock::now();
     const double window_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_scrape_).count());
     double idle_sum = 0;
-    for (size_t i = 0; i < threads_.size() && i < last_busy_ns_.size(); ++i) {
-      const uint64_t b = threads_[i]->busy.ns.load(std::memory_order_relaxed);
-      const double used = window_ns > 0 ? static_cast<double>(b - last_busy_ns_[i]) / window_ns : 0;
+    std::vector<IoThread*> running;  // a thread started since the last scrape counts from its start
+    {
+      std::lock_guard<std::mutex> conns_lock(conns_mu_);
+      for (const auto& t : threads_) running.push_back(t.get());
+    }
+    for (size_t i = 0; i < running.size(); ++i) {
+      const uint64_t b = running[i]->busy.ns.load(std::memory_order_relaxed);
+      const double used = window_ns > 0 ? static_cast<double>(b - running[i]->scraped_busy_ns) / window_ns : 0;
       idle_sum += 1.0 - std::clamp(used, 0.0, 1.0);
-      last_busy_ns_[i] = b;
+      running[i]->scraped_busy_ns = b;
       prometheus::ClientMetric m;
       m.label = {{"thread", std::to_string(i)}};
       m.counter.value = static_cast<double>(b) / 1e9;
@@ -134,7 +301,7 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
     }
     last_scrape_ = now;
     prometheus::ClientMetric m;
-    m.gauge.value = threads_.empty() ? 1.0 : idle_sum / static_cast<double>(threads_.size());
+    m.gauge.value = running.empty() ? 1.0 : idle_sum / static_cast<double>(running.size());
     idle.metric.push_back(std::move(m));
   }
   out.push_back(std::move(idle));
@@ -260,7 +427,7 @@ void Server::apply_connection_limits() {
         if (l.paused && slot_available_locked(l)) waiting.push_back(&l);
   }
   // Acceptors belong to the first thread: resume there.
-  for (Listener* l : waiting) asio::post(threads_[0]->ioc, [this, l] { resume(*l); });
+  for (Listener* l : waiting) asio::post(first_->ioc, [this, l] { resume(*l); });
 }
 
 bool Server::slot_available_locked(const Listener& l) const {
@@ -348,10 +515,10 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
                                      static_cast<size_t>(std::max(1, cfg.get_int("queued.max.requests"))));
   o.budget = &budget_;
   o.pipeline_pauses = &pipeline_pauses_;
-  o.gate = t.gate;
   o.on_closed = [this](uint64_t id) { on_connection_closed(id); };
   o.dispatch = dispatch_;
   std::shared_ptr<Connection> c;
+  IoThread* home = &t;
   int32_t refused_at = -1;  // the per-IP limit that refused it
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
@@ -370,9 +537,18 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
       ++l.refused_per_ip;
       refused_at = max;
     } else {
+      if (!active_locked(home)) {
+        // Accepted (or parked) for a thread that has left since: the
+        // socket moves to one that stays.
+        IoThread* to = threads_[next_thread_++ % threads_.size()].get();
+        if (!move_socket(socket, to->ioc)) return true;  // closed
+        home = to;
+        sockets_moved_.fetch_add(1, std::memory_order_relaxed);
+      }
       ++ip_counts_[addr];
+      o.gate = home->gate;
       c = std::make_shared<Connection>(std::move(socket), ++next_id_, std::move(o));
-      conns_[c->id()] = Live{c, &t, addr};
+      conns_[c->id()] = Live{c, home, addr};
     }
   }
   if (refused_at >= 0) {
@@ -391,7 +567,7 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
     socket.close(ec);
     return true;
   }
-  asio::post(t.ioc, [c] { c->start(); });
+  asio::post(home->ioc, [c] { c->start(); });
   return true;
 }
 
@@ -405,13 +581,13 @@ void Server::on_connection_closed(uint64_t id) {
       if (ip != ip_counts_.end() && --ip->second <= 0) ip_counts_.erase(ip);
       conns_.erase(it);
     }
-    if (conns_.empty()) conns_cv_.notify_all();
+    conns_cv_.notify_all();  // stop() waits for none left, a resize for none on the leaving threads
     if (!stopping_.load())
       for (Listener& l : listeners_)
         if (l.paused && slot_available_locked(l)) waiting.push_back(&l);
   }
   // Acceptors belong to the first thread: resume there.
-  for (Listener* l : waiting) asio::post(threads_[0]->ioc, [this, l] { resume(*l); });
+  for (Listener* l : waiting) asio::post(first_->ioc, [this, l] { resume(*l); });
 }
 
 uint64_t Server::refused_per_ip() const {
@@ -434,8 +610,13 @@ size_t Server::connection_count() const {
 }
 
 bool Server::quiesce() {
+  std::vector<IoThread*> running;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    for (const auto& t : threads_) running.push_back(t.get());
+  }
   std::vector<std::future<void>> done;
-  for (auto& t : threads_) {
+  for (IoThread* t : running) {
     auto p = std::make_shared<std::promise<void>>();
     done.push_back(p->get_future());
     asio::post(t->ioc, [p] { p->set_value(); });
@@ -471,6 +652,13 @@ void Server::stop(std::chrono::milliseconds grace) {
     broker_.metrics_registry().remove_collector(collector_id_);  // waits for a scrape in progress
     collector_id_ = 0;
   }
+  // A resize in progress finishes first (bounded); threads_ is fixed from here.
+  {
+    std::lock_guard<std::mutex> lock(resize_mu_);
+    resizer_stop_ = true;
+  }
+  resize_cv_.notify_all();
+  if (resizer_.joinable()) resizer_.join();
   stopping_.store(true);
   const auto deadline = std::chrono::steady_clock::now() + grace;
 
@@ -478,7 +666,7 @@ void Server::stop(std::chrono::milliseconds grace) {
   {
     auto p = std::make_shared<std::promise<void>>();
     auto f = p->get_future();
-    asio::post(threads_[0]->ioc, [this, p] {
+    asio::post(first_->ioc, [this, p] {
       boost::system::error_code ec;
       for (Listener& l : listeners_) {
         l.acceptor->close(ec);

@@ -5,7 +5,21 @@
 // num.network.threads threads (<= 0: one per core), each running its own
 // io_context. Accepted connections are spread round-robin over the threads;
 // a connection lives on its thread for good, so its requests are read,
-// dispatched and answered there (see connection.h). The broker-wide
+// dispatched and answered there (see connection.h).
+//
+// num.network.threads is a dynamic broker config, as in Kafka (within half
+// and double the current value, admin/dynamic_configs.cc). A change is
+// carried out by the Server's resizer thread, off the thread that applied
+// the config, so the request that asked for it is answered: more threads
+// start and take new connections from then on; fewer, and the last threads
+// leave. New connections go to the threads that stay at once; each
+// connection on a leaving thread stops reading, gets the answers it is owed
+// (its parked fetches are answered at once) for up to kLeaveGrace, and is
+// closed, as Kafka closes a removed processor's connections (clients
+// reconnect); then the thread stops and the writes still on its disk ring
+// complete and publish. A socket accepted for a thread that has left moves
+// to one that stays. A left thread's io_context lives until the Server is
+// destroyed, like the others (see stop()). The broker-wide
 // queued.max.request.bytes and queued.max.requests budget is shared by all
 // connections (request_budget.h).
 //
@@ -99,7 +113,14 @@ class Server {
   void stop(std::chrono::milliseconds grace);
 
   size_t connection_count() const;
-  size_t thread_count() const { return threads_.size(); }
+  // The network threads running now, and the open connections on each (in
+  // thread order). A resize in progress counts the threads that stay.
+  size_t thread_count() const;
+  std::vector<size_t> connections_per_thread() const;
+  // Resizes done since start (a test waits on it instead of sleeping), and
+  // sockets accepted for a thread that had left, moved to one that stays.
+  uint64_t resizes() const { return resizes_.load(std::memory_order_acquire); }
+  uint64_t sockets_moved() const { return sockets_moved_.load(std::memory_order_relaxed); }
   const RequestBudget& budget() const { return budget_; }
   // Connections closed at accept for max.connections.per.ip, and the times
   // an acceptor paused for max.connections, all listeners together.
@@ -121,6 +142,7 @@ class Server {
     std::unique_ptr<DiskRing> disk;  // null: blocking log writes (disk_ring.h)
     std::thread thread;
     ThreadBusy busy;
+    uint64_t scraped_busy_ns = 0;  // busy.ns at the previous scrape, under scrape_mu_
   };
   struct Listener {
     std::string name;
@@ -153,6 +175,13 @@ class Server {
   void apply_connection_limits();
   void resume(Listener& l);
   void on_connection_closed(uint64_t id);
+  bool active_locked(const IoThread* t) const;
+  // num.network.threads: asks the resizer for n threads (<= 0: per core).
+  void request_resize(int n);
+  void run_resizer();
+  void resize(size_t n);
+  // Starts t's thread and its disk ring.
+  static void launch(IoThread& t);
   // Runs f(connection) on each live connection's thread and waits (bounded).
   void for_each_connection(const std::function<void(Connection&)>& f);
   static void run_thread(IoThread& t);
@@ -181,15 +210,29 @@ class Server {
   uint64_t config_subscription_ = 0;  // admin::DynamicConfigs::subscribe
   std::string protected_listener_;  // the inter-broker listener
 
-  // The idle-ratio window: busy time and clock at the previous scrape.
+  // The idle-ratio window: the clock at the previous scrape.
   std::mutex scrape_mu_;
   std::chrono::steady_clock::time_point last_scrape_{};  // under scrape_mu_
-  std::vector<uint64_t> last_busy_ns_;                     // under scrape_mu_
   uint64_t collector_id_ = 0;
   size_t next_thread_ = 0;   // acceptor threads only, under conns_mu_
 
+  // The resizer (num.network.threads): a target, or 0 for none.
+  std::mutex resize_mu_;
+  std::condition_variable resize_cv_;
+  size_t resize_target_ = 0;   // under resize_mu_
+  bool resizer_stop_ = false;  // under resize_mu_
+  std::thread resizer_;
+  std::atomic<uint64_t> resizes_{0};
+  std::atomic<uint64_t> sockets_moved_{0};
+
   // Declared last: destroyed first, listeners before the io_contexts they use.
+  // threads_: the running threads (the vector changes under conns_mu_, only
+  // on the resizer; the first thread, which owns the acceptors, never
+  // leaves). retired_: threads that left, kept for their io_contexts
+  // (resizer only, then the destructor).
+  std::vector<std::unique_ptr<IoThread>> retired_;
   std::vector<std::unique_ptr<IoThread>> threads_;
+  IoThread* first_ = nullptr;  // threads_[0], set by start()
   std::vector<Listener> listeners_;
 };
 

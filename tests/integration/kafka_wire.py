@@ -405,6 +405,19 @@ def parse_list_offsets_v1(d):
     return out
 
 
+def incremental_alter_configs_v0(rtype, name, key, value):
+    """IncrementalAlterConfigs v0 body: SET one key of one resource (rtype
+    2: a topic; 4: a broker, name "" for every broker)."""
+    return array([None], lambda _: i8(rtype) + string(name) +
+                 array([None], lambda _: string(key) + i8(0) + string(value))) + i8(0)
+
+
+def parse_incremental_alter_configs_v0(d):
+    """[(error_code, error_message, resource_type, resource_name)]."""
+    d.i32()
+    return d.array(lambda d: (d.i16(), d.string(), d.i8(), d.string()))
+
+
 # ------------------------------------------------------------------ connection
 
 class ConnectionClosed(Exception):

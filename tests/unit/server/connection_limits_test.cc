@@ -4,7 +4,8 @@
 // limit at once; max.connections pauses accepting until a connection closes,
 // refusing nothing; queued.max.requests pauses reading of pipelined requests
 // across connections and drops nothing; the config checks name key and value;
-// socket.send/receive.buffer.bytes reach the socket.
+// socket.send/receive.buffer.bytes reach the socket; num.network.threads
+// grows and shrinks live.
 #include <catch2/catch.hpp>
 
 #include <mutex>
@@ -258,6 +259,63 @@ TEST_CASE("max.connections raised by a dynamic config resumes a paused acceptor"
   REQUIRE(f);
   CHECK(be32(f->data()) == 2);
   CHECK(fx.server().connection_count() == 2);
+}
+
+TEST_CASE("num.network.threads is dynamic: new threads take new connections and the leaving ones' connections close") {
+  ServerFixture fx;  // 2 network threads
+  auto& dyn = fx.broker().service<admin::DynamicConfigs>();
+  std::vector<std::unique_ptr<RawClient>> clients;
+  int32_t corr = 0;
+  auto connect = [&] {
+    clients.push_back(std::make_unique<RawClient>(fx.port()));
+    REQUIRE(served(*clients.back(), ++corr));
+  };
+  for (int i = 0; i < 4; ++i) connect();
+  CHECK(fx.server().connections_per_thread() == std::vector<size_t>{2, 2});
+
+  // Kafka's DynamicThreadPool rule, with Kafka's text; nothing changes.
+  auto refused = dyn.replace(false, {{"num.network.threads", "5"}}, false);
+  CHECK(refused.code == protocol::ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(refused.message, Catch::Contains("num.network.threads=5") &&
+                                  Catch::Contains("not be greater than double the current value 2"));
+
+  // Doubled: the new threads take new connections; the open ones stay.
+  REQUIRE(dyn.replace(false, {{"num.network.threads", "4"}}, false).ok());
+  REQUIRE(eventually([&] { return fx.server().resizes() == 1; }));
+  CHECK(fx.server().thread_count() == 4);
+  // Round-robin: the accept pending at the change had picked thread 0; the
+  // next ones take 1, 2, 3, then 0, 1, and the one pending after them is
+  // for thread 2.
+  for (int i = 0; i < 6; ++i) connect();
+  const std::vector<size_t> spread = fx.server().connections_per_thread();
+  CHECK(spread == std::vector<size_t>{4, 4, 1, 1});
+  for (auto& c : clients) CHECK(served(*c, ++corr));
+
+  // Halved: threads 2 and 3 leave; their two connections are closed, the
+  // other eight keep being served, and the socket accepted next (it was
+  // meant for thread 2) moves to a thread that stays.
+  REQUIRE(dyn.replace(false, {{"num.network.threads", "2"}}, false).ok());
+  REQUIRE(eventually([&] { return fx.server().resizes() == 2; }));
+  CHECK(fx.server().thread_count() == 2);
+  CHECK(fx.server().connection_count() == 8);
+  int still_served = 0, closed = 0;
+  for (auto& c : clients) {
+    c->set_timeout(2000);
+    if (served(*c, ++corr)) {
+      ++still_served;
+    } else {
+      ++closed;
+    }
+  }
+  CHECK(still_served == 8);
+  CHECK(closed == 2);
+  connect();
+  CHECK(fx.server().sockets_moved() == 1);
+  for (int i = 0; i < 3; ++i) connect();
+  const std::vector<size_t> after = fx.server().connections_per_thread();
+  CHECK(after.size() == 2);
+  CHECK(after[0] + after[1] == 12);
+  CHECK(fx.broker().config().source("num.network.threads") == config::ConfigSource::kDynamicBroker);
 }
 
 TEST_CASE("queued.max.request.bytes defaults to a bound, not Kafka's unlimited -1") {

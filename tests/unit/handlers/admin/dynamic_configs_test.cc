@@ -187,7 +187,7 @@ TEST_CASE("dynamic broker configs: refused keys and values change nothing", "[ad
     CHECK(f.broker().config().dynamic_broker() == config::DynamicMap{{"log.retention.ms", "7200000"}});
   };
   refused({{"num.partitions", kSet, "3"}}, ErrorCode::INVALID_REQUEST, "num.partitions");   // static
-  refused({{"num.network.threads", kSet, "4"}}, ErrorCode::INVALID_REQUEST, "num.network.threads");  // start-up only here
+  refused({{"socket.request.max.bytes", kSet, "4096"}}, ErrorCode::INVALID_REQUEST, "socket.request.max.bytes");  // start-up only
   refused({{"no.such.key", kSet, "1"}}, ErrorCode::INVALID_REQUEST, "no.such.key");
   // A bad value: INVALID_REQUEST, as Kafka answers (not INVALID_CONFIG as for topics).
   refused({{"log.retention.ms", kSet, "soon"}}, ErrorCode::INVALID_REQUEST, "soon");

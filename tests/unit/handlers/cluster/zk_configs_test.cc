@@ -130,7 +130,7 @@ TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /c
   // What another tool wrote: applied, less what this broker does not accept.
   REQUIRE(s->set("/config/brokers/<default>",
                  replication::encode_entity_config(
-                     {{"log.retention.ms", "7200000"}, {"num.network.threads", "4"}, {"log.segment.bytes", "x"}}),
+                     {{"log.retention.ms", "7200000"}, {"socket.request.max.bytes", "4096"}, {"log.segment.bytes", "x"}}),
                  -1) == zk::Code::kOk);
   REQUIRE(s->remove("/config/brokers/" + me, -1) == zk::Code::kOk);
   REQUIRE(d.apply_from_zk(*s));
