@@ -56,7 +56,7 @@ TEST_CASE("precedence: env > override > file > default") {
   CHECK(l.warnings.empty());
 }
 
-TEST_CASE("Known keys that do nothing here warn at start-up; the ones that work do not") {
+TEST_CASE("Known keys that do nothing here warn at start-up - the ones that work do not") {
   const std::string file =
       "socket.send.buffer.bytes=65536\nsocket.receive.buffer.bytes=-1\nqueued.max.requests=100\n"
       "max.connections=1000\nmax.connections.per.ip=50\noffsets.commit.timeout.ms=4000\n"
@@ -73,7 +73,7 @@ TEST_CASE("Known keys that do nothing here warn at start-up; the ones that work 
   }
 }
 
-TEST_CASE("a bad value hidden by a higher source is not an error; the winner is checked") {
+TEST_CASE("a bad value hidden by a higher source is not an error - the winner is checked") {
   CHECK(load_ok(input("num.partitions=abc\n", {"num.partitions=4"})).config.get_int("num.partitions") == 4);
   CHECK(load_error(input("num.partitions=4\n", {"num.partitions=abc"})) ==
         "invalid value \"abc\" for num.partitions: expected an integer >= 1 (from --override)");
@@ -92,7 +92,7 @@ TEST_CASE("ciuic.log.index.cache.bytes: 64 MiB by default, a bad value named wit
         "invalid value \"lots\" for ciuic.log.index.cache.bytes: expected an integer >= 0 (from --override)");
 }
 
-TEST_CASE("replica.selector.class: unset, empty or Kafka's rack-aware selector; another class named with its key") {
+TEST_CASE("replica.selector.class: unset, empty or Kafka's rack-aware selector - another class named with its key") {
   CHECK(load_ok(input("")).config.is_null("replica.selector.class"));
   const std::string rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
   CHECK(load_ok(input("replica.selector.class=" + rack_aware + "\n")).config.get_string("replica.selector.class") ==
@@ -108,7 +108,7 @@ TEST_CASE("later duplicates in one source win") {
   CHECK(load_ok(input("", {"num.partitions=2", "num.partitions=8"})).config.get_int("num.partitions") == 8);
 }
 
-TEST_CASE("environment: KAFKA_CFG_ beats KAFKA_; ignored variables say nothing") {
+TEST_CASE("environment: KAFKA_CFG_ beats KAFKA_ - ignored variables say nothing") {
   Environment env = {{"KAFKA_CFG_NUM_PARTITIONS", "5"}, {"KAFKA_NUM_PARTITIONS", "6"},   {"KAFKA_HEAP_OPTS", "-Xmx1G"},
                      {"KAFKA_OPTS", "-Dx=y"},          {"KAFKA_JMX_PORT", "9999"},       {"KAFKA_LOG4J_OPTS", "z"},
                      {"KAFKA_VERSION", "3.9.0"},       {"KAFKA_HOME", "/opt/kafka"},     {"PATH", "/bin"},
@@ -131,7 +131,7 @@ TEST_CASE("unknown keys warn, naming where they came from") {
   CHECK(l.warnings[2] == "unknown configuration key \"made.up\" (from KAFKA_MADE_UP); ignored");
 }
 
-TEST_CASE("ZooKeeper keys are taken; KRaft keys are accepted with a warning") {
+TEST_CASE("ZooKeeper keys are taken - KRaft keys are accepted with a warning") {
   LoadedConfig l = load_ok(input("zookeeper.connect=zk:2181/kafka\nprocess.roles=broker,controller\n"
                                  "controller.quorum.voters=1@localhost:9093\nzookeeper.connection.timeout.ms=4000\n",
                                  {}, {{"CLUSTER_ID", "MkU3OEVBNTcwNTJENDM2Qk"}}));

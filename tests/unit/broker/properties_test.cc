@@ -28,15 +28,15 @@ TEST_CASE("comments and blank lines") {
         std::vector<P>{{"key", "value # not a comment", 5}});
 }
 
-TEST_CASE("a key alone has an empty value; trailing whitespace of a value is kept") {
+TEST_CASE("a key alone has an empty value - trailing whitespace of a value is kept") {
   CHECK(parse("lonely\nspaced   \nv=x  ") == std::vector<P>{{"lonely", "", 1}, {"spaced", "", 2}, {"v", "x  ", 3}});
 }
 
-TEST_CASE("line terminators: \\n, \\r\\n, \\r, and no final newline") {
+TEST_CASE("line terminators: LF, CRLF, CR and no final newline") {
   CHECK(parse("a=1\r\nb=2\rc=3\nd=4") == std::vector<P>{{"a", "1", 1}, {"b", "2", 2}, {"c", "3", 3}, {"d", "4", 4}});
 }
 
-TEST_CASE("backslash continues a line; the next line's leading whitespace is dropped") {
+TEST_CASE("backslash continues a line - the next line's leading whitespace is dropped") {
   CHECK(parse("listeners=PLAINTEXT://:9092,\\\n    SSL://:9093\nnext=1\n") ==
         std::vector<P>{{"listeners", "PLAINTEXT://:9092,SSL://:9093", 1}, {"next", "1", 3}});
   // An even number of trailing backslashes is an escaped backslash, not a continuation.
@@ -57,7 +57,7 @@ TEST_CASE("escapes in keys and values") {
                        {"z", "q", 4}});
 }
 
-TEST_CASE("a malformed \\u escape is an error naming the line") {
+TEST_CASE("a malformed u-escape is an error naming the line") {
   auto r = parse_properties("a=1\nb=\\u12G4\n", "server.properties");
   REQUIRE_FALSE(r);
   CHECK(r.error().message == "server.properties:2: malformed \\uXXXX escape");

@@ -30,7 +30,7 @@ Value value_of(std::string_view name, std::string_view raw) {
 
 }  // namespace
 
-TEST_CASE("every default parses and validates; names are unique") {
+TEST_CASE("every default parses and validates - names are unique") {
   std::set<std::string_view> names, topic_names;
   for (const KeyDef& k : all_keys()) {
     INFO(k.name);
@@ -186,7 +186,7 @@ TEST_CASE("ciuic.log.max.open.files: 0 (the default) or a bound up to 1048576") 
   CHECK(r.error().message.find("\"-5\"") != std::string::npos);
 }
 
-TEST_CASE("strings: one-of is case-sensitive; custom formats") {
+TEST_CASE("strings: one-of is case-sensitive - custom formats") {
   CHECK(std::get<std::string>(value_of("compression.type", " zstd ")) == "zstd");
   CHECK(error_of("compression.type", "ZSTD") ==
         "invalid value \"ZSTD\" for compression.type: expected one of: uncompressed, zstd, lz4, snappy, gzip, "
@@ -218,7 +218,7 @@ TEST_CASE("lists: commas with whitespace, empty list, one-of per element") {
   CHECK(error_of("log.cleanup.policy", "compact,,delete").starts_with("invalid value \"compact,,delete\""));
 }
 
-TEST_CASE("passwords are never echoed; class names are accepted") {
+TEST_CASE("passwords are never echoed - class names are accepted") {
   CHECK(std::get<std::string>(value_of("ssl.key.password", " s3cret ")) == "s3cret");
   CHECK(std::get<std::string>(value_of("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer")) ==
         "kafka.security.authorizer.AclAuthorizer");

@@ -64,7 +64,7 @@ TEST_CASE("test hooks: a borrowed file system is the same file system", "[broker
   CHECK(fs.contents("/d/f").value() == std::vector<uint8_t>{1, 2, 3});
 }
 
-TEST_CASE("test hooks: CK_TEST_MEMFS=1 keeps the broker's dirs in memory; a power cut keeps what was synced",
+TEST_CASE("test hooks: CK_TEST_MEMFS=1 keeps the broker's dirs in memory - a power cut keeps what was synced",
           "[broker][test_hooks]") {
   // Before the first memfs() call of this process (no other test makes one).
   REQUIRE(::setenv(ck::broker::test_hooks::kMemFsEnv, "1", 1) == 0);

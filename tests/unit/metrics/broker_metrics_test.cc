@@ -89,7 +89,7 @@ TEST_CASE("topic handles are cached: the same name gives the same counters") {
   CHECK(&bm.request_error("Fetch", "NONE") == &bm.request_error("Fetch", "NONE"));
 }
 
-TEST_CASE("topic removal drops its series, marks old handles stale; a recreated topic starts at zero") {
+TEST_CASE("topic removal drops its series, marks old handles stale - a recreated topic starts at zero") {
   m::Registry r;
   m::BrokerMetrics bm(r);
   auto t = bm.topic("t");

@@ -217,7 +217,7 @@ TEST_CASE("ControllerChannel: removing a broker stops its sender, even mid-reque
   CHECK(ch.sent() == 0);
 }
 
-TEST_CASE("ControllerChannel: a bounced broker (new epoch) gets a fresh queue; no endpoint, no queue",
+TEST_CASE("ControllerChannel: a bounced broker (new epoch) gets a fresh queue - no endpoint, no queue",
           "[controller][channel]") {
   Recorder rec;
   FakeKafkaServer server(

@@ -91,7 +91,7 @@ TEST_CASE("controlled shutdown: refusals") {
   }
 }
 
-TEST_CASE("elect_unclean: only partitions without an online leader; the first live replica when the ISR is gone") {
+TEST_CASE("elect_unclean: only partitions without an online leader - the first live replica when the ISR is gone") {
   Cluster c;
   REQUIRE(c.psm.load().outcome == Outcome::kOk);
   c.topic("t", {{0, {1, 2}}, {1, {3, 2}}});

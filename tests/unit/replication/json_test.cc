@@ -49,7 +49,7 @@ TEST_CASE("json: integers and doubles are told apart") {
   CHECK(to_json(Json::number(0.25)) == "0.25");
 }
 
-TEST_CASE("json: string escapes, \\u and surrogate pairs decode to UTF-8") {
+TEST_CASE("json: string escapes, u-escapes and surrogate pairs decode to UTF-8") {
   auto v = parse_json(R"("a\"b\\c\/d\b\f\n\r\t\u0041\u00e9\u20ac\ud83d\ude00")");
   REQUIRE(v.ok());
   CHECK(*v->if_string() == "a\"b\\c/d\b\f\n\r\tA\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");

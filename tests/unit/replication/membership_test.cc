@@ -143,7 +143,7 @@ TEST_CASE("three brokers register with Kafka's payloads and agree on one control
   CHECK(brokers[2].endpoints == endpoints_for(3));
 }
 
-TEST_CASE("the cluster id comes from ZooKeeper; a log dir of another cluster is refused") {
+TEST_CASE("the cluster id comes from ZooKeeper - a log dir of another cluster is refused") {
   Cluster c;
   c.add(1, "Zm9vYmFyYmF6cXV4cXV1eA");  // a single-node data dir's id is proposed
   CHECK(c.members[0]->cluster_id() == "Zm9vYmFyYmF6cXV4cXV1eA");
@@ -266,7 +266,7 @@ TEST_CASE("a session that expires while start() waits out a stale registration i
   CHECK(m->session_expirations() == 0);
 }
 
-TEST_CASE("an outage leaves the view as it was; on return everything is registered") {
+TEST_CASE("an outage leaves the view as it was - on return everything is registered") {
   Cluster c;
   c.add(1);
   c.add(2);
@@ -317,7 +317,7 @@ TEST_CASE("a clean stop removes the registration and hands the controller over a
 
 namespace ciuickafka::replication {
 
-TEST_CASE("the election's winner is handed the session and the epoch's zkVersion; expiry takes the role back") {
+TEST_CASE("the election's winner is handed the session and the epoch's zkVersion - expiry takes the role back") {
   zk::FakeZkServer server;
   auto client = server.client();
   std::string error;

@@ -45,7 +45,7 @@ std::string load_error(std::vector<std::string> overrides) {
   return loaded.is_ok() ? std::string() : loaded.error().message;
 }
 
-TEST_CASE("max.connections.per.ip closes a connection over the limit at once; a freed slot admits again") {
+TEST_CASE("max.connections.per.ip closes a connection over the limit at once - a freed slot admits again") {
   ServerFixture fx({"max.connections.per.ip=2"});
   auto c1 = std::make_unique<RawClient>(fx.port());
   RawClient c2(fx.port());
@@ -122,7 +122,7 @@ std::vector<uint8_t> frames(int from, int to) {
   return all;
 }
 
-TEST_CASE("queued.max.requests pauses reading of pipelined requests across connections; nothing is dropped") {
+TEST_CASE("queued.max.requests pauses reading of pipelined requests across connections - nothing is dropped") {
   Holder h;
   ServerFixture fx({"queued.max.requests=3"}, h.dispatcher());
   RawClient a(fx.port());
@@ -342,7 +342,7 @@ TEST_CASE("An unresolvable override host fails start-up naming the key") {
   broker->shutdown();
 }
 
-TEST_CASE("socket.send.buffer.bytes and socket.receive.buffer.bytes reach the socket; -1 keeps the default") {
+TEST_CASE("socket.send.buffer.bytes and socket.receive.buffer.bytes reach the socket - -1 keeps the default") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   int def_snd = 0, def_rcv = 0;

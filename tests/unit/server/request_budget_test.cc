@@ -41,7 +41,7 @@ TEST_CASE("RequestBudget with limit -1 never waits") {
   CHECK(b.waiting() == 0);
 }
 
-TEST_CASE("RequestBudget bounds counted requests; uncounted ones and bytes pass") {
+TEST_CASE("RequestBudget bounds counted requests - uncounted ones and bytes pass") {
   RequestBudget b(-1, 2);
   int woken = 0;
   auto waiter = [&] { ++woken; };

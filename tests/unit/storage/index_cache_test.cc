@@ -144,7 +144,7 @@ TEST_CASE("IndexCache evicts the least recently used indexes past its byte capac
   CHECK(s.misses == 3);
 }
 
-TEST_CASE("IndexCache eviction keeps indexes alive while a reader holds them; capacity 0 holds none") {
+TEST_CASE("IndexCache eviction keeps indexes alive while a reader holds them - capacity 0 holds none") {
   MemFs env;
   IndexCache cache(0);
   const uint64_t a = cache.new_key();

@@ -197,7 +197,7 @@ TEST_CASE("epoch cache: truncate_from_start moves the last entry below the start
   CHECK(later.entries() == Entries{{2, 10}});
 }
 
-TEST_CASE("epoch cache: clear empties the file; the file reloads byte-exactly", "[storage][epoch]") {
+TEST_CASE("epoch cache: clear empties the file - the file reloads byte-exactly", "[storage][epoch]") {
   Fixture f;
   LeaderEpochCache cache(f.fs, kPath);
   REQUIRE(cache.assign(0, 0).is_ok());

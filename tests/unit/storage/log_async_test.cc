@@ -272,7 +272,7 @@ TEST_CASE("log async: a segment that rolls with writes in flight is finished whe
   CHECK(log->recovery_point() == 48);
 }
 
-TEST_CASE("log async: a write that fails with a later write in flight breaks the log; reopening recovers",
+TEST_CASE("log async: a write that fails with a later write in flight breaks the log - reopening recovers",
           "[storage][log][uring]") {
   TempDir dir;
   io::PosixFileSystem fs;

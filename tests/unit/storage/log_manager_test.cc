@@ -184,7 +184,7 @@ TEST_CASE("log manager: after a crash, every synced batch survives and the torn 
   }
 }
 
-TEST_CASE("log manager: the recovery-point checkpoint limits the scan; the log start offset persists",
+TEST_CASE("log manager: the recovery-point checkpoint limits the scan - the log start offset persists",
           "[storage][manager][recovery]") {
   MemFs t;
   int64_t start = 0;

@@ -551,7 +551,7 @@ TEST_CASE("log: an index file that recovery recreates is durable before the reco
 // Deferred rolls (Log::set_roll_sync, what every LogManager log does): the
 // appending thread fsyncs nothing of the old segment; a marker covers it
 // until a background sync finishes it.
-TEST_CASE("log: a deferred roll syncs nothing of the old segment; the marker keeps a crash from leaving a gap; "
+TEST_CASE("log: a deferred roll syncs nothing of the old segment - the marker keeps a crash from leaving a gap - "
           "the background sync finishes it",
           "[storage][log][roll][recovery]") {
   const std::string dir = "/t/roll-0";

@@ -135,7 +135,7 @@ TEST_CASE("offset index: truncate_to removes entries at and above an offset", "[
   CHECK(file_bytes(fs, path).empty());
 }
 
-TEST_CASE("offset index: reopen keeps flushed entries; unflushed ones are lost in a crash", "[storage][index]") {
+TEST_CASE("offset index: reopen keeps flushed entries - unflushed ones are lost in a crash", "[storage][index]") {
   MemFileSystem fs;
   REQUIRE(fs.create_dir("/d").is_ok());
   const std::string path = "/d/00000000000000001000.index";

@@ -199,7 +199,7 @@ TEST_CASE("IncrementalAlterConfigs validate_only and errors", "[admin][increment
   CHECK(overrides(f, "t") == ConfigMap{{"retention.ms", "1000"}});
 }
 
-TEST_CASE("config changes are logged: the new overrides and the client id, refusals at WARN; validate_only not",
+TEST_CASE("config changes are logged: the new overrides and the client id, refusals at WARN - validate_only not",
           "[admin][incremental_alter_configs][log]") {
   namespace lg = ciuickafka::metrics::log;
   std::vector<std::string> lines;

@@ -190,7 +190,7 @@ TEST_CASE("DescribeConfigs broker: passwords are null and sensitive", "[admin][d
   CHECK(resp.results[0].configs[0].config_type == 9);
 }
 
-TEST_CASE("DescribeConfigs broker: another node id is INVALID_REQUEST; loggers are empty", "[admin][describe_configs]") {
+TEST_CASE("DescribeConfigs broker: another node id is INVALID_REQUEST - loggers are empty", "[admin][describe_configs]") {
   test::BrokerFixture f;
   auto resp = call(f, {resource(4, std::to_string(f.broker().node_id() + 1)), resource(8, "")}, 2);
   REQUIRE(resp.results.size() == 2);

@@ -132,7 +132,7 @@ TEST_CASE("controlled shutdown client: a controller that never answers is bounde
   CHECK(took < std::chrono::milliseconds(s.bound_ms() + 500));
 }
 
-TEST_CASE("controlled shutdown client: no controller elected; no other broker registered") {
+TEST_CASE("controlled shutdown client: no controller elected - no other broker registered") {
   ControlledShutdownSettings s = settings();
   s.retry_backoff_ms = 1;
   auto none = view_with_controller(1, -1);

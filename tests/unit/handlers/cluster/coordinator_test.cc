@@ -145,7 +145,7 @@ TEST_CASE("FindCoordinator in cluster mode names the leader of the group's offse
   CHECK(leaderless.node_id == -1);
 }
 
-TEST_CASE("Cluster mode: groups of partitions led elsewhere get NOT_COORDINATOR; loads follow leadership") {
+TEST_CASE("Cluster mode: groups of partitions led elsewhere get NOT_COORDINATOR - loads follow leadership") {
   CoordinatorCluster cc;
   auto& c = cc.c;
   // Broker 1 leads offsets partition 0 alone; broker 2 leads partition 1.
@@ -230,7 +230,7 @@ TEST_CASE("Cluster mode: becoming follower answers a held JoinGroup NOT_COORDINA
   CHECK(held.get().error_code == to_wire(ErrorCode::NOT_COORDINATOR));
 }
 
-TEST_CASE("Cluster mode: a commit waits for the replicated HW; timeout and lost leadership as Kafka maps them") {
+TEST_CASE("Cluster mode: a commit waits for the replicated HW - timeout and lost leadership as Kafka maps them") {
   CoordinatorCluster cc({"offsets.commit.timeout.ms=300"});
   // Broker 1 leads partition 0 with follower 2 in the ISR (which never fetches).
   cc.roles({offsets_part(0, 1, 0, {1, 2}, {1, 2}), offsets_part(1, 2, 0, {2}, {2, 1})});

@@ -65,7 +65,7 @@ TEST_CASE("LeaderAndIsr: become leader creates the log with the request's topic 
   CHECK(rec.events == std::vector<std::string>{"leader orders-2"});
 }
 
-TEST_CASE("LeaderAndIsr: follower, with the leader from LiveLeaders; listeners in request order") {
+TEST_CASE("LeaderAndIsr: follower, with the leader from LiveLeaders - listeners in request order") {
   ClusterFixture c;
   RecordingListener rec;
   c.rm().add_role_listener(&rec);
@@ -156,7 +156,7 @@ TEST_CASE("LeaderAndIsr v0 and v1 (ungrouped partitions) decode and answer per-p
   }
 }
 
-TEST_CASE("StopReplica: stop keeps the log, delete removes it; fenced leader epoch; listeners told") {
+TEST_CASE("StopReplica: stop keeps the log, delete removes it - fenced leader epoch - listeners told") {
   ClusterFixture c;
   RecordingListener rec;
   c.rm().add_role_listener(&rec);

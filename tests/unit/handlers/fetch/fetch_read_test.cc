@@ -103,7 +103,7 @@ TEST_CASE("Fetch errors: offsets out of range, unknown topics and partitions, em
   CHECK(resp.responses[0].partitions[0].error_code == protocol::to_wire(ErrorCode::UNKNOWN_LEADER_EPOCH));
 }
 
-TEST_CASE("Fetch v13+ names topics by id; an unknown id is UNKNOWN_TOPIC_ID", "[handlers][fetch]") {
+TEST_CASE("Fetch v13+ names topics by id - an unknown id is UNKNOWN_TOPIC_ID", "[handlers][fetch]") {
   FetchFixture f;
   auto topic = create_topic(f, "t");
   append(*topic->partitions[0], make_batch(2, 10));

@@ -31,7 +31,7 @@ size_t partitions_in(const FetchResponse& r) {
 
 }  // namespace
 
-TEST_CASE("A full fetch with epoch 0 opens a session; incremental fetches send only changes", "[handlers][fetch][session]") {
+TEST_CASE("A full fetch with epoch 0 opens a session - incremental fetches send only changes", "[handlers][fetch][session]") {
   FetchFixture f;
   auto topic = create_topic(f, "t", 2);
   auto& p0 = *topic->partitions[0];

@@ -126,7 +126,7 @@ TEST_CASE("ListOffsets errors: unknown partitions, fenced epochs, duplicates", "
   CHECK(resp.topics[0].partitions[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
 }
 
-TEST_CASE("DeleteRecords moves the log start; fetches below it are out of range", "[handlers][delete_records]") {
+TEST_CASE("DeleteRecords moves the log start - fetches below it are out of range", "[handlers][delete_records]") {
   FetchFixture f;
   auto topic = create_topic(f, "t");
   auto& p = *topic->partitions[0];

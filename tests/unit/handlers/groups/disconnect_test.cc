@@ -161,7 +161,7 @@ TEST_CASE("a member whose connection closed keeps its session only if it speaks 
   CHECK(d.members[0].member_id == a);
 }
 
-TEST_CASE("a closed connection drops a held SyncGroup; the leader's close ends the generation",
+TEST_CASE("a closed connection drops a held SyncGroup - the leader's close ends the generation",
           "[groups][disconnect]") {
   BrokerFixture f(overrides());
   coordinator(f);

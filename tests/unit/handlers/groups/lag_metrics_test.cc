@@ -38,7 +38,7 @@ protocol::Bytes subscription(int16_t version, std::vector<std::string> topics) {
 
 }  // namespace
 
-TEST_CASE("subscribed topics decode from consumer-protocol metadata; garbage adds nothing", "[groups][metrics]") {
+TEST_CASE("subscribed topics decode from consumer-protocol metadata - garbage adds nothing", "[groups][metrics]") {
   std::set<std::string> got;
   groups::add_subscribed_topics(subscription(0, {"a", "b"}), got);
   groups::add_subscribed_topics(subscription(3, {"c"}), got);
@@ -48,7 +48,7 @@ TEST_CASE("subscribed topics decode from consumer-protocol metadata; garbage add
   CHECK(got.size() == 3);
 }
 
-TEST_CASE("lag covers every partition of a committed topic; uncommitted ones from the log start",
+TEST_CASE("lag covers every partition of a committed topic - uncommitted ones from the log start",
           "[groups][metrics]") {
   BrokerFixture f({"offsets.topic.num.partitions=3", "group.initial.rebalance.delay.ms=0"});
   auto topic = create_topic(f, "t", 3);

@@ -125,7 +125,7 @@ TEST_CASE("one member: join, sync, heartbeat, commit with its generation", "[gro
   CHECK(heartbeat(f, "g", 1, id) == 0);
 }
 
-TEST_CASE("two members: the second join rebalances; the leader assigns; leave rebalances", "[groups]") {
+TEST_CASE("two members: the second join rebalances - the leader assigns - leave rebalances", "[groups]") {
   BrokerFixture f(overrides());
   coordinator(f);
   std::string a;
@@ -243,7 +243,7 @@ TEST_CASE("static membership: a restarted instance takes its place without a reb
   CHECK(heartbeat(f, "gs", 1, second.member_id, std::string("worker-0")) == 0);
 }
 
-TEST_CASE("static members that go quiet expire after their session; the group can then be deleted", "[groups]") {
+TEST_CASE("static members that go quiet expire after their session - the group can then be deleted", "[groups]") {
   // librdkafka and the Java client close a static member without LeaveGroup:
   // Kafka's heartbeat expiry removes it like any other member.
   BrokerFixture f(overrides());

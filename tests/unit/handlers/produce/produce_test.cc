@@ -209,7 +209,7 @@ TEST_CASE("LogAppendTime stamps the broker time with a valid CRC") {
   for (const auto& r : stored_records(f, "t")) CHECK(r.timestamp >= before);
 }
 
-TEST_CASE("compression.type recompresses; producer keeps the batch as sent") {
+TEST_CASE("compression.type recompresses - producer keeps the batch as sent") {
   BrokerFixture f;
   create_topic(f, "keep");
   create_topic(f, "z", 1, {{"compression.type", "zstd"}});
@@ -239,7 +239,7 @@ TEST_CASE("compression.type recompresses; producer keeps the batch as sent") {
   CHECK(plain.size() == 4);
 }
 
-TEST_CASE("zstd needs Produce v7; transactional batches outside a transaction and control batches are refused") {
+TEST_CASE("zstd needs Produce v7 - transactional batches outside a transaction and control batches are refused") {
   BrokerFixture f;
   create_topic(f, "t");
   auto z = make_batch({.codec = protocol::Codec::kZstd});
@@ -263,7 +263,7 @@ TEST_CASE("an invalid acks value is INVALID_REQUIRED_ACKS and nothing is written
   CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 0);
 }
 
-TEST_CASE("acks=0 answers nothing, closes on error; acks=1 answers") {
+TEST_CASE("acks=0 answers nothing, closes on error - acks=1 answers") {
   BrokerFixture f;
   create_topic(f, "t");
   auto b = make_batch({});

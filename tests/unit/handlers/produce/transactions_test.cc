@@ -170,7 +170,7 @@ TEST_CASE("producer state: transactions open, end by markers and hold the LSO", 
   CHECK(t.find(9) != nullptr);
 }
 
-TEST_CASE("__transaction_state records round-trip; ids map as Kafka's partitionFor", "[txn]") {
+TEST_CASE("__transaction_state records round-trip - ids map as Kafka's partitionFor", "[txn]") {
   txn::TxnRecord r;
   r.producer_id = 42;
   r.producer_epoch = 3;
