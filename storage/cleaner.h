@@ -61,8 +61,9 @@
 // which stay readable after the rename to `.deleted` and the unlink. Appends
 // wait only for step 4's renames under the log's append lock.
 //
-// Thread-safety: one pass per log at a time (the LogManager's cleaner thread
-// serialises them); passes run concurrently with appends, reads, retention.
+// Thread-safety: one pass per log at a time (the LogManager's cleaner
+// threads each take a different log); passes run concurrently with appends,
+// reads, retention, and with passes over other logs.
 #pragma once
 
 #include <cstddef>
@@ -87,6 +88,10 @@ struct CleanerConfig {
   // log.cleaner.io.max.bytes.per.second: reads plus writes. The LogManager
   // builds one Throttler from it for all its passes; DBL_MAX: unthrottled.
   double io_max_bytes_per_second = std::numeric_limits<double>::max();
+  // log.cleaner.threads: the LogManager's cleaner threads, which share a
+  // pass log by log and split dedupe_buffer_bytes between them (Kafka's
+  // rule); the Cleaner itself ignores it.
+  unsigned threads = 1;
 };
 
 struct CleanPlan {

@@ -64,8 +64,9 @@ Result<std::unique_ptr<LogManager>> LogManager::open(io::FileSystem& fs, std::ve
   std::unique_ptr<LogManager> m(new LogManager(fs, std::move(log_dirs), std::move(config)));
   CK_RETURN_IF_ERROR(m->load(now_ms));
   if (m->config_.cleaner_enable) {
+    std::lock_guard lock(m->cleaner_mu_);
     m->last_clean_ms_ = now_ms;
-    m->cleaner_thread_ = std::thread([p = m.get()] { p->cleaner_loop(); });
+    m->resize_cleaner_locked(std::max(1u, m->config_.cleaner.threads));
   }
   return m;
 }
@@ -343,7 +344,7 @@ Status LogManager::tick(int64_t now_ms) {
     if (now_ms - last_clean_ms_ >= config_.cleaner_backoff_ms) {
       last_clean_ms_ = now_ms;
       cleaner_request_ = now_ms;
-      cleaner_cv_.notify_one();
+      cleaner_cv_.notify_all();
     }
   }
   for (const auto& [tp, log] : all()) {
@@ -394,39 +395,27 @@ Status LogManager::shutdown() {
   return first;
 }
 
-Status LogManager::clean_now(int64_t now_ms) {
-  std::lock_guard pass(cleaner_pass_mu_);
-  CleanerConfig settings;
-  {
-    std::lock_guard lock(cleaner_mu_);
-    settings = config_.cleaner;
+void LogManager::clean_one(const Cleaner& cleaner, const TopicPartition& tp, Log& log, int64_t now_ms,
+                           const StableBound& bound, CleanerManagerStats& delta, Status* first) {
+  const int64_t b = bound ? bound(tp, log) : Cleaner::kNoBound;
+  auto r = cleaner.clean(log, now_ms, {}, b);
+  if (!r) {
+    ++delta.errors;
+    delta.last_error = r.status().to_string();
+    if (first->is_ok()) *first = r.status();
+    return;
   }
-  const Cleaner cleaner(settings, &cleaner_throttle_);
-  Status first;
-  CleanerManagerStats delta;
-  for (const auto& [tp, log] : all()) {
-    {
-      std::lock_guard lock(cleaner_mu_);
-      if (cleaner_stop_) break;
-    }
-    if (!log->config().cleanup_compact) continue;
-    const int64_t bound = stable_bound_ ? stable_bound_(tp, *log) : Cleaner::kNoBound;
-    auto r = cleaner.clean(*log, now_ms, {}, bound);
-    if (!r) {
-      ++delta.errors;
-      delta.last_error = r.status().to_string();
-      if (first.is_ok()) first = r.status();
-      continue;
-    }
-    if (r->cleaned && r->segments_rewritten > 0) ++delta.logs_cleaned;
-    delta.segments_rewritten += r->segments_rewritten;
-    delta.bytes_read += r->bytes_read;
-    delta.bytes_written += r->bytes_written;
-    delta.aborted_batches_removed += r->aborted_batches_removed;
-  }
-  std::lock_guard lock(cleaner_mu_);
+  if (r->cleaned && r->segments_rewritten > 0) ++delta.logs_cleaned;
+  delta.segments_rewritten += r->segments_rewritten;
+  delta.bytes_read += r->bytes_read;
+  delta.bytes_written += r->bytes_written;
+  delta.aborted_batches_removed += r->aborted_batches_removed;
+}
+
+void LogManager::finish_pass_locked(const CleanerManagerStats& delta, unsigned parallel) {
   auto& s = cleaner_stats_;
   ++s.passes;
+  s.last_pass_parallel = parallel;
   s.logs_cleaned += delta.logs_cleaned;
   s.segments_rewritten += delta.segments_rewritten;
   s.bytes_read += delta.bytes_read;
@@ -434,11 +423,56 @@ Status LogManager::clean_now(int64_t now_ms) {
   s.aborted_batches_removed += delta.aborted_batches_removed;
   s.errors += delta.errors;
   if (!delta.last_error.empty()) s.last_error = delta.last_error;
+  cleaner_cv_.notify_all();  // clean_now() waits for no pass in progress
+}
+
+Status LogManager::clean_now(int64_t now_ms) {
+  std::unique_lock lock(cleaner_mu_);
+  cleaner_cv_.wait(lock, [&] { return cleaner_stop_ || (!pass_ && !pass_starting_ && !manual_pass_); });
+  if (cleaner_stop_) return Status::ok();
+  manual_pass_ = true;
+  const Cleaner cleaner(config_.cleaner, &cleaner_throttle_);
+  const StableBound bound = stable_bound_;
+  lock.unlock();
+  Status first;
+  CleanerManagerStats delta;
+  for (const auto& [tp, log] : all()) {
+    {
+      std::lock_guard stop(cleaner_mu_);
+      if (cleaner_stop_) break;
+    }
+    if (log->config().cleanup_compact) clean_one(cleaner, tp, *log, now_ms, bound, delta, &first);
+  }
+  lock.lock();
+  manual_pass_ = false;
+  finish_pass_locked(delta, 1);
   return first;
 }
 
+void LogManager::start_pass(std::unique_lock<std::mutex>& lock) {
+  CleanerPass pass;
+  pass.now_ms = *cleaner_request_;
+  cleaner_request_.reset();
+  pass.settings = config_.cleaner;
+  pass.settings.dedupe_buffer_bytes =
+      std::max<size_t>(1u << 20, config_.cleaner.dedupe_buffer_bytes / std::max(1u, cleaner_target_));
+  pass.bound = stable_bound_;
+  pass_starting_ = true;
+  lock.unlock();
+  for (auto& [tp, log] : all())
+    if (log->config().cleanup_compact) pass.logs.emplace_back(tp, std::move(log));
+  lock.lock();
+  pass_starting_ = false;
+  if (pass.logs.empty()) {
+    finish_pass_locked(pass.delta, 0);
+    return;
+  }
+  pass_ = std::move(pass);
+  cleaner_cv_.notify_all();
+}
+
 void LogManager::set_stable_bound(StableBound bound) {
-  std::lock_guard pass(cleaner_pass_mu_);
+  std::lock_guard lock(cleaner_mu_);
   stable_bound_ = std::move(bound);
 }
 
@@ -447,6 +481,8 @@ void LogManager::set_cleaner_settings(int64_t backoff_ms, const CleanerConfig& c
     std::lock_guard lock(cleaner_mu_);
     config_.cleaner_backoff_ms = backoff_ms;
     config_.cleaner = cleaner;
+    const unsigned threads = std::max(1u, cleaner.threads);
+    if (config_.cleaner_enable && !cleaner_stop_ && threads != cleaner_target_) resize_cleaner_locked(threads);
   }
   cleaner_throttle_.set_rate(cleaner.io_max_bytes_per_second);
 }
@@ -466,33 +502,83 @@ CleanerManagerStats LogManager::cleaner_stats() const {
   {
     std::lock_guard lock(cleaner_mu_);
     s = cleaner_stats_;
+    s.threads = cleaner_target_;
   }
   s.throttle = cleaner_throttle_.stats();
   return s;
 }
 
-void LogManager::cleaner_loop() {
-  for (;;) {
-    int64_t now_ms;
-    {
-      std::unique_lock lock(cleaner_mu_);
-      cleaner_cv_.wait(lock, [&] { return cleaner_stop_ || cleaner_request_.has_value(); });
-      if (cleaner_stop_) return;
-      now_ms = *cleaner_request_;
-      cleaner_request_.reset();
+void LogManager::resize_cleaner_locked(unsigned n) {
+  cleaner_target_ = n;
+  for (unsigned i = 0; i < n; ++i) {
+    if (i < cleaner_threads_.size()) {
+      if (!cleaner_exited_[i]) continue;  // still running (perhaps finishing a log): it stays
+      cleaner_threads_[i].join();         // it has left and released the lock
+    } else {
+      cleaner_threads_.emplace_back();
+      cleaner_exited_.push_back(false);
     }
-    (void)clean_now(now_ms);  // errors are counted in cleaner_stats()
+    cleaner_exited_[i] = false;
+    cleaner_threads_[i] = std::thread([this, i] { cleaner_loop(i); });
+  }
+  cleaner_cv_.notify_all();  // threads at or past n leave
+}
+
+void LogManager::cleaner_loop(unsigned index) {
+  std::unique_lock lock(cleaner_mu_);
+  for (;;) {
+    cleaner_cv_.wait(lock, [&] {
+      return cleaner_stop_ || index >= cleaner_target_ || (pass_ && pass_->next < pass_->logs.size()) ||
+             (!pass_ && !pass_starting_ && !manual_pass_ && cleaner_request_.has_value());
+    });
+    if (cleaner_stop_ || index >= cleaner_target_) {
+      if (index < cleaner_exited_.size()) cleaner_exited_[index] = true;  // stop_cleaner() cleared them
+      return;
+    }
+    if (!pass_) {
+      start_pass(lock);
+      continue;
+    }
+    CleanerPass& pass = *pass_;
+    const auto [tp, log] = pass.logs[pass.next++];
+    ++pass.busy;
+    pass.max_busy = std::max(pass.max_busy, static_cast<unsigned>(pass.busy));
+    const Cleaner cleaner(pass.settings, &cleaner_throttle_);
+    const StableBound bound = pass.bound;
+    const int64_t now_ms = pass.now_ms;
+    lock.unlock();
+    CleanerManagerStats delta;
+    Status first;
+    clean_one(cleaner, tp, *log, now_ms, bound, delta, &first);  // errors are counted in cleaner_stats()
+    lock.lock();
+    CleanerManagerStats& d = pass_->delta;  // the same pass: it ends only when busy is 0
+    d.logs_cleaned += delta.logs_cleaned;
+    d.segments_rewritten += delta.segments_rewritten;
+    d.bytes_read += delta.bytes_read;
+    d.bytes_written += delta.bytes_written;
+    d.aborted_batches_removed += delta.aborted_batches_removed;
+    d.errors += delta.errors;
+    if (!delta.last_error.empty()) d.last_error = delta.last_error;
+    if (--pass_->busy == 0 && pass_->next == pass_->logs.size()) {
+      finish_pass_locked(pass_->delta, pass_->max_busy);
+      pass_.reset();
+    }
   }
 }
 
 void LogManager::stop_cleaner() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard lock(cleaner_mu_);
     cleaner_stop_ = true;
     cleaner_cv_.notify_all();
+    threads = std::move(cleaner_threads_);
+    cleaner_threads_.clear();
+    cleaner_exited_.clear();
   }
   cleaner_throttle_.cancel();  // a pass asleep in the throttle finishes at once
-  if (cleaner_thread_.joinable()) cleaner_thread_.join();
+  for (std::thread& t : threads)
+    if (t.joinable()) t.join();
 }
 
 }  // namespace ciuickafka::storage

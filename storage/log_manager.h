@@ -18,17 +18,23 @@
 // retention_check_interval_ms), unlinks `.deleted` files and `-delete`
 // directories whose file.delete.delay.ms has passed, and writes the
 // checkpoints every checkpoint_interval_ms. With cleaner_enable
-// (log.cleaner.enable), tick() also wakes the cleaner thread every
+// (log.cleaner.enable), tick() also starts a cleaner pass every
 // cleaner_backoff_ms (log.cleaner.backoff.ms, changeable with
-// set_cleaner_settings); it runs one pass of
-// storage/cleaner.h over every log whose cleanup.policy includes compact.
+// set_cleaner_settings): storage/cleaner.h over every log whose
+// cleanup.policy includes compact. The pass is shared by cleaner.threads
+// threads (log.cleaner.threads), each taking the next log in turn, so
+// several logs are cleaned at once and each log by one thread; each thread's
+// offset map gets dedupe_buffer_bytes / threads, as in Kafka. The number of
+// threads changes live (set_cleaner_settings): new ones join the pass at
+// once, and one that leaves finishes the log it is cleaning first (Kafka
+// aborts and restarts its cleaning instead).
 // Every pass's reads and writes go through one Throttler at
 // log.cleaner.io.max.bytes.per.second (CleanerConfig); stopping the cleaner
 // cancels it, so shutdown never waits out a throttle delay.
 // Its progress (each log's first dirty offset) is written to
 // `cleaner-offset-checkpoint` with the other checkpoints and read back at
-// open. The manager owns two threads: group commit's flusher (sync_to) and
-// the cleaner.
+// open. The manager owns group commit's flusher thread (sync_to) and the
+// cleaner threads.
 //
 // Thread-safety: every method may be called from any thread. The partition
 // map is guarded by one mutex held only for map operations and file-system
@@ -85,6 +91,8 @@ struct CleanerManagerStats {
   uint64_t aborted_batches_removed = 0;  // batches of aborted transactions
   uint64_t errors = 0;
   std::string last_error;
+  unsigned threads = 0;       // cleaner threads now (log.cleaner.threads; 0: the cleaner is off)
+  unsigned last_pass_parallel = 0;  // the most logs cleaned at once in the last pass
   // log.cleaner.io.max.bytes.per.second at work (storage/throttler.h):
   // bytes counted, and the sleeps it imposed on the passes.
   Throttler::Stats throttle;
@@ -152,8 +160,8 @@ class LogManager {
   Status shutdown();
 
   // One cleaner pass over every compacted log, on the calling thread
-  // (serialised with the cleaner thread's passes). Returns the first error;
-  // the other logs are still cleaned.
+  // (serialised with the cleaner threads' passes, with the whole offset map).
+  // Returns the first error; the other logs are still cleaned.
   Status clean_now(int64_t now_ms);
   CleanerManagerStats cleaner_stats() const;
   // The cleaner cleans nothing of a log at or past bound(tp, log): the
@@ -169,10 +177,11 @@ class LogManager {
   // before the first tick.
   void set_retention_bound(StableBound bound) { retention_bound_ = std::move(bound); }
   // New cleaner settings (the dynamic log.cleaner.backoff.ms,
-  // log.cleaner.dedupe.buffer.size and log.cleaner.io.max.bytes.per.second,
-  // as Kafka's LogCleaner reconfigures): the backoff applies at the next
-  // tick, counted from the last pass; the buffer from the next pass (a pass
-  // in progress keeps its own); the throttle's new rate at once.
+  // log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second and
+  // log.cleaner.threads, as Kafka's LogCleaner reconfigures): the backoff
+  // applies at the next tick, counted from the last pass; the buffer from
+  // the next pass (a pass in progress keeps its own); the throttle's new
+  // rate and the number of threads at once (with the cleaner on).
   void set_cleaner_settings(int64_t backoff_ms, const CleanerConfig& cleaner);
   // The backoff and the config the next pass uses (its I/O rate: the
   // throttle's own).
@@ -198,7 +207,27 @@ class LogManager {
   LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config);
   Status load(int64_t now_ms);
   Status checkpoint_dir(size_t dir, const std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>>& logs);
-  void cleaner_loop();
+  // One pass shared by the cleaner threads (under cleaner_mu_).
+  struct CleanerPass {
+    int64_t now_ms = 0;
+    std::vector<std::pair<TopicPartition, std::shared_ptr<Log>>> logs;  // the compacted ones
+    size_t next = 0;  // the next log to take
+    size_t busy = 0;  // logs being cleaned now
+    unsigned max_busy = 0;
+    CleanerConfig settings;
+    StableBound bound;
+    CleanerManagerStats delta;
+    Status first;
+  };
+  void cleaner_loop(unsigned index);
+  // Takes the request and makes pass_ (drops the lock meanwhile).
+  void start_pass(std::unique_lock<std::mutex>& lock);
+  void finish_pass_locked(const CleanerManagerStats& delta, unsigned parallel);
+  // Starts or lets go threads so that n run (under cleaner_mu_).
+  void resize_cleaner_locked(unsigned n);
+  // One log with that cleaner, counted into delta (and *first on an error).
+  static void clean_one(const Cleaner& cleaner, const TopicPartition& tp, Log& log, int64_t now_ms,
+                        const StableBound& bound, CleanerManagerStats& delta, Status* first);
   void stop_cleaner();
 
   io::FileSystem& fs_;
@@ -217,18 +246,26 @@ class LogManager {
   bool shut_down_ = false;                     // under mu_
   std::mutex checkpoint_mu_;                   // one checkpoint writer at a time
 
-  // The cleaner thread: tick() sets cleaner_request_ and notifies.
-  std::mutex cleaner_pass_mu_;                 // one pass at a time
-  StableBound stable_bound_;                   // under cleaner_pass_mu_
+  // The cleaner threads: tick() sets cleaner_request_ and notifies; the
+  // first thread free makes the pass, all of them take its logs.
   StableBound retention_bound_;                // set before the first tick, then read-only
   mutable std::mutex cleaner_mu_;
   std::condition_variable cleaner_cv_;
+  StableBound stable_bound_;                   // under cleaner_mu_
   std::optional<int64_t> cleaner_request_;     // under cleaner_mu_
+  std::optional<CleanerPass> pass_;            // under cleaner_mu_: the pass in progress
+  bool pass_starting_ = false;                 // under cleaner_mu_: a thread is listing its logs
+  bool manual_pass_ = false;                   // under cleaner_mu_: clean_now() is running
   bool cleaner_stop_ = false;                  // under cleaner_mu_
   int64_t last_clean_ms_ = 0;                  // under cleaner_mu_
   CleanerManagerStats cleaner_stats_;          // under cleaner_mu_
   uint64_t cleaner_errors_reported_ = 0;       // under cleaner_mu_: errors tick() has returned
-  std::thread cleaner_thread_;
+  // Under cleaner_mu_: thread i runs while i < cleaner_target_; one at or
+  // past it leaves after its log and sets cleaner_exited_[i] (joined by the
+  // next resize or at stop).
+  unsigned cleaner_target_ = 0;
+  std::vector<std::thread> cleaner_threads_;
+  std::vector<bool> cleaner_exited_;
   // Every pass's reads and writes, one rate for all (cancelled at stop).
   Throttler cleaner_throttle_;
 };

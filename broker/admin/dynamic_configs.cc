@@ -83,6 +83,16 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
       return {ErrorCode::INVALID_REQUEST,
               failed + ", value should not be greater than double the current value " + std::to_string(now)};
   }
+  // Kafka's LogCleaner.validateReconfiguration: the same rule, its own text.
+  if (const int64_t now = cfg.get_int("log.cleaner.threads"), next = probe.get_int("log.cleaner.threads"); next != now) {
+    if (next < 1) return {ErrorCode::INVALID_REQUEST, "Log cleaner threads should be at least 1"};
+    if (next < now / 2)
+      return {ErrorCode::INVALID_REQUEST,
+              "Log cleaner threads cannot be reduced to less than half the current value " + std::to_string(now)};
+    if (next > now * 2)
+      return {ErrorCode::INVALID_REQUEST,
+              "Log cleaner threads cannot be increased to more than double the current value " + std::to_string(now)};
+  }
   return {};
 }
 
@@ -90,6 +100,7 @@ storage::CleanerConfig DynamicConfigs::cleaner_config(const config::BrokerConfig
   storage::CleanerConfig cc;
   cc.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
   cc.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
+  cc.threads = static_cast<unsigned>(std::max(1, c.get_int("log.cleaner.threads")));
   return cc;
 }
 

@@ -11,12 +11,14 @@
 // num.recovery.threads.per.data.dir,
 // which only the next start-up's log recovery reads (Broker::open loads
 // these sets before it opens the logs); log.cleaner.backoff.ms,
-// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second;
+// log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second,
+// log.cleaner.threads (Kafka's LogCleaner rule: at least 1, within half and
+// double the current value, with its text);
 // max.connections, max.connections.per.ip and its overrides); after a change every topic's
 // logs take their new effective settings (TopicTable::refresh_log_configs),
 // and Produce, the cleaner and retention read the new values from then on;
 // the request handler pool takes its new size (server/io_pool.h), the log
-// cleaner its new backoff, offset-map size and I/O rate
+// cleaner its new backoff, offset-map size, I/O rate and threads
 // (storage::LogManager::set_cleaner_settings, as Kafka's LogCleaner
 // reconfigures) and the network server its new connection limits and
 // number of threads (subscribe()). A client's change of num.io.threads,
@@ -100,7 +102,8 @@ class DynamicConfigs {
   static bool load_from_zk(replication::zk::Session& zk, int32_t node_id, config::BrokerConfig& config);
 
   // The log cleaner's settings in config (log.cleaner.dedupe.buffer.size,
-  // log.cleaner.io.max.bytes.per.second): at open and after every change.
+  // log.cleaner.io.max.bytes.per.second, log.cleaner.threads): at open and
+  // after every change.
   static storage::CleanerConfig cleaner_config(const config::BrokerConfig& config);
 
   // The znode of a set and the entity path its notifications name.

@@ -398,7 +398,11 @@ std::vector<KeyDef> detail::make_key_table() {
   // --- Log cleaner
   k.push_back(key("log.cleaner.enable", T::kBoolean, "true", S::kLogCleaner,
                   "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."));
-  k.push_back(key("log.cleaner.threads", T::kInt, "1", S::kLogCleaner, "Log cleaner threads.")
+  k.push_back(key("log.cleaner.threads", T::kInt, "1", S::kLogCleaner,
+                  "Log cleaner threads: they share each pass, cleaning different logs at once, and split "
+                  "log.cleaner.dedupe.buffer.size between them. 0 turns the cleaner off (read at start-up). A "
+                  "dynamic broker config, within half and double the current value and at least 1: new threads "
+                  "join at once, a thread that leaves finishes the log it is cleaning first.")
                   .valid(V::at_least(0)));
   k.push_back(key("log.cleaner.dedupe.buffer.size", T::kLong, "134217728", S::kLogCleaner,
                   "Memory for the cleaner's key map, across all cleaner threads (bytes)."));

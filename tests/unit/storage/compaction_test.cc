@@ -810,6 +810,76 @@ TEST_CASE("compaction: the LogManager's cleaner thread cleans compacted logs and
   check_latest(*log, model, dirty);
 }
 
+TEST_CASE("compaction: the LogManager's cleaner threads share a pass and their number changes live",
+          "[storage][compaction][manager]") {
+  MemFs t;
+  LogManagerConfig mc;
+  mc.cleaner_enable = true;
+  mc.cleaner_backoff_ms = 1000;
+  mc.cleaner.threads = 3;
+  // Slow enough that a log takes a while: the threads overlap.
+  mc.cleaner.io_max_bytes_per_second = 200'000;
+  auto m = LogManager::open(t.fs, {"/t/d1"}, mc, 0);
+  REQUIRE(m.is_ok());
+  auto& mgr = **m;
+  CHECK(mgr.cleaner_stats().threads == 3);
+  constexpr int kLogs = 6;
+  std::vector<std::shared_ptr<Log>> logs;
+  std::vector<Model> models(kLogs);
+  for (int i = 0; i < kLogs; ++i) {
+    protocol::Uuid id{};
+    id.bytes[0] = static_cast<uint8_t>(i + 1);
+    auto log = mgr.create({"compacted", i}, id, compact_config(), 0);
+    REQUIRE(log.is_ok());
+    fill(**log, models[i], 10, 30);
+    REQUIRE(sync_all(mgr, *log).is_ok());
+    logs.push_back(*log);
+  }
+  const auto wait_passes = [&](uint64_t n) {
+    for (int i = 0; i < 3000 && mgr.cleaner_stats().passes < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return mgr.cleaner_stats().passes;
+  };
+  REQUIRE(mgr.tick(1000).is_ok());
+  REQUIRE(wait_passes(1) == 1);
+  auto st = mgr.cleaner_stats();
+  CHECK(st.logs_cleaned == kLogs);
+  CHECK(st.errors == 0);
+  CHECK(st.last_pass_parallel == 3);  // three logs were being cleaned at once
+  for (int i = 0; i < kLogs; ++i) check_latest(*logs[i], models[i], logs[i]->first_dirty_offset());
+
+  // Down to one: the others leave; the next pass runs one log at a time.
+  auto settings = mgr.cleaner_settings().second;
+  settings.threads = 1;
+  mgr.set_cleaner_settings(1000, settings);
+  CHECK(mgr.cleaner_stats().threads == 1);
+  for (int i = 0; i < kLogs; ++i) {
+    fill(*logs[i], models[i], 10, 30);
+    REQUIRE(sync_all(mgr, logs[i]).is_ok());
+  }
+  REQUIRE(mgr.tick(2000).is_ok());
+  REQUIRE(wait_passes(2) == 2);
+  st = mgr.cleaner_stats();
+  CHECK(st.logs_cleaned == 2 * kLogs);
+  CHECK(st.last_pass_parallel == 1);
+  // And up to two again (the threads that left are joined and started anew).
+  settings.threads = 2;
+  mgr.set_cleaner_settings(1000, settings);
+  CHECK(mgr.cleaner_stats().threads == 2);
+  for (int i = 0; i < kLogs; ++i) {
+    fill(*logs[i], models[i], 10, 30);
+    REQUIRE(sync_all(mgr, logs[i]).is_ok());
+  }
+  REQUIRE(mgr.tick(3000).is_ok());
+  REQUIRE(wait_passes(3) == 3);
+  st = mgr.cleaner_stats();
+  CHECK(st.logs_cleaned == 3 * kLogs);
+  CHECK(st.last_pass_parallel == 2);
+  CHECK(st.errors == 0);
+  for (int i = 0; i < kLogs; ++i) check_latest(*logs[i], models[i], logs[i]->first_dirty_offset());
+  REQUIRE(mgr.shutdown().is_ok());
+}
+
 TEST_CASE("compaction: recovery resolves leftovers a crash can leave in any rename order",
           "[storage][compaction][crash]") {
   MemFs t;

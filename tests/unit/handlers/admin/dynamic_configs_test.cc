@@ -358,9 +358,26 @@ TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map
   CHECK(backoff1 == 15000);
   CHECK(cleaner1.dedupe_buffer_bytes == size_t{134217728});
   CHECK(cleaner1.io_max_bytes_per_second == std::numeric_limits<double>::max());
-  // log.cleaner.threads stays start-up only: the cleaner is one thread here.
-  CHECK(inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "2"}}).responses[0].error_code ==
-        code(ErrorCode::INVALID_REQUEST));
+
+  // log.cleaner.threads: Kafka's LogCleaner rule and text, then live.
+  auto refused = inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "3"}});
+  CHECK(refused.responses[0].error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(refused.responses[0].error_message.value_or(""),
+             Catch::Contains("Log cleaner threads cannot be increased to more than double the current value 1"));
+  CHECK(f.broker().logs().cleaner_stats().threads == 1);
+  REQUIRE(inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "2"}}).responses[0].error_code == 0);
+  CHECK(f.broker().logs().cleaner_stats().threads == 2);
+  // The configured offset map stays whole; each pass splits it between the threads.
+  CHECK(f.broker().logs().cleaner_settings().second.dedupe_buffer_bytes == size_t{134217728});
+  REQUIRE(inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "4"}}).responses[0].error_code == 0);
+  refused = inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "1"}});
+  CHECK_THAT(refused.responses[0].error_message.value_or(""),
+             Catch::Contains("Log cleaner threads cannot be reduced to less than half the current value 4"));
+  refused = inc(f, kBroker, me, {{"log.cleaner.threads", kSet, "0"}});
+  CHECK_THAT(refused.responses[0].error_message.value_or(""), Catch::Contains("Log cleaner threads should be at least 1"));
+  CHECK(f.broker().logs().cleaner_stats().threads == 4);
+  f.restart();  // persisted: the cleaner starts with 4
+  CHECK(f.broker().logs().cleaner_stats().threads == 4);
 }
 
 }  // namespace CK_UNITY_ID
