@@ -42,6 +42,17 @@ std::string unique_id() {
   return buf;
 }
 
+// Adds a log's or a pass's counts to a larger total.
+void add_counts(CleanerManagerStats& into, const CleanerManagerStats& d) {
+  into.logs_cleaned += d.logs_cleaned;
+  into.segments_rewritten += d.segments_rewritten;
+  into.bytes_read += d.bytes_read;
+  into.bytes_written += d.bytes_written;
+  into.aborted_batches_removed += d.aborted_batches_removed;
+  into.errors += d.errors;
+  if (!d.last_error.empty()) into.last_error = d.last_error;
+}
+
 }  // namespace
 
 LogManager::LogManager(io::FileSystem& fs, std::vector<std::string> dirs, LogManagerConfig config)
@@ -416,13 +427,7 @@ void LogManager::finish_pass_locked(const CleanerManagerStats& delta, unsigned p
   auto& s = cleaner_stats_;
   ++s.passes;
   s.last_pass_parallel = parallel;
-  s.logs_cleaned += delta.logs_cleaned;
-  s.segments_rewritten += delta.segments_rewritten;
-  s.bytes_read += delta.bytes_read;
-  s.bytes_written += delta.bytes_written;
-  s.aborted_batches_removed += delta.aborted_batches_removed;
-  s.errors += delta.errors;
-  if (!delta.last_error.empty()) s.last_error = delta.last_error;
+  add_counts(s, delta);
   cleaner_cv_.notify_all();  // clean_now() waits for no pass in progress
 }
 
@@ -551,14 +556,7 @@ void LogManager::cleaner_loop(unsigned index) {
     Status first;
     clean_one(cleaner, tp, *log, now_ms, bound, delta, &first);  // errors are counted in cleaner_stats()
     lock.lock();
-    CleanerManagerStats& d = pass_->delta;  // the same pass: it ends only when busy is 0
-    d.logs_cleaned += delta.logs_cleaned;
-    d.segments_rewritten += delta.segments_rewritten;
-    d.bytes_read += delta.bytes_read;
-    d.bytes_written += delta.bytes_written;
-    d.aborted_batches_removed += delta.aborted_batches_removed;
-    d.errors += delta.errors;
-    if (!delta.last_error.empty()) d.last_error = delta.last_error;
+    add_counts(pass_->delta, delta);  // the same pass: it ends only when busy is 0
     if (--pass_->busy == 0 && pass_->next == pass_->logs.size()) {
       finish_pass_locked(pass_->delta, pass_->max_busy);
       pass_.reset();

@@ -848,32 +848,26 @@ TEST_CASE("compaction: the LogManager's cleaner threads share a pass and their n
   CHECK(st.last_pass_parallel == 3);  // three logs were being cleaned at once
   for (int i = 0; i < kLogs; ++i) check_latest(*logs[i], models[i], logs[i]->first_dirty_offset());
 
+  // A new thread count, new data in every log, one more pass.
+  const auto pass_with = [&](unsigned threads, uint64_t pass) {
+    auto settings = mgr.cleaner_settings().second;
+    settings.threads = threads;
+    mgr.set_cleaner_settings(1000, settings);
+    CHECK(mgr.cleaner_stats().threads == threads);
+    for (int i = 0; i < kLogs; ++i) {
+      fill(*logs[i], models[i], 10, 30);
+      REQUIRE(sync_all(mgr, logs[i]).is_ok());
+    }
+    REQUIRE(mgr.tick(static_cast<int64_t>(pass) * 1000).is_ok());
+    REQUIRE(wait_passes(pass) == pass);
+    const auto s = mgr.cleaner_stats();
+    CHECK(s.logs_cleaned == pass * kLogs);
+    return s;
+  };
   // Down to one: the others leave; the next pass runs one log at a time.
-  auto settings = mgr.cleaner_settings().second;
-  settings.threads = 1;
-  mgr.set_cleaner_settings(1000, settings);
-  CHECK(mgr.cleaner_stats().threads == 1);
-  for (int i = 0; i < kLogs; ++i) {
-    fill(*logs[i], models[i], 10, 30);
-    REQUIRE(sync_all(mgr, logs[i]).is_ok());
-  }
-  REQUIRE(mgr.tick(2000).is_ok());
-  REQUIRE(wait_passes(2) == 2);
-  st = mgr.cleaner_stats();
-  CHECK(st.logs_cleaned == 2 * kLogs);
-  CHECK(st.last_pass_parallel == 1);
+  CHECK(pass_with(1, 2).last_pass_parallel == 1);
   // And up to two again (the threads that left are joined and started anew).
-  settings.threads = 2;
-  mgr.set_cleaner_settings(1000, settings);
-  CHECK(mgr.cleaner_stats().threads == 2);
-  for (int i = 0; i < kLogs; ++i) {
-    fill(*logs[i], models[i], 10, 30);
-    REQUIRE(sync_all(mgr, logs[i]).is_ok());
-  }
-  REQUIRE(mgr.tick(3000).is_ok());
-  REQUIRE(wait_passes(3) == 3);
-  st = mgr.cleaner_stats();
-  CHECK(st.logs_cleaned == 3 * kLogs);
+  st = pass_with(2, 3);
   CHECK(st.last_pass_parallel == 2);
   CHECK(st.errors == 0);
   for (int i = 0; i < kLogs; ++i) check_latest(*logs[i], models[i], logs[i]->first_dirty_offset());
