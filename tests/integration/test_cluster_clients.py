@@ -331,12 +331,29 @@ def commits_of(events):
 
 
 def coordinator_of(brokers, by_id, kz):
-    """The broker FindCoordinator (asked of a live broker) names for GROUP:
-    the leader of the group's __consumer_offsets partition in ZooKeeper."""
-    live = [b for b in brokers if b.alive()]
-    err, node, _, _ = find_coordinator(live[0], GROUP)
-    check(err == 0 and node in by_id and by_id[node].alive(),
-          "FindCoordinator for %s on %s: error %d node %d" % (GROUP, live[0].name, err, node))
+    """The broker FindCoordinator (asked of the live brokers) names for
+    GROUP: the leader of the group's __consumer_offsets partition in
+    ZooKeeper. A broker just restarted answers COORDINATOR_NOT_AVAILABLE
+    (retriable, as Kafka's) until it has rejoined the cluster, so the brokers
+    are asked in turn until one names a live broker (bounded)."""
+    answers = {}
+
+    def named_live():
+        for b in brokers:
+            if not b.alive():
+                continue
+            err, node, _, _ = find_coordinator(b, GROUP)
+            answers[b.name] = (err, node)
+            if err == 0 and node in by_id and by_id[node].alive():
+                answers["node"] = node
+                return True
+        return False
+
+    try:
+        wait_until(named_live, 30, "FindCoordinator for %s to name a live broker" % GROUP)
+    except harness.TestFailure as e:
+        raise harness.TestFailure("%s; last answers (error, node) by broker: %s" % (e, answers)) from None
+    node = answers["node"]
     leader = partition_states(kz, OFFSETS)[partition_for(GROUP)]["leader"]
     check(node == leader, "FindCoordinator names broker %d, offsets partition %d is led by %d" % (
         node, partition_for(GROUP), leader))
