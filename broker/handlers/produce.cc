@@ -198,7 +198,8 @@ struct Write {
   size_t topic = 0, partition = 0;  // where its answer goes in the response
   std::shared_ptr<Partition> target;
   std::shared_ptr<produce::PartitionState> state;
-  std::vector<uint8_t> buffer;      // the batches being written: alive until done
+  std::vector<uint8_t> buffer;      // the batches being written, when copied: alive until done
+  std::span<uint8_t> bytes;         // what is written: buffer, or the request's frame (pp->ctx keeps it)
   bool idempotent = false;
   int64_t base_offset = -1, end_offset = -1, log_append_time = -1;
   storage::Status status;           // set by the completion, before it counts down
@@ -235,12 +236,13 @@ void count_down(const std::shared_ptr<PendingProduce>& pp) {
 // was queued (finish() answers it then).
 void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
                        const std::shared_ptr<Partition>& owner, const produce::TopicSettings& settings,
-                       const protocol::Records& records, int16_t version, int64_t now, PartitionResponse& pr,
-                       size_t topic_index, size_t partition_index, std::vector<produce::DurableTarget>& ready) {
+                       const protocol::Records& records, std::span<uint8_t> writable, int16_t version, int64_t now,
+                       PartitionResponse& pr, size_t topic_index, size_t partition_index,
+                       std::vector<produce::DurableTarget>& ready) {
   produce::ProduceService& svc = *pp->svc;
   auto st = svc.partition_state(p);
   st->topic_metrics.produce_request();  // per partition part, as Kafka's totalProduceRequestRate
-  produce::PreparedRecords prep = produce::prepare_records(records.bytes, version, settings, now);
+  produce::PreparedRecords prep = produce::prepare_records(records.bytes, version, settings, now, writable);
   if (!prep.ok()) {
     set_error(pr, prep.error, prep.message);
     for (auto& e : prep.record_errors) {
@@ -336,11 +338,12 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
   w.target = owner;
   w.state = st;
   w.buffer = std::move(prep.buffer);
+  w.bytes = prep.in_place.empty() ? std::span<uint8_t>(w.buffer) : prep.in_place;
   w.idempotent = idempotent > 0;
   w.log_append_time = prep.log_append_time;
   pp->outstanding.fetch_add(1, std::memory_order_relaxed);
   auto appended = p.append_async(
-      w.buffer, now, DiskRing::current(),
+      w.bytes, now, DiskRing::current(),
       [pp, slot](storage::Status s) {
         pp->writes[slot].status = std::move(s);
         count_down(pp);
@@ -701,8 +704,10 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
         broker.metrics().all_topics().failed_produce();
       } else {
         std::vector<produce::DurableTarget> dup;
-        produce_partition(pp, *partition, partition, *settings, pd.records, version, now, pr, topic_index,
-                          partition_index, dup);
+        // The records are written from the frame itself (ctx, then pp->ctx,
+        // keeps it until every write has completed).
+        produce_partition(pp, *partition, partition, *settings, pd.records, ctx.writable(pd.records.bytes), version,
+                          now, pr, topic_index, partition_index, dup);
         for (auto& d : dup) pp->duplicates.emplace_back(topic_index, partition_index, std::move(d), partition);
       }
     }

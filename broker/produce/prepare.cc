@@ -58,9 +58,11 @@ std::string too_large_message(size_t size, int64_t max) {
 }
 
 // One v2 batch (already split out of the request): checks it and appends
-// what the log will store to out.buffer. Returns false on error (out set).
+// what the log will store to out.buffer, or, given in_place (the same bytes,
+// writable) and kept as sent, patches it there and sets out.in_place.
+// Returns false on error (out set).
 bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const TopicSettings& s, int64_t now_ms,
-                PreparedRecords& out) {
+                PreparedRecords& out, std::span<uint8_t> in_place = {}) {
   auto parsed = RecordBatchView::parse_and_validate(bytes);
   if (!parsed.ok()) {
     fail(out, ErrorCode::CORRUPT_MESSAGE,
@@ -113,6 +115,14 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
   const bool look_inside = !compressed || recompress || s.compacted || s.validate_compressed;
   const size_t start = out.buffer.size();
   int64_t max_ts = batch.max_timestamp();
+  // The batch as the producer sent it: in the request's own bytes when
+  // writable, else copied.
+  auto keep_as_sent = [&]() -> std::span<uint8_t> {
+    if (!in_place.empty()) return in_place.first(batch.size_bytes());
+    out.buffer.insert(out.buffer.end(), bytes.begin(), bytes.begin() + static_cast<long>(batch.size_bytes()));
+    return std::span<uint8_t>(out.buffer.data() + start, batch.size_bytes());
+  };
+  std::span<uint8_t> stored;
 
   if (look_inside) {
     auto decoded = protocol::decode_records(batch, decompress_limit(s));
@@ -178,15 +188,17 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
         return false;
       }
       out.buffer.insert(out.buffer.end(), built.value().begin(), built.value().end());
+      stored = std::span<uint8_t>(out.buffer.data() + start, out.buffer.size() - start);
     } else {
-      out.buffer.insert(out.buffer.end(), bytes.begin(), bytes.begin() + static_cast<long>(batch.size_bytes()));
+      // Read before the bytes may be rewritten (in place, batch views them).
+      const bool fix_max = !s.log_append_time && batch.timestamp_type() == protocol::TimestampType::kCreateTime &&
+                           computed_max != batch.max_timestamp();
+      stored = keep_as_sent();
       // Under CreateTime the header's maxTimestamp must be the records'
       // largest (sarama sends -1); fix it as Kafka does (inside the CRC).
-      if (!s.log_append_time && batch.timestamp_type() == protocol::TimestampType::kCreateTime &&
-          computed_max != batch.max_timestamp()) {
-        std::span<uint8_t> mine(out.buffer.data() + start, batch.size_bytes());
-        put_be64(mine, v2::kMaxTimestampOffset, computed_max);
-        protocol::rewrite_crc(mine);
+      if (fix_max) {
+        put_be64(stored, v2::kMaxTimestampOffset, computed_max);
+        protocol::rewrite_crc(stored);
       }
     }
     max_ts = computed_max;
@@ -201,10 +213,10 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
         }
       }
     }
-    out.buffer.insert(out.buffer.end(), bytes.begin(), bytes.begin() + static_cast<long>(batch.size_bytes()));
+    stored = keep_as_sent();
   }
 
-  std::span<uint8_t> stored(out.buffer.data() + start, out.buffer.size() - start);
+  const bool kept_in_place = !in_place.empty() && stored.data() == in_place.data();
   if (s.log_append_time) {
     protocol::set_log_append_time(stored, now_ms);
     out.log_append_time = now_ms;
@@ -217,8 +229,9 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
   }
   const RecordBatchView& fb = final_view.value();
   PreparedBatch pb;
-  pb.position = start;
+  pb.position = kept_in_place ? 0 : start;
   pb.size = stored.size();
+  if (kept_in_place) out.in_place = stored;
   pb.producer_id = fb.producer_id();
   pb.producer_epoch = fb.producer_epoch();
   pb.base_sequence = fb.base_sequence();
@@ -245,8 +258,9 @@ ErrorCode legacy_error(RecordError e) {
 }  // namespace
 
 PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_version, const TopicSettings& s,
-                                int64_t now_ms) {
+                                int64_t now_ms, std::span<uint8_t> writable) {
   PreparedRecords out;
+  if (!writable.empty() && (writable.data() != records.data() || writable.size() != records.size())) writable = {};
   const std::string version = std::to_string(api_version);
   if (records.empty()) {
     if (api_version >= 3)
@@ -284,7 +298,10 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
     fail(out, ErrorCode::CORRUPT_MESSAGE, "A message set mixes magic 2 batches with magic 0/1 messages");
     return out;
   }
-  out.buffer.reserve(records.size());
+  // One v2 batch (every Produce v3+) is checked and kept where it arrived
+  // when the caller can let it be rewritten; anything else is copied.
+  const bool in_place = !writable.empty() && entries.size() == 1 && !any_legacy;
+  if (!in_place) out.buffer.reserve(records.size());
   if (any_legacy) {
     for (const auto& e : entries) {
       if (static_cast<int64_t>(e.bytes.size()) > s.max_message_bytes) {
@@ -308,12 +325,15 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
     as_converted.target_codec.reset();
     if (!prepare_v2(converted.value(), 11, as_converted, now_ms, out)) return out;
   } else {
-    for (const auto& e : entries)
-      if (!prepare_v2(e.bytes, api_version, s, now_ms, out)) return out;
+    for (const auto& e : entries) {
+      std::span<uint8_t> mine;
+      if (in_place) mine = writable.subspan(static_cast<size_t>(e.bytes.data() - records.data()), e.bytes.size());
+      if (!prepare_v2(e.bytes, api_version, s, now_ms, out, mine)) return out;
+    }
   }
-  if (static_cast<int64_t>(out.buffer.size()) > s.segment_bytes) {
+  if (static_cast<int64_t>(out.stored().size()) > s.segment_bytes) {
     fail(out, ErrorCode::RECORD_LIST_TOO_LARGE,
-         "The request included message batches totalling " + std::to_string(out.buffer.size()) +
+         "The request included message batches totalling " + std::to_string(out.stored().size()) +
              " bytes, larger than segment.bytes (" + std::to_string(s.segment_bytes) + ")");
   }
   return out;

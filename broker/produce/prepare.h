@@ -1,8 +1,12 @@
 // broker/produce/prepare.h: from one partition's produced records to the v2
 // batches the log stores, or the Kafka error that rejects them.
 //
-// prepare_records() copies the request's records into a buffer the log may
-// rewrite in place (offsets, leader epoch) and, on the way:
+// prepare_records() checks the request's records and makes the bytes the log
+// stores and rewrites in place (offsets, leader epoch): given the records
+// writable (the Produce handler's frame, RequestContext::writable), one v2
+// batch kept as sent (every Produce v3+ without a topic codec) stays in the
+// request and is patched there, so a produced byte is copied only by the
+// kernel; otherwise they are copied (or built) into a buffer. On the way:
 //   - framing and CRC: a truncated entry, bad length or CRC mismatch ->
 //     CORRUPT_MESSAGE; Produce v3+ must carry exactly one magic-2 batch
 //     (Kafka: INVALID_RECORD otherwise); zstd before v7 ->
@@ -48,7 +52,7 @@
 namespace ciuickafka::broker::produce {
 
 struct PreparedBatch {
-  size_t position = 0;  // in PreparedRecords::buffer
+  size_t position = 0;  // in PreparedRecords::stored()
   size_t size = 0;
   int64_t producer_id = -1;
   int16_t producer_epoch = -1;
@@ -68,16 +72,22 @@ struct PreparedRecords {
   protocol::ErrorCode error = protocol::ErrorCode::NONE;
   std::string message;                      // error_message (v8+)
   std::vector<RecordErrorEntry> record_errors;
-  std::vector<uint8_t> buffer;              // v2 batches ready for Partition::append
+  std::vector<uint8_t> buffer;              // batches copied or built here
+  std::span<uint8_t> in_place;              // or the request's own bytes, patched
   std::vector<PreparedBatch> batches;
   uint64_t record_count = 0;
   int64_t log_append_time = -1;             // set under LogAppendTime
 
   bool ok() const { return error == protocol::ErrorCode::NONE; }
+  // The v2 batches ready for Partition::append.
+  std::span<uint8_t> stored() { return in_place.empty() ? std::span<uint8_t>(buffer) : in_place; }
 };
 
+// writable: the same bytes as records, which prepare_records may rewrite and
+// then leave in place (PreparedRecords::in_place; they must outlive the
+// append); empty (or other bytes) to copy.
 PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_version,
-                                const TopicSettings& settings, int64_t now_ms);
+                                const TopicSettings& settings, int64_t now_ms, std::span<uint8_t> writable = {});
 
 // Whether prepare_records would compress records anew: a v2 batch whose
 // codec is not the topic's compression.type, or a v0/v1 message set that

@@ -17,7 +17,11 @@ namespace ciuickafka::broker {
 namespace {
 
 constexpr size_t kInputBuffer = 16u << 10;  // prefixes and small pipelined frames
-constexpr size_t kFrameChunk = 64u << 10;   // first growth step of a large frame
+// A frame up to this size is reserved whole once its budget is granted; a
+// larger one (up to socket.request.max.bytes) starts here and doubles with
+// what arrives, so a huge size prefix costs address space only for bytes
+// that come.
+constexpr size_t kReserveWhole = 16u << 20;
 
 std::string endpoint_string(const asio::ip::tcp::endpoint& ep) {
   const std::string a = ep.address().to_string();
@@ -133,7 +137,7 @@ void Connection::process_input() {
       }
       frame_size_ = size;
       frame_filled_ = 0;
-      frame_ = std::make_shared<std::vector<uint8_t>>();
+      frame_ = std::make_shared<FrameBytes>();
     }
     if (!frame_budgeted_ && opt_.budget != nullptr) {
       if (waiting_budget_) return;
@@ -153,7 +157,14 @@ void Connection::process_input() {
       }
       frame_counted_ = counted;
     }
-    frame_budgeted_ = true;
+    if (!frame_budgeted_) {
+      // Its whole size at once (up to kReserveWhole), now that the budget
+      // holds it: address space only (the allocator does not zero it), each
+      // page touched when bytes arrive in it, and no reallocation copies
+      // what came.
+      frame_->reserve(std::min(static_cast<size_t>(frame_size_), kReserveWhole));
+      frame_budgeted_ = true;
+    }
     const size_t want = static_cast<size_t>(frame_size_) - frame_filled_;
     const size_t take = std::min(want, in_end_ - in_begin_);
     if (take > 0) {
@@ -254,10 +265,13 @@ void Connection::start_read() {
   reading_ = true;
   auto self = shared_from_this();
   if (frame_size_ >= 0 && frame_budgeted_ && in_begin_ == in_end_) {
-    // A large frame: read straight into it, growing it with what arrives.
-    const size_t remaining = static_cast<size_t>(frame_size_) - frame_filled_;
-    const size_t step = std::min(remaining, std::max(kFrameChunk, frame_filled_));
-    if (frame_->size() < frame_filled_ + step) frame_->resize(frame_filled_ + step);
+    // A large frame: read straight into it, within what is reserved
+    // (resize does not zero-fill); past kReserveWhole it doubles when full.
+    if (frame_->size() == frame_filled_) {
+      const size_t room = frame_->capacity() > frame_filled_ ? frame_->capacity()
+                                                             : std::max(2 * frame_->capacity(), kInputBuffer);
+      frame_->resize(std::min(static_cast<size_t>(frame_size_), room));
+    }
     socket_.async_read_some(
         asio::buffer(frame_->data() + frame_filled_, frame_->size() - frame_filled_),
         [self](const boost::system::error_code& ec, size_t n) { self->on_read(ec, n, true); });

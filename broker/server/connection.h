@@ -3,12 +3,15 @@
 //
 // Reading: 4-byte big-endian size, then the frame. A size below 0 or above
 // socket.request.max.bytes stops reading; the connection closes once the
-// requests before it are answered. The frame buffer grows with
-// what actually arrives (a 2 GiB size prefix allocates nothing until 2 GiB
-// come). Before the body is read its size is taken from the broker-wide
-// RequestBudget (queued.max.request.bytes, and queued.max.requests for a
-// request pipelined behind another); when the budget is spent reading
-// pauses until responses give room back.
+// requests before it are answered. Before the body is read its size is
+// taken from the broker-wide RequestBudget (queued.max.request.bytes, and
+// queued.max.requests for a request pipelined behind another); when the
+// budget is spent reading pauses until responses give room back. Once the
+// budget holds it, the frame's buffer is reserved at its full size (up to
+// 16 MiB; a larger frame doubles from there with what arrives, so a 2 GiB
+// size prefix costs nothing until bytes come) and never zero-filled
+// (FrameBytes): address space only, a page becomes memory when bytes arrive
+// in it, and a frame up to 16 MiB is never copied to grow its buffer.
 //
 // Pipelining: each complete frame is dispatched at once, and gets a slot in
 // a queue in arrival order. respond() (any thread) posts the Response to this
@@ -142,7 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The frame being read: announced size (-1: still reading the prefix),
   // its bytes so far, whether its budget is held.
   int64_t frame_size_ = -1;
-  std::shared_ptr<std::vector<uint8_t>> frame_;
+  std::shared_ptr<FrameBytes> frame_;
   size_t frame_filled_ = 0;
   bool frame_budgeted_ = false;
   bool frame_counted_ = false;  // its budget includes a request slot

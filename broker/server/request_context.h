@@ -8,7 +8,9 @@
 // completed in.
 //
 // The frame is shared and owned here, so decoded views into it (record data
-// of a produce) stay valid for as long as the handler keeps the context.
+// of a produce) stay valid for as long as the handler keeps the context. The
+// handler owns the bytes: Produce rewrites its batches' offsets and leader
+// epoch in place and writes them to the log from the frame (no copy).
 //
 // Thread-safety: a context belongs to one handler invocation; respond() may
 // be called from any thread.
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "broker/net/asio.h"
+#include "broker/server/frame_bytes.h"
 #include "broker/server/response.h"
 #include "protocol/generated/headers.h"
 
@@ -34,8 +37,8 @@ struct RequestContext {
   Broker* broker = nullptr;
   protocol::RequestHeader header;    // api key, version, correlation id, client id
   int16_t header_version = 1;
-  std::shared_ptr<const std::vector<uint8_t>> frame;  // the request, size prefix excluded
-  std::span<const uint8_t> body;                      // the body inside *frame
+  std::shared_ptr<FrameBytes> frame;  // the request, size prefix excluded
+  std::span<const uint8_t> body;      // the body inside *frame
   asio::any_io_executor executor;    // the connection's thread: timers, posting back
   std::string listener;              // the listener name it arrived on ("PLAINTEXT")
   std::string peer;                  // "127.0.0.1:53210"
@@ -61,6 +64,17 @@ struct RequestContext {
   int16_t api_key() const { return header.request_api_key; }
   int16_t api_version() const { return header.request_api_version; }
   int32_t correlation_id() const { return header.correlation_id; }
+
+  // The writable bytes of a view into the frame (decoded record data), so
+  // the handler can rewrite them in place; empty when the view is not inside
+  // the frame (a request built in memory), and the caller copies instead.
+  std::span<uint8_t> writable(std::span<const uint8_t> inside) const {
+    if (!frame || inside.empty()) return {};
+    const auto at = reinterpret_cast<uintptr_t>(inside.data());
+    const auto begin = reinterpret_cast<uintptr_t>(frame->data());
+    if (at < begin || at - begin > frame->size() || frame->size() - (at - begin) < inside.size()) return {};
+    return std::span<uint8_t>(frame->data() + (at - begin), inside.size());
+  }
 };
 
 }  // namespace ciuickafka::broker

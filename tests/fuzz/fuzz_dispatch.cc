@@ -138,7 +138,7 @@ class Target {
     auto fut = answer->get_future();
     broker::RequestContext ctx;
     ctx.broker = broker_.get();
-    ctx.frame = std::make_shared<const Frame>(frame);
+    ctx.frame = std::make_shared<broker::FrameBytes>(frame.begin(), frame.end());
     ctx.executor = io_.get_executor();
     ctx.listener = "PLAINTEXT";
     ctx.peer = "fuzz";

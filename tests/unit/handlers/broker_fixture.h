@@ -77,7 +77,8 @@ class BrokerFixture {
     if (hv < 0) hv = 1;
     h.encode(w, hv);
     w.write_raw(body);
-    auto frame = std::make_shared<const std::vector<uint8_t>>(w.release());
+    const std::vector<uint8_t> bytes = w.release();
+    auto frame = std::make_shared<FrameBytes>(bytes.begin(), bytes.end());
 
     std::promise<Response> done;
     auto fut = done.get_future();

@@ -4,7 +4,7 @@
 // kClose closes after what precedes it, reading pauses at 16 in flight and
 // under queued.max.request.bytes, file slices are sent with sendfile, stop()
 // lets in-flight requests finish, and answers after the server is gone are
-// dropped safely.
+// dropped safely; frames of every size arrive byte for byte (FrameBytes).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -75,6 +75,88 @@ TEST_CASE("Answers given out of order are written in request order") {
     CHECK(be32(f->data()) == i);
   }
   t.join();
+}
+
+TEST_CASE("Frames of every size arrive byte for byte - pipelined, split anywhere, past the 16 MiB reserve") {
+  // Sizes around the 16 KiB input buffer and the 16 MiB whole reserve
+  // (connection.cc), so every path is taken: copied from the input buffer,
+  // read straight into the frame, and grown by doubling.
+  Holder h;
+  ServerFixture fx({"socket.request.max.bytes=104857600"}, h.dispatcher());
+  RawClient c(fx.port());
+  const std::vector<size_t> sizes = {8, (16u << 10) - 4, (16u << 10) + 5, 1u << 20, (16u << 20) + 12345, 9};
+  std::vector<uint8_t> wire;
+  std::vector<std::vector<uint8_t>> sent;
+  uint32_t x = 12345;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto f = test_frame(static_cast<int32_t>(i), sizes[i]);
+    for (size_t j = 12; j < f.size(); ++j) {  // past size, key, version, correlation id
+      x = x * 1103515245u + 12345u;
+      f[j] = static_cast<uint8_t>(x >> 16);
+    }
+    sent.emplace_back(f.begin() + 4, f.end());
+    wire.insert(wire.end(), f.begin(), f.end());
+  }
+  // Pieces of odd sizes, so prefixes and frames are split at every kind of place.
+  for (size_t at = 0, piece = 1; at < wire.size(); piece = piece * 7 % 100003 + 1) {
+    const size_t n = std::min(piece, wire.size() - at);
+    REQUIRE(c.send_all(std::vector<uint8_t>(wire.begin() + static_cast<long>(at), wire.begin() + static_cast<long>(at + n))));
+    at += n;
+  }
+  REQUIRE(h.wait_for(sizes.size()));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    INFO("frame " << i << " of " << sizes[i] << " bytes");
+    RequestContext ctx = h.take(i);
+    REQUIRE(ctx.frame->size() == sent[i].size());
+    CHECK(std::equal(ctx.frame->begin(), ctx.frame->end(), sent[i].begin()));
+    ctx.respond(echo(ctx));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto f = c.recv_frame();
+    REQUIRE(f);
+    CHECK(be32(f->data()) == static_cast<int32_t>(i));
+  }
+}
+
+TEST_CASE("FrameBytes keeps its bytes across reserve and resize - fills and copies as asked") {
+  FrameBytes f;
+  CHECK(f.empty());
+  CHECK(f.data() == nullptr);
+  f.reserve(4);
+  CHECK(f.capacity() == 4);
+  f.resize(3);
+  f[0] = 1, f[1] = 2, f[2] = 3;
+  const uint8_t* before = f.data();
+  f.resize(4);  // within capacity: same block
+  CHECK(f.data() == before);
+  f.resize(1000);  // a new block: the bytes held come along
+  CHECK(f.capacity() == 1000);
+  CHECK((f[0] == 1 && f[1] == 2 && f[2] == 3));
+  f.resize(2);
+  CHECK(f.size() == 2);
+  CHECK(f.capacity() == 1000);
+  const std::vector<uint8_t> v = {9, 8, 7};
+  FrameBytes g(v.begin(), v.end());
+  CHECK(std::vector<uint8_t>(g.begin(), g.end()) == v);
+  FrameBytes k(5, uint8_t{6});
+  CHECK(std::vector<uint8_t>(k.begin(), k.end()) == std::vector<uint8_t>(5, 6));
+  std::span<const uint8_t> view(k);
+  CHECK(view.size() == 5);
+  FrameBytes moved(std::move(k));
+  CHECK(moved.size() == 5);
+}
+
+TEST_CASE("RequestContext::writable gives the frame's own bytes for a view inside it, nothing for others") {
+  RequestContext ctx;
+  CHECK(ctx.writable(std::span<const uint8_t>()).empty());
+  ctx.frame = std::make_shared<FrameBytes>(64, uint8_t{7});
+  std::span<const uint8_t> inside(ctx.frame->data() + 10, 20);
+  std::span<uint8_t> w = ctx.writable(inside);
+  REQUIRE(w.size() == 20);
+  CHECK(w.data() == ctx.frame->data() + 10);
+  CHECK(ctx.writable(std::span<const uint8_t>(ctx.frame->data() + 60, 5)).empty());  // runs past the end
+  const std::vector<uint8_t> elsewhere(8, 1);
+  CHECK(ctx.writable(elsewhere).empty());
 }
 
 TEST_CASE("kNoResponse is skipped and kClose closes after earlier answers") {

@@ -69,7 +69,8 @@ Pending<Resp> send(BrokerFixture& f, const Req& req, int16_t version, const std:
   if (hv < 0) hv = 1;
   h.encode(w, hv);
   req.encode(w, version);
-  auto frame = std::make_shared<const std::vector<uint8_t>>(w.release());
+  const std::vector<uint8_t> bytes = w.release();
+  auto frame = std::make_shared<FrameBytes>(bytes.begin(), bytes.end());
   auto promise = std::make_shared<std::promise<Response>>();
   auto fut = promise->get_future();
   RequestContext ctx;

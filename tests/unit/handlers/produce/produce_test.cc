@@ -35,7 +35,8 @@ TEST_CASE("produce appends and the records are readable with their offsets") {
   for (size_t i = 0; i < recs.size(); ++i) CHECK(recs[i].offset == static_cast<int64_t>(i));
   CHECK(recs[13].value == "second-1");
   CHECK(recs[0].key == "key-0");
-  // The request's bytes were not modified in place (the frame is const).
+  // The test's own bytes are untouched (the fixture's frame is a copy: the
+  // broker rewrites the frame in place).
   auto again = protocol::RecordBatchView::parse(b2);
   REQUIRE(again.ok());
   CHECK(again.value().base_offset() == 0);
@@ -402,4 +403,91 @@ TEST_CASE("compressed_batch_bytes counts the compressed v2 batches only") {
   // v0/v1 message sets are compresses_anew's case; framing it cannot read counts nothing.
   CHECK(compressed_batch_bytes(read_binary(test_data_dir() + "/records/legacy_v1_gzip.bin")) == 0);
   CHECK(compressed_batch_bytes(std::vector<uint8_t>(5, 0xff)) == 0);
+}
+
+TEST_CASE("prepare_records keeps one v2 batch in the request's writable bytes and patches it there") {
+  using broker::produce::prepare_records;
+  using broker::produce::TopicSettings;
+  using protocol::Codec;
+  const int64_t now = Broker::now_ms();
+  TopicSettings keep;
+  const auto sent = make_batch({.records = 3, .timestamp = 1000});
+
+  SECTION("kept as sent: no copy, the bytes are the request's own") {
+    std::vector<uint8_t> frame = sent;
+    auto prep = prepare_records(frame, 9, keep, now, frame);
+    REQUIRE(prep.ok());
+    CHECK(prep.buffer.empty());
+    CHECK(prep.in_place.data() == frame.data());
+    CHECK(prep.stored().size() == sent.size());
+    REQUIRE(prep.batches.size() == 1);
+    CHECK(prep.batches[0].position == 0);
+    CHECK(prep.batches[0].record_count == 3);
+    CHECK(frame == sent);
+  }
+  SECTION("LogAppendTime is written into the request's bytes, CRC valid") {
+    TopicSettings lat;
+    lat.log_append_time = true;
+    std::vector<uint8_t> frame = sent;
+    auto prep = prepare_records(frame, 9, lat, now, frame);
+    REQUIRE(prep.ok());
+    CHECK(prep.in_place.data() == frame.data());
+    auto v = protocol::RecordBatchView::parse_and_validate(frame);
+    REQUIRE(v.ok());
+    CHECK(v.value().timestamp_type() == protocol::TimestampType::kLogAppendTime);
+    CHECK(v.value().max_timestamp() == now);
+    CHECK(prep.log_append_time == now);
+  }
+  SECTION("a wrong maxTimestamp (sarama's -1) is fixed in place") {
+    std::vector<uint8_t> frame = sent;
+    namespace v2 = protocol::batch_v2;
+    for (size_t i = 0; i < 8; ++i) frame[v2::kMaxTimestampOffset + i] = 0xff;  // maxTimestamp = -1
+    protocol::rewrite_crc(frame);
+    auto prep = prepare_records(frame, 9, keep, now, frame);
+    REQUIRE(prep.ok());
+    CHECK(prep.in_place.data() == frame.data());
+    auto v = protocol::RecordBatchView::parse_and_validate(frame);
+    REQUIRE(v.ok());
+    CHECK(v.value().max_timestamp() == 1000);
+  }
+  SECTION("without writable bytes, the batch is copied and the request untouched") {
+    TopicSettings lat;
+    lat.log_append_time = true;
+    std::vector<uint8_t> frame = sent;
+    auto prep = prepare_records(frame, 9, lat, now);
+    REQUIRE(prep.ok());
+    CHECK(prep.in_place.empty());
+    CHECK(prep.buffer.size() == sent.size());
+    CHECK(prep.stored().data() == prep.buffer.data());
+    CHECK(frame == sent);
+    // Other bytes than the records are not taken as writable either.
+    std::vector<uint8_t> other = sent;
+    auto prep2 = prepare_records(frame, 9, lat, now, other);
+    CHECK(prep2.in_place.empty());
+    CHECK(other == sent);
+  }
+  SECTION("a topic codec builds a new batch: the request's bytes are not rewritten") {
+    TopicSettings zstd;
+    zstd.target_codec = Codec::kZstd;
+    std::vector<uint8_t> frame = sent;
+    auto prep = prepare_records(frame, 9, zstd, now, frame);
+    REQUIRE(prep.ok());
+    CHECK(prep.in_place.empty());
+    CHECK(frame == sent);
+    auto v = protocol::RecordBatchView::parse_and_validate(prep.stored());
+    REQUIRE(v.ok());
+    CHECK(v.value().codec() == Codec::kZstd);
+  }
+  SECTION("several batches (Produce v0-2) are copied") {
+    std::vector<uint8_t> frame = sent;
+    frame.insert(frame.end(), sent.begin(), sent.end());
+    const std::vector<uint8_t> before = frame;
+    auto prep = prepare_records(frame, 2, keep, now, frame);
+    REQUIRE(prep.ok());
+    CHECK(prep.in_place.empty());
+    CHECK(prep.stored().size() == frame.size());
+    REQUIRE(prep.batches.size() == 2);
+    CHECK(prep.batches[1].position == sent.size());
+    CHECK(frame == before);
+  }
 }
