@@ -5,12 +5,13 @@
 // not an increase is INVALID_PARTITIONS with a message). Explicit
 // assignments, when given, must have one entry per new partition, each
 // exactly [this node]; otherwise INVALID_REPLICA_ASSIGNMENT, as Kafka says
-// of an assignment it cannot honour. A topic named twice in one request is
-// INVALID_REQUEST; validate_only checks and changes nothing. Cluster mode:
+// of an assignment it cannot honour. A topic named twice in one request gets
+// one INVALID_REQUEST result (Kafka keys results by name); validate_only checks and changes nothing. Cluster mode:
 // the added partitions are assigned over the live brokers (or as given,
 // naming live brokers with the topic's replication factor) and written to
 // /brokers/topics/T on the admin worker (broker/cluster/zk_topics.h).
 #include <map>
+#include <set>
 
 #include "broker/admin/zk_admin_task.h"
 #include "broker/broker.h"
@@ -74,14 +75,19 @@ void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmi
   for (const auto& t : req.topics) ++count[t.name];
   CreatePartitionsResponse resp;
   for (const auto& t : req.topics) {
-    if (count[t.name] > 1) {
-      resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
-      continue;
-    }
+    if (count[t.name] > 1) continue;
     if (admin != nullptr)
       resp.results.push_back(grow_in_cluster(*admin, t, req.validate_only));
     else
       resp.results.push_back(grow(*ctx.broker, t, req.validate_only));
+  }
+  // A topic named twice: one INVALID_REQUEST for it, as Kafka answers (its
+  // results are keyed by name).
+  for (const auto& t : req.topics) {
+    auto it = count.find(t.name);
+    if (it == count.end() || it->second < 2) continue;
+    resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+    count.erase(it);
   }
   ctx.respond(make_response(ctx, resp));
 }
@@ -99,7 +105,9 @@ void handle_create_partitions(RequestContext&& ctx) {
   }
   auto fail_all = [](RequestContext& c, const CreatePartitionsRequest& r, const std::string& why) {
     CreatePartitionsResponse resp;
-    for (const auto& t : r.topics) resp.results.push_back(result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
+    std::set<std::string> named;
+    for (const auto& t : r.topics)
+      if (named.insert(t.name).second) resp.results.push_back(result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
     c.respond(make_response(c, resp));
   };
   admin::with_zk_admin(

@@ -2,7 +2,13 @@
 //
 // Only empty groups go (NON_EMPTY_GROUP otherwise; GROUP_ID_NOT_FOUND for
 // unknown ones); their offsets and metadata become tombstones in
-// __consumer_offsets; the answer waits until they are durable.
+// __consumer_offsets; the answer waits until they are durable. A group named
+// twice is deleted and answered once, as Kafka does (it keys the results by
+// group id).
+#include <set>
+#include <string>
+#include <vector>
+
 #include "broker/broker.h"
 #include "broker/groups/coordinator.h"
 #include "broker/handlers/codec.h"
@@ -20,8 +26,12 @@ void handle_delete_groups(RequestContext&& ctx) {
   }
   auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
   auto shared = std::make_shared<RequestContext>(std::move(ctx));
+  std::vector<std::string> distinct;
+  std::set<std::string> seen;
+  for (const std::string& g : req.groups_names)
+    if (seen.insert(g).second) distinct.push_back(g);
   // Answered once the tombstones are durable (ciuic.acks.all.fsync).
-  coordinator.delete_groups(req.groups_names, [shared, names = req.groups_names](std::vector<protocol::ErrorCode> errors) {
+  coordinator.delete_groups(distinct, [shared, names = distinct](std::vector<protocol::ErrorCode> errors) {
     protocol::DeleteGroupsResponse resp;
     for (size_t i = 0; i < names.size(); ++i) {
       protocol::DeleteGroupsResponse::DeletableGroupResult r;

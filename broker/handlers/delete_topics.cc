@@ -7,7 +7,8 @@
 //   - internal topics (__consumer_offsets, __transaction_state) cannot be
 //     deleted: INVALID_TOPIC_EXCEPTION;
 //   - unknown name UNKNOWN_TOPIC_OR_PARTITION, unknown id UNKNOWN_TOPIC_ID;
-//   - a topic named twice in one request: INVALID_REQUEST for it.
+//   - a topic named twice in one request: one INVALID_REQUEST result for it
+//     (Kafka keys results by name, or by id when named by id).
 // Single node: deletion is complete when we answer (the logs are renamed to
 // -delete and removed later by the log manager); the topic's metric series
 // go with it, and so do the groups' committed offsets for it (as Kafka's
@@ -134,8 +135,13 @@ void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* a
       resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Topic name and topic ID can not both be specified."));
     } else if (!t.name && t.id.is_zero()) {
       resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Neither topic name nor id were specified."));
-    } else if ((t.name && names[*t.name] > 1) || (!t.name && ids[t.id] > 1)) {
+    } else if (t.name ? names[*t.name] > 1 : ids[t.id] > 1) {
+      // Named twice: answered once, where it first appears (the count goes
+      // to 0 so later entries for it are skipped).
       resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+      (t.name ? names[*t.name] : ids[t.id]) = 0;
+    } else if (t.name ? names[*t.name] == 0 : ids[t.id] == 0) {
+      continue;  // a duplicate already answered
     } else {
       resp.responses.push_back(delete_one(*ctx.broker, t, version, admin, zk));
     }

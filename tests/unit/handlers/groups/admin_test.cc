@@ -109,10 +109,12 @@ TEST_CASE("DeleteGroups removes only empty groups, for good", "[groups]") {
   REQUIRE(f.call<protocol::OffsetCommitResponse>(commit_request("idle", "t", 1, 5), 8)
               .topics[0].partitions[0].error_code == 0);
   protocol::DeleteGroupsRequest del;
-  del.groups_names = {"busy", "idle", "never"};
+  // "idle" named twice: deleted and answered once, as Kafka does.
+  del.groups_names = {"busy", "idle", "never", "idle"};
   auto r = f.call<protocol::DeleteGroupsResponse>(del, 2);
   REQUIRE(r.results.size() == 3);
   CHECK(r.results[0].error_code == to_wire(ErrorCode::NON_EMPTY_GROUP));
+  CHECK(r.results[1].group_id == "idle");
   CHECK(r.results[1].error_code == 0);
   CHECK(r.results[2].error_code == to_wire(ErrorCode::GROUP_ID_NOT_FOUND));
   auto fetched = f.call<protocol::OffsetFetchResponse>(fetch_request("idle", "t", {1}), 6);
