@@ -4,7 +4,8 @@
 // (admin/cluster_info.h): this node alone, or the ZooKeeper cluster's. v1's
 // endpoint_type asks for brokers (1) or controllers (2); a broker answers
 // MISMATCHED_ENDPOINT_TYPE for controllers, as Kafka does, and
-// UNSUPPORTED_ENDPOINT_TYPE for any other value. Cluster authorized
+// UNSUPPORTED_ENDPOINT_TYPE for any other value; the answer's endpoint_type
+// is always brokers (1), as Kafka's. Cluster authorized
 // operations: every cluster operation when asked for (no authorizer),
 // INT32_MIN otherwise.
 #include "broker/admin/cluster_info.h"
@@ -33,7 +34,7 @@ void handle_describe_cluster(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   DescribeClusterResponse resp;
-  resp.endpoint_type = req.endpoint_type;
+  resp.endpoint_type = kBrokers;  // the type this endpoint serves, whatever was asked (as Kafka answers)
   if (ctx.api_version() >= 1 && req.endpoint_type != kBrokers) {
     const bool controllers = req.endpoint_type == kControllers;
     resp.error_code = to_wire(controllers ? ErrorCode::MISMATCHED_ENDPOINT_TYPE : ErrorCode::UNSUPPORTED_ENDPOINT_TYPE);

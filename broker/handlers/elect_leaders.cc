@@ -15,7 +15,12 @@
 // Single-node mode: every partition's only replica is its preferred one and
 // leads, so existing partitions answer ELECTION_NOT_NEEDED and unknown ones
 // UNKNOWN_TOPIC_OR_PARTITION (what a one-broker Kafka answers).
+//
+// An election type other than 0 and 1 (v1+) is INVALID_REQUEST, at the top
+// level and for every partition named, with nothing elected, as Kafka
+// answers.
 #include <memory>
+#include <string>
 
 #include "broker/broker.h"
 #include "broker/cluster/topic_table.h"
@@ -61,10 +66,35 @@ ElectLeadersResponse single_node(RequestContext& ctx, const ElectLeadersRequest&
   return resp;
 }
 
+ElectLeadersResponse invalid_type(const ElectLeadersRequest& req) {
+  const std::string why = "Unknown election type " + std::to_string(req.election_type) + " (0: preferred, 1: unclean)";
+  ElectLeadersResponse resp;
+  resp.error_code = to_wire(ErrorCode::INVALID_REQUEST);
+  if (!req.topic_partitions) return resp;
+  for (const auto& t : *req.topic_partitions) {
+    ElectLeadersResponse::ReplicaElectionResult r;
+    r.topic = t.topic;
+    for (int32_t p : t.partitions) {
+      ElectLeadersResponse::PartitionResult pr;
+      pr.partition_id = p;
+      pr.error_code = to_wire(ErrorCode::INVALID_REQUEST);
+      pr.error_message = why;
+      r.partition_result.push_back(std::move(pr));
+    }
+    resp.replica_election_results.push_back(std::move(r));
+  }
+  return resp;
+}
+
 void handle_elect_leaders(RequestContext&& ctx) {
   ElectLeadersRequest req;
   if (!decode_request(ctx, req)) {
     ctx.respond(Response::close());
+    return;
+  }
+  if (ctx.api_version() >= 1 && req.election_type != 0 && req.election_type != 1) {
+    ElectLeadersResponse resp = invalid_type(req);
+    ctx.respond(make_response(ctx, resp, resp.error_code));
     return;
   }
   ZkCluster* cluster = ctx.broker->cluster();

@@ -40,8 +40,11 @@ TEST_CASE("DescribeCluster v1 for controllers or an unknown endpoint type", "[ad
   auto ctl = f.call<DescribeClusterResponse>(req, 1);
   CHECK(ctl.error_code == code(ErrorCode::MISMATCHED_ENDPOINT_TYPE));
   CHECK(ctl.brokers.empty());
+  CHECK(ctl.endpoint_type == 1);  // the type this endpoint serves, as Kafka answers
   req.endpoint_type = 9;
-  CHECK(f.call<DescribeClusterResponse>(req, 1).error_code == code(ErrorCode::UNSUPPORTED_ENDPOINT_TYPE));
+  auto bad = f.call<DescribeClusterResponse>(req, 1);
+  CHECK(bad.error_code == code(ErrorCode::UNSUPPORTED_ENDPOINT_TYPE));
+  CHECK(bad.endpoint_type == 1);
 }
 
 TEST_CASE("DescribeLogDirs lists every partition with its size", "[admin][describe_log_dirs]") {

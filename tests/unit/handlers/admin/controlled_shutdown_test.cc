@@ -56,3 +56,31 @@ TEST_CASE("ElectLeaders on a single node: nothing to elect", "[admin][elect_lead
     if (t.topic == "e") seen = t.partition_result.size();
   CHECK(seen == 2);
 }
+
+TEST_CASE("ElectLeaders with an election type other than preferred or unclean is INVALID_REQUEST", "[admin][elect_leaders]") {
+  test::BrokerFixture f;
+  REQUIRE(test::create_topic(f, "e", 1).error_code == 0);
+  for (int16_t v : {1, 2}) {
+    CAPTURE(v);
+    protocol::ElectLeadersRequest req;
+    req.election_type = 5;
+    protocol::ElectLeadersRequest::TopicPartitions tp;
+    tp.topic = "e";
+    tp.partitions = {0, 7};
+    req.topic_partitions = std::vector<protocol::ElectLeadersRequest::TopicPartitions>{tp};
+    auto resp = f.call<protocol::ElectLeadersResponse>(req, v);
+    CHECK(resp.error_code == code(ErrorCode::INVALID_REQUEST));
+    REQUIRE(resp.replica_election_results.size() == 1);
+    const auto& results = resp.replica_election_results[0].partition_result;
+    REQUIRE(results.size() == 2);
+    for (const auto& r : results) {
+      CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+      REQUIRE(r.error_message.has_value());
+      CHECK_THAT(*r.error_message, Catch::Contains("election type 5"));
+    }
+    req.topic_partitions = std::nullopt;  // every partition: the top-level error alone
+    auto every = f.call<protocol::ElectLeadersResponse>(req, v);
+    CHECK(every.error_code == code(ErrorCode::INVALID_REQUEST));
+    CHECK(every.replica_election_results.empty());
+  }
+}
