@@ -11,7 +11,10 @@
 //   -3 MAX_TIMESTAMP (v7+): the first record carrying the largest timestamp;
 //   -5 LATEST_TIERED (v9+): nothing is tiered here, so Kafka's answer for
 //      a log without remote storage: offset -1, timestamp -1;
-//   >= 0: the first record whose timestamp is at or after it.
+//   >= 0: the first record whose timestamp is at or after it;
+//   any other negative value: UNSUPPORTED_VERSION (offset -1, timestamp -1;
+//      no offsets at v0), as Kafka 3.9 answers a special timestamp it does
+//      not know.
 // Lookups other than LATEST/EARLIEST that land at or past the fetchable end
 // answer "unknown" (offset -1, timestamp -1), as Kafka does.
 //
@@ -80,6 +83,10 @@ PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOff
   const ErrorCode fence = fetch::check_current_leader_epoch(in.current_leader_epoch, p.leader_epoch());
   if (fence != ErrorCode::NONE) {
     out.error_code = protocol::to_wire(fence);
+    return out;
+  }
+  if (in.timestamp < kLatestTiered) {
+    out.error_code = protocol::to_wire(ErrorCode::UNSUPPORTED_VERSION);
     return out;
   }
   if (version == 0) {

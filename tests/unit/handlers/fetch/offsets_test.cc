@@ -124,6 +124,18 @@ TEST_CASE("ListOffsets errors: unknown partitions, fenced epochs, duplicates", "
   req.topics[0].partitions.push_back(req.topics[0].partitions[0]);
   resp = f.call<ListOffsetsResponse>(req, 5);
   CHECK(resp.topics[0].partitions[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
+
+  // A negative timestamp that names no special offset (below -5): not a
+  // search by time, UNSUPPORTED_VERSION as Kafka answers.
+  append(*topic->partitions[0], make_batch(3, 10));
+  for (int16_t v : {0, 1, 5, 9}) {
+    CAPTURE(v);
+    auto odd = list_one(f, "t", -9, v);
+    CHECK(odd.error_code == protocol::to_wire(ErrorCode::UNSUPPORTED_VERSION));
+    CHECK(odd.offset == -1);
+    CHECK(odd.timestamp == -1);
+    CHECK(odd.old_style_offsets.empty());
+  }
 }
 
 TEST_CASE("DeleteRecords moves the log start - fetches below it are out of range", "[handlers][delete_records]") {
