@@ -31,8 +31,8 @@ void handle_describe_transactions(RequestContext&& ctx) {
     DescribeTransactionsResponse::TransactionState& out = resp.transaction_states.emplace_back();
     out.transactional_id = id;
     out.transaction_start_time_ms = -1;
-    out.producer_id = -1;
-    out.producer_epoch = -1;
+    out.producer_id = 0;  // an entry with an error leaves them at 0, as Kafka's
+    out.producer_epoch = 0;
     if (id.empty()) {
       out.error_code = protocol::to_wire(ErrorCode::INVALID_REQUEST);
       continue;

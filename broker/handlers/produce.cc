@@ -245,6 +245,8 @@ void produce_partition(const std::shared_ptr<PendingProduce>& pp, Partition& p,
   produce::PreparedRecords prep = produce::prepare_records(records.bytes, version, settings, now, writable);
   if (!prep.ok()) {
     set_error(pr, prep.error, prep.message);
+    // Kafka answers a batch its validator refused with the log start offset.
+    if (prep.validator_error) pr.log_start_offset = p.log_start_offset();
     for (auto& e : prep.record_errors) {
       ProduceResponse::BatchIndexAndErrorMessage m;
       m.batch_index = e.batch_index;

@@ -92,6 +92,11 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
     fail(out, ErrorCode::INVALID_RECORD, "Clients are not allowed to write control records");
     return false;
   }
+  if (batch.base_offset() != 0) {  // the broker assigns offsets; clients send 0 (Kafka's LogValidator)
+    fail(out, ErrorCode::INVALID_RECORD,
+         "The baseOffset of the record batch should be 0, but it is " + std::to_string(batch.base_offset()));
+    return false;
+  }
   if (batch.record_count() <= 0) {
     fail(out, ErrorCode::INVALID_RECORD, "Invalid reported count for record batch: " + std::to_string(batch.record_count()));
     return false;
@@ -244,6 +249,13 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
   return true;
 }
 
+// A batch's failed checks: INVALID_RECORD and INVALID_TIMESTAMP are Kafka's
+// LogValidator's (framing, CRC and size errors are not).
+PreparedRecords validator_failed(PreparedRecords& out) {
+  out.validator_error = out.error == ErrorCode::INVALID_RECORD || out.error == ErrorCode::INVALID_TIMESTAMP;
+  return std::move(out);
+}
+
 ErrorCode legacy_error(RecordError e) {
   switch (e) {
     case RecordError::kBadCodec:
@@ -323,12 +335,12 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
     // codec is already the target, so nothing is recompressed twice).
     TopicSettings as_converted = s;
     as_converted.target_codec.reset();
-    if (!prepare_v2(converted.value(), 11, as_converted, now_ms, out)) return out;
+    if (!prepare_v2(converted.value(), 11, as_converted, now_ms, out)) return validator_failed(out);
   } else {
     for (const auto& e : entries) {
       std::span<uint8_t> mine;
       if (in_place) mine = writable.subspan(static_cast<size_t>(e.bytes.data() - records.data()), e.bytes.size());
-      if (!prepare_v2(e.bytes, api_version, s, now_ms, out, mine)) return out;
+      if (!prepare_v2(e.bytes, api_version, s, now_ms, out, mine)) return validator_failed(out);
     }
   }
   if (static_cast<int64_t>(out.stored().size()) > s.segment_bytes) {

@@ -16,8 +16,8 @@
 //     conversion or recompression) -> MESSAGE_TOO_LARGE; the partition's
 //     records larger than segment.bytes -> RECORD_LIST_TOO_LARGE;
 //   - batch checks as Kafka's LogValidator: record count vs offset range,
-//     no control batches from clients, a producer id needs a sequence ->
-//     INVALID_RECORD with error_message;
+//     no control batches from clients, baseOffset 0, a producer id needs a
+//     sequence -> INVALID_RECORD with error_message;
 //   - transactional batches need a producer id (INVALID_RECORD); whether
 //     the partition is in the producer's transaction is the produce
 //     handler's check (the transaction coordinator's verification);
@@ -71,6 +71,10 @@ struct RecordErrorEntry {
 struct PreparedRecords {
   protocol::ErrorCode error = protocol::ErrorCode::NONE;
   std::string message;                      // error_message (v8+)
+  // The error is a batch or record check of Kafka's LogValidator (which
+  // answers the partition's log start offset with it), not framing, size or
+  // a request-level rule.
+  bool validator_error = false;
   std::vector<RecordErrorEntry> record_errors;
   std::vector<uint8_t> buffer;              // batches copied or built here
   std::span<uint8_t> in_place;              // or the request's own bytes, patched

@@ -101,6 +101,21 @@ TEST_CASE("batch count rules: v3+ needs exactly one v2 batch, counts must match"
   pr = produce_one(f, "t", bad, 9);
   CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
   CHECK(pr.error_message.has_value());
+  // A base offset other than 0 (outside the CRC): refused, as Kafka's
+  // LogValidator does; the broker assigns offsets.
+  const size_t before = stored_records(f, "t").size();
+  auto based = b;
+  based[protocol::batch_v2::kBaseOffsetOffset + 7] = 5;
+  for (int16_t v : {2, 3, 9, 11}) {
+    CAPTURE(v);
+    pr = produce_one(f, "t", based, v);
+    CHECK(pr.error_code == to_wire(ErrorCode::INVALID_RECORD));
+    if (v >= 8) CHECK(pr.error_message.value_or("").find("should be 0, but it is 5") != std::string::npos);
+    // A batch the validator refuses is answered with the partition's log
+    // start offset, as Kafka does (framing and request-level errors: -1).
+    if (v >= 5) CHECK(pr.log_start_offset == 0);
+  }
+  CHECK(stored_records(f, "t").size() == before);
 }
 
 namespace {

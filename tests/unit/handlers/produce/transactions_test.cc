@@ -563,7 +563,10 @@ TEST_CASE("an idle transactional id expires: tombstoned, then unknown", "[txn]")
   // The tombstone survives a restart: the id stays forgotten.
   f.restart();
   REQUIRE(txn::coordinator(f.broker()).wait_loaded(10000));
-  CHECK(describe(f, "idle").error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND));
+  const auto unknown = describe(f, "idle");
+  CHECK(unknown.error_code == to_wire(ErrorCode::TRANSACTIONAL_ID_NOT_FOUND));
+  CHECK(unknown.producer_id == 0);  // an entry with an error leaves them at 0, as Kafka's
+  CHECK(unknown.producer_epoch == 0);
   // A new init for the id starts over at epoch 0 with a new producer id.
   auto again = init_txn(f, "idle");
   REQUIRE(again.error_code == 0);
