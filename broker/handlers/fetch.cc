@@ -16,7 +16,8 @@
 // is never null (empty when there is
 // nothing). aborted_transactions is null for read_uncommitted and, for
 // read_committed, lists the aborted transactions overlapping what was read
-// (fetch/partition_read.h), as Kafka sends them.
+// (fetch/partition_read.h), as Kafka sends them; for an unknown topic,
+// topic id or partition it is empty, for a read's error null (as Kafka).
 //
 // Follower fetches (replica_id >= 0, or replica_state.replica_id in v15+)
 // are served by a replicated leader only, up to its LEO, with a
@@ -134,7 +135,11 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
   d.high_watermark = o.high_watermark;
   d.last_stable_offset = o.last_stable_offset;
   d.log_start_offset = o.log_start_offset;
-  if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) {
+  if (pf.version >= 4 && (o.error == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION || o.error == ErrorCode::UNKNOWN_TOPIC_ID)) {
+    // Kafka answers a partition it does not know before reading anything,
+    // with an empty list (a read's errors carry null).
+    d.aborted_transactions.emplace();
+  } else if (pf.version >= 4 && (o.error != ErrorCode::NONE || !pf.opts.read_committed)) {
     d.aborted_transactions.reset();
   } else if (pf.version >= 4) {
     d.aborted_transactions.emplace();

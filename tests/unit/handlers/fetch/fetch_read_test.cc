@@ -81,6 +81,7 @@ TEST_CASE("Fetch errors: offsets out of range, unknown topics and partitions, em
   CHECK(d.error_code == protocol::to_wire(ErrorCode::OFFSET_OUT_OF_RANGE));
   CHECK(d.high_watermark == -1);
   CHECK_FALSE(d.records.null);
+  CHECK_FALSE(d.aborted_transactions.has_value());  // a read's error: null, as Kafka
 
   resp = f.call<FetchResponse>(fetch_request("t", {{0, 3}}), 11);  // at the end: nothing yet, no error
   d = resp.responses[0].partitions[0];
@@ -90,6 +91,9 @@ TEST_CASE("Fetch errors: offsets out of range, unknown topics and partitions, em
 
   resp = f.call<FetchResponse>(fetch_request("t", {{7, 0}}), 11);
   CHECK(resp.responses[0].partitions[0].error_code == protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  // A partition not known: an empty list, as Kafka (its answer before any read).
+  REQUIRE(resp.responses[0].partitions[0].aborted_transactions.has_value());
+  CHECK(resp.responses[0].partitions[0].aborted_transactions->empty());
   const uint64_t failed_before = f.broker().metrics().all_topics().aggregate()->failed_fetch.load();
   resp = f.call<FetchResponse>(fetch_request("nope", {{0, 0}}), 4);
   CHECK(resp.responses[0].partitions[0].error_code == protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
@@ -117,6 +121,8 @@ TEST_CASE("Fetch v13+ names topics by id - an unknown id is UNKNOWN_TOPIC_ID", "
   req.topics[0].topic_id.bytes[0] ^= 0xff;
   resp = f.call<FetchResponse>(req, 17);
   CHECK(resp.responses[0].partitions[0].error_code == protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_ID));
+  REQUIRE(resp.responses[0].partitions[0].aborted_transactions.has_value());
+  CHECK(resp.responses[0].partitions[0].aborted_transactions->empty());
 }
 
 TEST_CASE("Fetch counts bytes out per topic", "[handlers][fetch]") {
