@@ -2,10 +2,11 @@
 //
 // The answer is the handler registry itself, so the broker advertises
 // exactly what it implements. A version we lack is answered at v0 with
-// UNSUPPORTED_VERSION and the full list (KIP-511), which is how librdkafka
-// and the Java client learn to fall back. v3+ requests carry the client's
-// software name and version, which Kafka validates; a malformed one gets
-// INVALID_REQUEST.
+// UNSUPPORTED_VERSION and ApiVersions' own range alone (KIP-511, as Kafka
+// answers), which is how librdkafka and the Java client learn the version
+// to retry with. v3+ requests carry the client's software name and version,
+// which Kafka validates; a malformed one gets INVALID_REQUEST and no list
+// (as Kafka's).
 #include <algorithm>
 #include <cctype>
 
@@ -44,6 +45,7 @@ ApiVersionsResponse our_versions() {
 void handle_api_versions(RequestContext&& ctx) {
   ApiVersionsResponse resp = our_versions();
   if (ctx.api_version() > ApiVersionsRequest::kHighestVersion || ctx.api_version() < 0) {
+    std::erase_if(resp.api_keys, [](const ApiVersionsResponse::ApiVersion& v) { return v.api_key != ApiVersionsRequest::kApiKey; });
     resp.error_code = protocol::to_wire(ErrorCode::UNSUPPORTED_VERSION);
     ctx.header.request_api_version = 0;  // answer in a version the client can read
     ctx.respond(make_response(ctx, resp, resp.error_code));
@@ -57,6 +59,7 @@ void handle_api_versions(RequestContext&& ctx) {
   if (ctx.api_version() >= 3 &&
       (!valid_software_field(req.client_software_name) || !valid_software_field(req.client_software_version))) {
     resp.error_code = protocol::to_wire(ErrorCode::INVALID_REQUEST);
+    resp.api_keys.clear();
   }
   ctx.respond(make_response(ctx, resp, resp.error_code));
 }
