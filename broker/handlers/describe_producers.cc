@@ -55,7 +55,7 @@ void handle_describe_producers(RequestContext&& ctx) {
         ps.producer_epoch = e.epoch;
         // No batch remembered: a marker bumped the epoch (Kafka reports -1).
         ps.last_sequence = e.batches.empty() ? -1 : e.batches.back().last_seq;
-        ps.last_timestamp = e.batches.empty() ? -1 : e.batches.back().timestamp;
+        ps.last_timestamp = e.last_timestamp;  // its last batch's or marker's, as Kafka's
         ps.coordinator_epoch = e.coordinator_epoch;
         ps.current_txn_start_offset = e.txn_first_offset;
         pr.active_producers.push_back(ps);

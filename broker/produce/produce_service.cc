@@ -55,7 +55,8 @@ void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
         table.replay(incoming_of(b), b.base_offset(), b.last_offset());
       } else if (b.producer_id() >= 0 && b.is_control()) {
         if (auto m = protocol::read_txn_marker(b))
-          table.complete_txn(b.producer_id(), b.producer_epoch(), m->coordinator_epoch, m->commit, b.base_offset());
+          table.complete_txn(b.producer_id(), b.producer_epoch(), m->coordinator_epoch, m->commit, b.base_offset(),
+                             b.max_timestamp());
       }
       offset = b.next_offset();
     }
@@ -299,9 +300,10 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
     case MarkerVerdict::kAppend:
       break;
   }
+  const int64_t marker_time = Broker::now_ms();
   auto batch = protocol::build_end_txn_marker_batch(
       commit ? protocol::ControlRecordType::kCommit : protocol::ControlRecordType::kAbort, producer_id, epoch,
-      coordinator_epoch, Broker::now_ms());
+      coordinator_epoch, marker_time);
   if (!batch.ok()) {
     out.error = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
     return out;
@@ -317,7 +319,7 @@ MarkerResult ProduceService::append_marker(Partition& p, int64_t producer_id, in
     return out;
   }
   const size_t aborted_before = st->table.aborted().size();
-  st->table.complete_txn(producer_id, epoch, coordinator_epoch, commit, r.value().base_offset);
+  st->table.complete_txn(producer_id, epoch, coordinator_epoch, commit, r.value().base_offset, marker_time);
   st->verify_guards.erase(producer_id);  // a verification asked before this marker opens nothing
   if (!st->index_incomplete) index_aborted(*st, p.log(), aborted_before);
   st->dirty = true;

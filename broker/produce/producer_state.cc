@@ -82,6 +82,7 @@ void ProducerStateTable::add(const IncomingBatch& b, int64_t first_offset, int64
     e.batches.clear();
   }
   e.batches.push_back(BatchMeta{b.base_seq, b.last_seq(), first_offset, last_offset, b.max_timestamp});
+  e.last_timestamp = b.max_timestamp;
   while (e.batches.size() > kRememberedBatches) e.batches.pop_front();
   if (now_ms >= 0) e.last_update_ms = now_ms;
   if (b.transactional && e.txn_first_offset < 0) {
@@ -126,13 +127,14 @@ MarkerVerdict ProducerStateTable::check_marker(int64_t producer_id, int16_t epoc
 }
 
 void ProducerStateTable::complete_txn(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch, bool commit,
-                                      int64_t marker_offset) {
+                                      int64_t marker_offset, int64_t timestamp) {
   ProducerEntry& e = producers_[producer_id];
   if (epoch > e.epoch) {  // a marker may bump the epoch (a fenced producer's transaction)
     e.epoch = epoch;
     e.batches.clear();
   }
   e.coordinator_epoch = std::max(e.coordinator_epoch, coordinator_epoch);
+  e.last_timestamp = timestamp;
   if (e.txn_first_offset < 0) return;
   const int64_t first = e.txn_first_offset;
   e.txn_first_offset = -1;
@@ -225,7 +227,10 @@ std::vector<uint8_t> ProducerStateTable::serialize() const {
     w.write_int32(m ? m->last_seq : -1);
     w.write_int64(m ? m->last_offset : -1);
     w.write_int32(m ? static_cast<int32_t>(m->last_offset - m->first_offset) : 0);
-    w.write_int64(m ? m->timestamp : -1);
+    // The producer's last entry carries its last timestamp (Kafka writes
+    // one entry per producer, with lastTimestamp); earlier ones their batch's.
+    const bool last = m == nullptr || m == &e.batches.back();
+    w.write_int64(last ? e.last_timestamp : m->timestamp);
     w.write_int32(e.coordinator_epoch);
     w.write_int64(e.txn_first_offset);
   };
@@ -269,6 +274,7 @@ std::optional<ProducerStateTable> ProducerStateTable::parse(std::span<const uint
     if (e.txn_first_offset >= 0) t.open_.erase(e.txn_first_offset);
     e.txn_first_offset = txn_first;
     if (txn_first >= 0) t.open_[txn_first] = pid;
+    e.last_timestamp = timestamp;  // the producer's last entry's stands
     if (last_offset < 0 || last_seq < 0) continue;
     BatchMeta m;
     m.last_seq = last_seq;
@@ -318,6 +324,7 @@ std::optional<ProducerStateTable::Parsed> ProducerStateTable::parse_legacy(std::
       m.last_offset = r.read_int64();
       m.timestamp = r.read_int64();
       e.batches.push_back(m);
+      e.last_timestamp = m.timestamp;
     }
     out.table.producers_[pid] = std::move(e);
   }

@@ -97,6 +97,9 @@ struct ProducerEntry {
   int64_t last_update_ms = -1;    // broker time of the last append (expiration)
   int64_t txn_first_offset = -1;  // first offset of its open transaction here (-1: none)
   int32_t coordinator_epoch = -1; // of the last marker written for it
+  // Of its last data batch (maxTimestamp) or COMMIT/ABORT marker here, as
+  // Kafka's lastTimestamp (DescribeProducers, the snapshot's timestamp).
+  int64_t last_timestamp = -1;
 };
 
 // An aborted transaction: Kafka's AbortedTxn, as the .txnindex stores it.
@@ -138,9 +141,10 @@ class ProducerStateTable {
   bool has_open_txn(int64_t producer_id) const;
   MarkerVerdict check_marker(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
                              std::string* message) const;
-  // A marker at marker_offset (appended, or read back from the log).
+  // A marker at marker_offset (appended, or read back from the log) whose
+  // batch carries timestamp (its maxTimestamp).
   void complete_txn(int64_t producer_id, int16_t epoch, int32_t coordinator_epoch, bool commit,
-                    int64_t marker_offset);
+                    int64_t marker_offset, int64_t timestamp = -1);
   // Smallest first offset of a transaction not yet decided below hw
   // (INT64_MAX: none); forgets completed ones whose marker is below hw.
   int64_t first_unstable_offset(int64_t hw);

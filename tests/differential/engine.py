@@ -145,10 +145,15 @@ class Side:
 #  LogDir, TotalBytes, UsableBytes  paths and free space of each machine.
 #  TransactionStartTimeMs, LogAppendTimeMs (not -1), *TimestampMs of groups:
 #                        wall-clock times of each run.
+#  LastTimestamp (DescribeProducers) at or after the run began: the time of a
+#                        COMMIT/ABORT marker, which each broker writes with
+#                        its own clock; a data batch's (the corpus writes
+#                        them an hour back, records.BASE_TS) stays compared.
 ERROR_TEXT = ("ErrorMessage",)
 IGNORED = {"ThrottleTimeMs"}
 HOSTLIKE = {"Host": "<host>", "Port": "<port>", "ClusterId": "<cluster>", "LogDir": "<dir>"}
 WALL_CLOCK = {"TransactionStartTimeMs"}
+RUN_BEGAN_MS = rec.BASE_TS + 3600 * 1000 - 60 * 1000  # a minute of slack before the run's first request
 MACHINE = {"TotalBytes", "UsableBytes"}
 # Arrays of structs that name their elements (topics, partitions, groups,
 # configs, transactions, resources) are matched by that name, as the
@@ -199,6 +204,8 @@ def _norm_value(side, f, v, version):
         return "<session>"
     if name in WALL_CLOCK or (name == "LogAppendTimeMs" and v != -1):
         return "<time>"
+    if name == "LastTimestamp" and isinstance(v, int) and v >= RUN_BEGAN_MS:
+        return "<time>"
     if name in MACHINE and v >= 0:
         return "<bytes>"
     return v
@@ -231,7 +238,7 @@ def normalise_struct(side, fields, value, version):
             continue
         if failed and f.name in ("ProducerId", "ProducerEpoch"):
             # an entry that failed carries no allocated id: its value is the
-            # field's filler (Kafka leaves 0, we write -1), compared as is
+            # field's filler (0 on both), compared as is
             out[f.name] = value[f.name]
             continue
         v = value[f.name]

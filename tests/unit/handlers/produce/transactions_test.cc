@@ -170,6 +170,30 @@ TEST_CASE("producer state: transactions open, end by markers and hold the LSO", 
   CHECK(t.find(9) != nullptr);
 }
 
+TEST_CASE("producer state: the last timestamp is the last batch's or marker's, and survives the snapshot", "[txn]") {
+  ProducerStateTable t;
+  auto b = txn_batch(7, 0, 0, 1);
+  b.max_timestamp = 1000;
+  t.record(b, 10, 11, 1);
+  CHECK(t.find(7)->last_timestamp == 1000);
+  auto b2 = txn_batch(7, 0, 2, 0);
+  b2.max_timestamp = 1500;
+  t.record(b2, 12, 12, 1);
+  CHECK(t.find(7)->last_timestamp == 1500);
+  // The COMMIT marker's time, as Kafka's lastTimestamp (DescribeProducers).
+  t.complete_txn(7, 0, 3, /*commit=*/true, 13, 2000);
+  CHECK(t.find(7)->last_timestamp == 2000);
+  // A producer that only wrote a marker here has its time too.
+  t.complete_txn(8, 1, 3, /*commit=*/false, 14, 2500);
+  CHECK(t.find(8)->last_timestamp == 2500);
+  auto parsed = ProducerStateTable::parse(t.serialize(), 1);
+  REQUIRE(parsed);
+  CHECK(parsed->find(7)->last_timestamp == 2000);
+  CHECK(parsed->find(8)->last_timestamp == 2500);
+  REQUIRE(parsed->find(7)->batches.size() == 2);
+  CHECK(parsed->find(7)->batches.front().timestamp == 1000);  // earlier entries keep their batch's
+}
+
 TEST_CASE("__transaction_state records round-trip - ids map as Kafka's partitionFor", "[txn]") {
   txn::TxnRecord r;
   r.producer_id = 42;
