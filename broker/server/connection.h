@@ -9,9 +9,10 @@
 // budget is spent reading pauses until responses give room back. Once the
 // budget holds it, the frame's buffer is reserved at its full size (up to
 // 16 MiB; a larger frame doubles from there with what arrives, so a 2 GiB
-// size prefix costs nothing until bytes come) and never zero-filled
-// (FrameBytes): address space only, a page becomes memory when bytes arrive
-// in it, and a frame up to 16 MiB is never copied to grow its buffer.
+// size prefix costs 16 MiB of untouched address space until bytes come) and
+// never zero-filled (FrameBytes): address space only, a page becomes memory
+// when bytes arrive in it, and a frame up to 16 MiB is never copied to grow
+// its buffer.
 //
 // Pipelining: each complete frame is dispatched at once, and gets a slot in
 // a queue in arrival order. respond() (any thread) posts the Response to this
