@@ -361,6 +361,7 @@ Result<std::shared_ptr<Log::PendingWrite>> Log::reserve(std::span<uint8_t> recor
     return Status::invalid_argument(dir_ + ": one append spans more offsets than a segment can index");
   w->segment = active;
   w->position = active->reserve(records.size(), now_ms);
+  w->preallocate = active->preallocation_due();
   w->length = records.size();
   for (auto& b : w->batches) b.position += w->position;
   r->segment_base_offset = active->base_offset();
@@ -387,6 +388,8 @@ Result<AppendResult> Log::append_blocking(std::span<uint8_t> records, AppendMode
   auto w = reserve(records, mode, now_ms, validated, &r);
   if (!w) return w.status();
   auto file = (*w)->segment->log_file();
+  // A failed preallocation only loses the saving; the write reports real trouble.
+  if (file && (*w)->preallocate) (void)(*file)->preallocate((*w)->preallocate->offset, (*w)->preallocate->len);
   Status written = file ? (*file)->write_at((*w)->position, records) : file.status();
   complete(*w, written);
   if (!written.is_ok()) return written;
@@ -410,10 +413,17 @@ Result<AppendResult> Log::append_queued(std::span<uint8_t> records, AppendMode m
   }
   std::shared_ptr<io::File> f = std::move(file).value();
   if (ring == nullptr || f->fd() < 0) {
+    if (w->preallocate) (void)f->preallocate(w->preallocate->offset, w->preallocate->len);  // as in append_blocking
     complete(w, f->write_at(w->position, records));
     return r;
   }
   const int fd = f->fd();
+  if (w->preallocate) {
+    // Unordered with the write: it covers the writes after this one (the
+    // range starts at or past this write's end). A failure only loses the
+    // saving. The callback holds the file, as the write's does.
+    (void)ring->submit_preallocate(fd, w->preallocate->offset, w->preallocate->len, [f](Status) {});
+  }
   // The callback holds the log, the pending write and the file (an FdCache
   // eviction cannot close the descriptor under the write).
   Status queued = ring->submit_write(fd, w->position, records,
@@ -633,9 +643,12 @@ Result<int64_t> Log::finish_sync(const SyncPlan& plan, const Status& synced) {
     auto list = segments();
     for (const auto& seg : plan.finishing) {
       if (std::find(list->begin(), list->end(), seg) == list->end()) continue;
-      // Its .log is synced (the plan's files): the indexes are flushed and
-      // handed to the IndexCache, as a finished segment's are.
-      Status s = seg->release_indexes();
+      // Its .log is synced (the plan's files): the blocks reserved past its
+      // end are freed, and the indexes flushed and handed to the IndexCache,
+      // as a finished segment's are. Not the active segment (a truncation
+      // made it active again): writes may be in flight there.
+      Status s = seg != list->back() ? seg->trim_preallocation() : Status::ok();
+      if (s.is_ok()) s = seg->release_indexes();
       if (s.is_ok()) s = remove_marker_if_present(unfinished_marker_path(seg->base_offset()));
       if (!s.is_ok()) {
         sync_error_ = s;

@@ -450,6 +450,7 @@ class Log : public std::enable_shared_from_this<Log> {
     int64_t end_offset = 0;     // last offset + 1
     int64_t reserved_from = 0;  // next_offset_ before it (below base_offset after a follower's gap)
     std::vector<BatchMeta> batches;
+    std::optional<Segment::Range> preallocate;  // blocks to reserve ahead with the write
     bool written = false;     // its write completed (status says how)
     Status status;
     bool finished = false;    // published or failed; outcome says which

@@ -33,6 +33,7 @@ Segment::Segment(int64_t base, SegmentConfig config, std::unique_ptr<LazyFile> l
       offset_index_(std::move(oi)),
       time_index_(std::move(ti)),
       size_(size),
+      reserved_to_(size),
       published_size_(size),
       offset_of_max_timestamp_(base) {
   // A segment opened without recovery: its largest timestamp is the time
@@ -65,13 +66,15 @@ Result<std::unique_ptr<Segment>> Segment::open(io::FileSystem& fs, const std::st
   if (create) {  // index files left by an older segment at this base are stale
     oi->clear();
     ti->clear();
-    if (config.preallocate) CK_RETURN_IF_ERROR((*log)->preallocate(config.segment_bytes));
+    if (config.preallocate) CK_RETURN_IF_ERROR((*log)->preallocate(0, config.segment_bytes));
   }
+  const bool preallocated = create && config.preallocate;
   FdCache& cache = config.fd_cache != nullptr ? *config.fd_cache : FdCache::process_default();
   auto lazy = std::make_unique<LazyFile>(fs, cache, std::move(log).value());
   std::unique_ptr<Segment> seg(
       new Segment(base_offset, config, std::move(lazy), std::move(oi).value(), std::move(ti).value(), *size));
   seg->fs_ = &fs;
+  if (preallocated) seg->reserved_to_ = std::max(*size, config.segment_bytes);
   seg->index_cache_ = config.index_cache != nullptr ? config.index_cache : &IndexCache::process_default();
   seg->index_key_ = seg->index_cache_->new_key();
   seg->index_path_ = name(SegmentFileKind::kIndex);
@@ -116,6 +119,26 @@ uint64_t Segment::reserve(uint64_t len, int64_t now_ms) {
 }
 
 void Segment::unreserve(uint64_t position) { size_ = position; }
+
+std::optional<Segment::Range> Segment::preallocation_due() {
+  if (!config_.preallocate_ahead) return std::nullopt;
+  const uint64_t chunk = std::clamp(size_, kPreallocateMin, kPreallocateMax);
+  if (reserved_to_ >= size_ + chunk / 2) return std::nullopt;
+  const uint64_t from = std::max(reserved_to_, size_);
+  const uint64_t to = std::min(from + chunk, std::max(config_.segment_bytes, size_));
+  if (to <= from) return std::nullopt;
+  reserved_to_ = to;
+  return Range{from, to - from};
+}
+
+Status Segment::trim_preallocation() {
+  if (reserved_to_ <= size_) return Status::ok();
+  auto file = log_->get();
+  if (!file) return file.status();
+  CK_RETURN_IF_ERROR((*file)->truncate(size_));
+  reserved_to_ = size_;
+  return Status::ok();
+}
 
 void Segment::publish(std::span<const BatchMeta> batches, uint64_t end) {
   for (const BatchMeta& b : batches) index_batch(b.position, b.size, b.last_offset, b.max_timestamp);
@@ -307,6 +330,7 @@ Result<uint64_t> Segment::recover() {
   const uint64_t truncated = *file_size - pos;
   if (truncated > 0) CK_RETURN_IF_ERROR(f.truncate(pos));
   size_ = pos;
+  reserved_to_ = pos;
   published_size_.store(pos, std::memory_order_release);
   return truncated;
 }
@@ -368,6 +392,7 @@ Result<uint64_t> Segment::truncate_to(int64_t offset, int64_t now_ms) {
   published_size_.store(std::min(published_size(), position), std::memory_order_release);
   CK_RETURN_IF_ERROR(f.truncate(position));
   size_ = position;
+  reserved_to_ = position;  // the truncate freed what was reserved past it
   {
     std::lock_guard lock(index_mu_);
     offset_index_.truncate_to((*loc)->base_offset);
@@ -491,6 +516,7 @@ Status Segment::on_become_inactive() {
   if (released_) return Status::ok();
   CK_RETURN_IF_ERROR(index_max_timestamp());
   CK_RETURN_IF_ERROR(flush());
+  CK_RETURN_IF_ERROR(trim_preallocation());
   return release_indexes();
 }
 

@@ -66,6 +66,9 @@ struct SegmentConfig {
   // log.preallocate / preallocate: reserve segment_bytes of disk when a
   // segment is created (fallocate KEEP_SIZE; the file size is unchanged).
   bool preallocate = false;
+  // Reserve disk a little ahead of the writer (preallocation_due below).
+  // Off only for tests that count file-system operations.
+  bool preallocate_ahead = true;
   // The LRU that bounds open `.log` files (storage/fd_cache.h); nullptr:
   // FdCache::process_default(). Not owned; must outlive the segments.
   FdCache* fd_cache = nullptr;
@@ -155,6 +158,29 @@ class Segment {
   uint64_t reserve(uint64_t len, int64_t now_ms);
   void publish(std::span<const BatchMeta> batches, uint64_t end);
   void unreserve(uint64_t position);
+
+  // Disk reserved ahead of the writer. A buffered append that extends a file
+  // into blocks it does not have yet costs ext4 (and XFS) delayed-allocation
+  // work on every write and again at writeback; blocks fallocated ahead
+  // (KEEP_SIZE, so the size and what readers see are unchanged) skip it.
+  // After reserve(): the range the caller should preallocate now (through its
+  // ring, or a blocking File::preallocate), or nothing. The reservation is
+  // extended by a chunk once the writer is within half a chunk of its end; a
+  // chunk is the segment's size so far, at least 64 KiB and at most 16 MiB, and
+  // the reservation never passes segment.bytes. So a segment never holds more
+  // than 16 MiB it has not written, nor more than it has written (64 KiB for
+  // a new one), and trim_preallocation() gives that back once it is inactive.
+  struct Range {
+    uint64_t offset = 0;
+    uint64_t len = 0;
+  };
+  static constexpr uint64_t kPreallocateMin = uint64_t{64} << 10;
+  static constexpr uint64_t kPreallocateMax = uint64_t{16} << 20;
+  std::optional<Range> preallocation_due();
+  // An inactive segment (no writes will come): frees the blocks reserved past
+  // its end (a truncate to its own size). A no-op when nothing is reserved.
+  Status trim_preallocation();
+  uint64_t reserved_to() const { return reserved_to_; }  // writer's view
   // The three steps with a blocking write (tests, tools): writes batches
   // (already validated, offsets assigned, increasing) at the end of the file;
   // returns the position of the first. On a failed write nothing is
@@ -307,6 +333,10 @@ class Segment {
   };
   Fingerprint released_offset_, released_time_;
   uint64_t size_ = 0;
+  // Where the blocks preallocated for the writer end (>= size_ once any were;
+  // the writer's, like size_). Not persisted: a reopened segment starts at
+  // its size (a range preallocated again is a cheap no-op).
+  uint64_t reserved_to_ = 0;
   std::atomic<uint64_t> published_size_{0};
   uint64_t bytes_since_index_entry_ = 0;
   int64_t max_timestamp_ = kNoTimestamp;  // written under index_mu_

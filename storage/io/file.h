@@ -58,10 +58,12 @@ class File {
   virtual Status sync() = 0;
   virtual Status truncate(uint64_t size) = 0;
   virtual Result<uint64_t> size() = 0;
-  // Reserves disk blocks for [0, bytes) without changing size() (fallocate
-  // with KEEP_SIZE), so later appends do not fail for space and allocate less.
-  // A file system that cannot preallocate makes this a no-op.
-  virtual Status preallocate(uint64_t bytes) = 0;
+  // Reserves disk blocks for [offset, offset + len) without changing size()
+  // (fallocate with KEEP_SIZE), so later appends do not fail for space and
+  // allocate less. A file system that cannot preallocate makes this a no-op.
+  // Blocks reserved past the end stay reserved until truncate() (even to the
+  // same size) frees them.
+  virtual Status preallocate(uint64_t offset, uint64_t len) = 0;
   // The kernel descriptor for sendfile/io_uring submissions, or -1 where there
   // is none (in-memory files).
   virtual int fd() const = 0;

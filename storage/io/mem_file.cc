@@ -80,7 +80,7 @@ class MemFile : public File {
     return static_cast<uint64_t>(node_->data.size());
   }
 
-  Status preallocate(uint64_t) override {
+  Status preallocate(uint64_t, uint64_t) override {
     std::lock_guard lock(fs_->mu_);
     return check(true);
   }

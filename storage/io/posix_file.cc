@@ -74,10 +74,10 @@ Result<uint64_t> PosixFile::size() {
   return static_cast<uint64_t>(st.st_size);
 }
 
-Status PosixFile::preallocate(uint64_t bytes) {
+Status PosixFile::preallocate(uint64_t offset, uint64_t len) {
   if (fd_ < 0) return closed_error();
-  if (bytes == 0) return Status::ok();
-  if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes)) != 0) {
+  if (len == 0) return Status::ok();
+  if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(len)) != 0) {
     if (errno == EOPNOTSUPP || errno == ENOSYS) return Status::ok();  // tmpfs on old kernels, say
     return errno_status("fallocate", path());
   }

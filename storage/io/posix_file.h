@@ -25,7 +25,7 @@ class PosixFile : public File {
   Status sync() override;
   Status truncate(uint64_t size) override;
   Result<uint64_t> size() override;
-  Status preallocate(uint64_t bytes) override;
+  Status preallocate(uint64_t offset, uint64_t len) override;
   int fd() const override { return fd_; }
   Status close() override;
 

@@ -1,6 +1,7 @@
 // storage/io/ring.cc: Ring over liburing.
 #include "storage/io/ring.h"
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -38,7 +39,7 @@ constexpr size_t kMaxChunk = size_t{1} << 30;
 }  // namespace
 
 struct Ring::Op {
-  enum class Kind { kWrite, kRead, kSync } kind;
+  enum class Kind { kWrite, kRead, kSync, kFallocate } kind;
   int fd = -1;
   uint64_t offset = 0;
   const uint8_t* wdata = nullptr;
@@ -49,7 +50,10 @@ struct Ring::Op {
   ReadCallback rcb;
 
   std::string describe() const {
-    const char* what = kind == Kind::kWrite ? "write" : kind == Kind::kRead ? "read" : "fdatasync";
+    const char* what = kind == Kind::kWrite  ? "write"
+                       : kind == Kind::kRead ? "read"
+                       : kind == Kind::kSync ? "fdatasync"
+                                             : "fallocate";
     return std::string("io_uring ") + what + " fd " + std::to_string(fd) + " offset " + std::to_string(offset);
   }
 };
@@ -109,6 +113,10 @@ Status Ring::queue(Op* op, bool link_next) {
     case Op::Kind::kSync:
       io_uring_prep_fsync(sqe, op->fd, IORING_FSYNC_DATASYNC);
       break;
+    case Op::Kind::kFallocate:
+      io_uring_prep_fallocate(sqe, op->fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(op->offset),
+                              static_cast<off_t>(op->len));
+      break;
   }
   if (link_next) sqe->flags |= IOSQE_IO_LINK;
   io_uring_sqe_set_data(sqe, op);
@@ -139,6 +147,15 @@ Status Ring::submit_read(int fd, uint64_t offset, std::span<uint8_t> out, ReadCa
 Status Ring::submit_fdatasync(int fd, Callback cb, bool link_next) {
   std::unique_ptr<Op> op(new Op{Op::Kind::kSync, fd, 0, nullptr, nullptr, 0, 0, std::move(cb), {}});
   CK_RETURN_IF_ERROR(queue(op.get(), link_next));
+  op.release();
+  ++in_flight_;
+  g_in_flight.fetch_add(1, std::memory_order_relaxed);
+  return Status::ok();
+}
+
+Status Ring::submit_preallocate(int fd, uint64_t offset, uint64_t len, Callback cb) {
+  std::unique_ptr<Op> op(new Op{Op::Kind::kFallocate, fd, offset, nullptr, nullptr, len, 0, std::move(cb), {}});
+  CK_RETURN_IF_ERROR(queue(op.get(), false));
   op.release();
   ++in_flight_;
   g_in_flight.fetch_add(1, std::memory_order_relaxed);

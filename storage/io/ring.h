@@ -74,6 +74,9 @@ class Ring {
   // The callback gets the bytes read: fewer than asked only at end of file.
   Status submit_read(int fd, uint64_t offset, std::span<uint8_t> out, ReadCallback cb);
   Status submit_fdatasync(int fd, Callback cb, bool link_next = false);
+  // fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, len): reserves blocks without
+  // changing the file's size (io::File::preallocate, asynchronously).
+  Status submit_preallocate(int fd, uint64_t offset, uint64_t len, Callback cb);
 
   // Hands every queued operation to the kernel (io_uring_submit).
   Status flush();

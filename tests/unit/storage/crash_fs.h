@@ -79,7 +79,9 @@ class CrashFs : public io::FileSystem {
     Status sync() override { return fs_.tick(), inner_->sync(); }
     Status truncate(uint64_t size) override { return fs_.tick(), inner_->truncate(size); }
     Result<uint64_t> size() override { return inner_->size(); }
-    Status preallocate(uint64_t bytes) override { return fs_.tick(), inner_->preallocate(bytes); }
+    Status preallocate(uint64_t offset, uint64_t len) override {
+      return fs_.tick(), inner_->preallocate(offset, len);
+    }
     int fd() const override { return inner_->fd(); }
     Status close() override { return inner_->close(); }
 

@@ -1,6 +1,8 @@
 // tests/unit/storage/file_test.cc: the File/FileSystem contract, one body run
 // against the POSIX, io_uring and in-memory implementations, plus the
 // directory helpers.
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -73,7 +75,7 @@ TEMPLATE_TEST_CASE("file: write, append, read, size, truncate, sync", "[storage]
   CHECK(*file.size() == 0);
 
   // Preallocation reserves space without changing the visible size.
-  REQUIRE(file.preallocate(1 << 20).is_ok());
+  REQUIRE(file.preallocate(0, 1 << 20).is_ok());
   CHECK(*file.size() == 0);
   REQUIRE(file.close().is_ok());
   CHECK_FALSE(file.sync().is_ok());
@@ -184,6 +186,38 @@ TEST_CASE("file system: make_file_system is POSIX unless io_uring is asked for",
     CHECK(std::string(fs->name()) == "posix");
     WARN("io_uring unavailable, POSIX chosen: " << uring.to_string());
   }
+}
+
+// st_blocks: what the file holds on disk, written or only reserved.
+uint64_t allocated(int fd) {
+  struct stat st {};
+  REQUIRE(::fstat(fd, &st) == 0);
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+TEST_CASE("file: preallocating a range past the end reserves blocks, and a truncate to the same size frees them",
+          "[storage][io]") {
+  PosixFs t;
+  auto f = t.fs.open(t.root() + "/p", OpenMode::kCreateExclusive);
+  REQUIRE(f.is_ok());
+  File& file = **f;
+  REQUIRE(file.write_at(0, pattern(100000, 7)).is_ok());
+  REQUIRE(file.sync().is_ok());
+  const uint64_t before = allocated(file.fd());
+  REQUIRE(file.preallocate(200000, 4 << 20).is_ok());
+  CHECK(*file.size() == 100000);  // KEEP_SIZE: readers see nothing new
+  CHECK(allocated(file.fd()) >= before + (4 << 20));
+  // Writing into the reserved range, and past it, works as before.
+  REQUIRE(file.write_at(100000, pattern(5 << 20, 9)).is_ok());
+  CHECK(*file.size() == 100000 + (5 << 20));
+  REQUIRE(file.sync().is_ok());
+  REQUIRE(file.preallocate(*file.size(), 8 << 20).is_ok());
+  CHECK(allocated(file.fd()) >= *file.size() + (8 << 20));
+  REQUIRE(file.truncate(*file.size()).is_ok());
+  CHECK(*file.size() == 100000 + (5 << 20));
+  CHECK(allocated(file.fd()) < *file.size() + (256 << 10));
+  auto back = read_all(file);
+  CHECK(std::vector<uint8_t>(back.begin() + 100000, back.end()) == pattern(5 << 20, 9));
 }
 
 TEST_CASE("file: parent_dir", "[storage][io]") {

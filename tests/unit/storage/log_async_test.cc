@@ -5,6 +5,7 @@
 // group commit syncing through its own ring. Real files in temp dirs;
 // skipped (exit code 77) where io_uring is refused.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
@@ -96,6 +97,17 @@ class FileSizeLimit {
   bool lifted_ = false;
 };
 
+// Reaps ring completions until done() holds. The ring also completes the
+// appends' preallocations (Segment::preallocation_due), so a count of
+// completions says nothing about one write: tests wait for its callback.
+template <class Done>
+void wait_until(io::Ring& ring, Done done) {
+  while (!done()) {
+    REQUIRE(ring.in_flight() > 0);  // else it can never hold
+    REQUIRE(ring.wait_completions(1).is_ok());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("log async: a queued write is not readable until its completion is reaped", "[storage][log][uring]") {
@@ -128,9 +140,7 @@ TEST_CASE("log async: a queued write is not readable until its completion is rea
   });
   REQUIRE(r2.is_ok());
   CHECK(r2->base_offset == 5);
-  REQUIRE(ring->wait_completions(2).is_ok());
-  CHECK(calls == 1);
-  CHECK(calls2 == 1);
+  wait_until(*ring, [&] { return calls == 1 && calls2 == 1; });
   CHECK(got.is_ok());
   CHECK(log->log_end_offset() == 7);
   auto all = read_all(*log);
@@ -253,8 +263,7 @@ TEST_CASE("log async: a segment that rolls with writes in flight is finished whe
   CHECK(log->segment_count() > 1);
   CHECK(log->recovery_point() == 0);
   CHECK(log->log_end_offset() == 0);
-  REQUIRE(ring->wait_completions(batches.size()).is_ok());
-  CHECK(ok == 12);
+  wait_until(*ring, [&] { return ok == 12; });  // a failed append would leave nothing in flight
   CHECK(log->log_end_offset() == 48);
   // Rolled segments were flushed when their last write was published.
   const auto segs = log->segments();
@@ -298,14 +307,14 @@ TEST_CASE("log async: a write that fails with a later write in flight breaks the
   }));
   // a completes (fails) first, while b is still queued on the other ring:
   // a is answered, b is doomed (it would follow a hole).
-  REQUIRE(ring1->wait_completions(1).is_ok());
+  wait_until(*ring1, [&] { return calls >= 1; });
   CHECK(calls == 1);
   CHECK_FALSE(sa.is_ok());
   // The log refuses new appends now.
   Bytes c = make_batch(1, 400, 10);
   auto refused = log->append(c, 0, 0);
   CHECK_FALSE(refused.is_ok());
-  REQUIRE(ring2->wait_completions(1).is_ok());
+  wait_until(*ring2, [&] { return calls == 2; });
   limit.lift();
 
   CHECK(calls == 2);
@@ -334,8 +343,12 @@ TEST_CASE("log async: a failed write with nothing after it is undone and the log
   FileSizeLimit limit(good_size + 100);
   Bytes a = make_batch(3, 200, 200);
   Status sa;
-  REQUIRE(log->append_async(a, 0, 0, ring.get(), [&](Status s) { sa = std::move(s); }));
-  REQUIRE(ring->wait_completions(1).is_ok());
+  bool answered = false;
+  REQUIRE(log->append_async(a, 0, 0, ring.get(), [&](Status s) {
+    sa = std::move(s);
+    answered = true;
+  }));
+  wait_until(*ring, [&] { return answered; });
   limit.lift();
   CHECK_FALSE(sa.is_ok());
   CHECK(log->log_end_offset() == 3);
@@ -346,8 +359,7 @@ TEST_CASE("log async: a failed write with nothing after it is undone and the log
   REQUIRE(r.is_ok());
   CHECK(r->base_offset == 3);
   CHECK(r->position == good_size);
-  REQUIRE(ring->wait_completions(1).is_ok());
-  CHECK(ok == 1);
+  wait_until(*ring, [&] { return ok == 1; });
   auto all = read_all(*log);
   REQUIRE(all.size() == 2);
   CHECK(all[3] == b);
@@ -412,15 +424,20 @@ TEST_CASE("log async: a crash after a roll with the old segment's write unwritte
     REQUIRE(log->append(first, 0, 0).is_ok());
     // Fills the first segment; queued on ring_a and never submitted.
     Bytes tail = make_batch(30, 200, 120);
-    auto queued = log->append_async(tail, 0, 0, ring_a.get(), [](Status) {});
+    bool tail_answered = false;
+    auto queued = log->append_async(tail, 0, 0, ring_a.get(), [&](Status) { tail_answered = true; });
     REQUIRE(queued.is_ok());
     hole_at = queued->base_offset;
     // Rolls (the first segment is full), written through ring_b: on disk.
     Bytes next = make_batch(2, 300, 100);
-    auto written = log->append_async(next, 0, 0, ring_b.get(), [](Status) {});
+    bool next_answered = false;
+    auto written = log->append_async(next, 0, 0, ring_b.get(), [&](Status) { next_answered = true; });
     REQUIRE(written.is_ok());
     REQUIRE(written->base_offset > hole_at);
-    REQUIRE(ring_b->wait_completions(1).is_ok());
+    // Its write has completed (its callback runs only once the earlier write
+    // is published, so wait for the ring to empty, not for the callback).
+    while (ring_b->in_flight() > 0) REQUIRE(ring_b->wait_completions(1).is_ok());
+    CHECK_FALSE(next_answered);
     REQUIRE(log->log_end_offset() == hole_at);  // not published: the earlier write is missing
     // The crash: a second process opens the directory (full recovery).
     auto reopened = Log::open(fs, dir / "t-0", cfg, 0);
@@ -430,7 +447,74 @@ TEST_CASE("log async: a crash after a roll with the old segment's write unwritte
     CHECK(all.size() == 1);
     REQUIRE((*reopened)->close().is_ok());
     // Let the abandoned write run so the first log can go.
-    REQUIRE(ring_a->wait_completions(1).is_ok());
+    wait_until(*ring_a, [&] { return tail_answered; });
+  }
+}
+
+// Disk blocks the file holds (st_blocks), written or only reserved.
+uint64_t allocated_bytes(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+// Segment::preallocation_due: the writer's blocks are fallocated ahead of it
+// (KEEP_SIZE: the size, and so what readers and recovery see, is unchanged),
+// a bounded amount ahead; a segment that rolls gives back what it did not
+// use, whether it is finished where its last write is published or later by
+// the background sync (deferred rolls, what every broker log does).
+TEST_CASE("log async: blocks are reserved ahead of the writer and a rolled segment gives back what it did not use",
+          "[storage][log][uring]") {
+  auto ring = make_ring();
+  for (const bool deferred : {false, true}) {
+    CAPTURE(deferred);
+    TempDir dir;
+    io::PosixFileSystem fs;
+    LogConfig cfg;
+    cfg.segment.segment_bytes = 6 << 20;
+    auto log = open_shared(fs, dir / "t-0", cfg);
+    std::vector<int64_t> roll_syncs;
+    if (deferred) log->set_roll_sync([&](std::shared_ptr<Log>, int64_t offset) { roll_syncs.push_back(offset); });
+    std::vector<Bytes> batches;
+    for (int i = 0; i < 200; ++i) batches.push_back(make_batch(4, 100 + i, 16 << 10));  // ~64 KiB each
+    int ok = 0, sent = 0;
+    auto send = [&](size_t upto) {
+      for (; static_cast<size_t>(sent) < upto; ++sent)
+        REQUIRE(log->append_async(batches[static_cast<size_t>(sent)], 0, 0, ring.get(),
+                                  [&](Status s) { ok += s.is_ok(); }));
+      REQUIRE(ring->flush().is_ok());
+      wait_until(*ring, [&] { return ok == sent; });
+      while (ring->in_flight() > 0) REQUIRE(ring->wait_completions(1).is_ok());  // the preallocations too
+    };
+    // ~3 MiB into the first segment: the reservation runs ahead of it by
+    // half a chunk to a chunk (a chunk is the segment's size, 1-16 MiB).
+    send(48);
+    {
+      auto active = log->segments()->back();
+      const uint64_t size = active->size();
+      REQUIRE(size > (3u << 20) - (64u << 10));
+      CHECK(active->reserved_to() >= size + size / 2);
+      CHECK(active->reserved_to() <= std::min<uint64_t>(2 * size + Segment::kPreallocateMin, 6 << 20));
+      CHECK(allocated_bytes(active->path()) >= active->reserved_to());
+    }
+    // Past 6 MiB: the segment rolls.
+    send(110);
+    const auto segs = log->segments();
+    REQUIRE(segs->size() == 2);
+    const auto& rolled = (*segs)[0];
+    CHECK(rolled->size() < (6u << 20));
+    if (deferred) {
+      REQUIRE(roll_syncs.size() == 1);
+      // Nothing is freed before the background sync finishes the segment.
+      CHECK(allocated_bytes(rolled->path()) >= rolled->reserved_to());
+      REQUIRE(log->sync_data().is_ok());
+    }
+    // What the rolled segment holds now is its bytes, rounded to blocks.
+    CHECK(rolled->reserved_to() == rolled->size());
+    CHECK(allocated_bytes(rolled->path()) < rolled->size() + (256u << 10));
+    // The records are all there, read back from both segments.
+    CHECK(read_all(*log).size() == 110);
+    REQUIRE(log->close().is_ok());
   }
 }
 

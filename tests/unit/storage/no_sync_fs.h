@@ -20,7 +20,7 @@ class NoSyncFile : public io::File {
   Status sync() override { return Status::ok(); }
   Status truncate(uint64_t size) override { return f_->truncate(size); }
   Result<uint64_t> size() override { return f_->size(); }
-  Status preallocate(uint64_t bytes) override { return f_->preallocate(bytes); }
+  Status preallocate(uint64_t offset, uint64_t len) override { return f_->preallocate(offset, len); }
   int fd() const override { return f_->fd(); }
   Status close() override { return f_->close(); }
 

@@ -3,6 +3,7 @@
 // (exit code 77, reported by ctest as skipped) where io_uring is unavailable.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -153,6 +154,27 @@ TEST_CASE("ring: many writes share one fdatasync (group commit shape)", "[storag
   std::string all;
   for (const auto& c : chunks) all += c;
   CHECK(file.contents() == all);
+}
+
+TEST_CASE("ring: a preallocation reserves blocks past the end without changing the size", "[storage][io][uring]") {
+  auto ring = make_ring();
+  TempDir dir;
+  RawFile f(dir / "p");
+  REQUIRE(::pwrite(f.fd, "abc", 3, 0) == 3);
+  Status got = Status::corruption("not called");
+  REQUIRE(ring->submit_preallocate(f.fd, 3, 2 << 20, [&](Status s) { got = std::move(s); }).is_ok());
+  REQUIRE(ring->wait_completions(1).is_ok());
+  REQUIRE(got.is_ok());
+  struct stat st {};
+  REQUIRE(::fstat(f.fd, &st) == 0);
+  CHECK(st.st_size == 3);
+  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= (2u << 20));
+  CHECK(f.contents() == "abc");
+  // A bad descriptor's error comes back through the callback.
+  REQUIRE(ring->submit_preallocate(-1, 0, 4096, [&](Status s) { got = std::move(s); }).is_ok());
+  REQUIRE(ring->wait_completions(1).is_ok());
+  CHECK_FALSE(got.is_ok());
+  CHECK(got.to_string().find("fallocate") != std::string::npos);
 }
 
 TEST_CASE("ring: reads, and callbacks that submit more work", "[storage][io][uring]") {
