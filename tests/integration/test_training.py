@@ -336,7 +336,7 @@ def write_spread(b, topic, ids, partitions=2):
     check(pr.flush(10) == 0, "records left unsent")
 
 
-def read_live(L, want, what, deadline_s=20.0, until=None):
+def read_live(L, want, what, deadline_s=60.0, until=None):
     """Batches of a live loader until `want` samples (and until() holds): [(partition, offset, id)];
     the iterator is then dropped (its workers shut down). A watchdog fails the test past the deadline."""
     got = []
