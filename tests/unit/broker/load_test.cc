@@ -58,7 +58,7 @@ TEST_CASE("precedence: env > override > file > default") {
 
 TEST_CASE("Known keys that do nothing here warn at start-up - the ones that work do not") {
   const std::string file =
-      "socket.send.buffer.bytes=65536\nsocket.receive.buffer.bytes=-1\nqueued.max.requests=100\n"
+      "socket.send.buffer.bytes=65536\nsocket.receive.buffer.bytes=262144\nqueued.max.requests=100\n"
       "max.connections=1000\nmax.connections.per.ip=50\noffsets.commit.timeout.ms=4000\n"
       "transaction.state.log.min.isr=1\nnum.io.threads=4\n";
   CHECK(load_ok(input(file, {})).warnings.empty());
