@@ -56,6 +56,11 @@ struct PartitionRoleState {
   std::vector<int32_t> isr;
   std::vector<int32_t> adding_replicas;
   std::vector<int32_t> removing_replicas;
+  // The log end offset when this broker became leader at leader_epoch
+  // (Kafka's leaderEpochStartOffset); -1 for a follower, and on a single
+  // node. While the HW is below it, the HW may lag what the previous leader
+  // had committed: ListOffsets answers clients OFFSET_NOT_AVAILABLE (KIP-207).
+  int64_t leader_epoch_start_offset = -1;
 };
 
 using AppendListener = std::function<void(const Partition&)>;

@@ -251,6 +251,10 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
   // so no follower append lands after the first leader append.
   if (leader)
     for (ReplicaRoleListener* l : listeners_) l->will_lead(p);
+  // Every epoch applied here is new to this process (older ones were
+  // refused above), as Kafka's isNewLeaderEpoch after a restart: the
+  // epoch's start is the LEO now that no follower append is in flight.
+  if (leader) role.leader_epoch_start_offset = p->log_end_offset();
   p->set_role(std::move(role));
   p->set_confirmed_ms(LeadershipFence::steady_ms());
   applied_epoch_[key] = st.leader_epoch;

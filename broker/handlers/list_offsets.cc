@@ -17,6 +17,10 @@
 //      not know.
 // Lookups other than LATEST/EARLIEST that land at or past the fetchable end
 // answer "unknown" (offset -1, timestamp -1), as Kafka does.
+// A cluster leader whose HW is still below the log end offset it had when it
+// became leader (KIP-207) answers a client's (replica_id -1) LATEST, and a
+// lookup past the fetchable end, with OFFSET_NOT_AVAILABLE, which clients
+// retry: its HW may lag what the previous leader committed.
 //
 // v0 answers in old_style_offsets (up to max_num_offsets offsets, newest
 // first): LATEST gives the HW followed by segment base offsets, EARLIEST the
@@ -77,7 +81,7 @@ std::vector<int64_t> old_style_offsets(const Partition& p, int64_t timestamp, in
 }
 
 PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOffsetsPartition& in,
-                           int16_t version, bool from_replica, std::optional<int64_t> stable_end) {
+                           int16_t version, bool from_replica, bool from_client, std::optional<int64_t> stable_end) {
   PartitionResponse out;
   out.partition_index = in.partition_index;
   const ErrorCode fence = fetch::check_current_leader_epoch(in.current_leader_epoch, p.leader_epoch());
@@ -96,8 +100,22 @@ PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOff
   const int64_t fetchable_end =
       from_replica ? p.log_end_offset() : stable_end.value_or(p.high_watermark());
   const int32_t epoch_if_any = p.log_end_offset() > 0 ? p.leader_epoch() : -1;
+  // KIP-207: a leader whose HW has not reached the start of its epoch may
+  // not know yet what the previous leader committed (a restarted broker's HW
+  // comes from its checkpoint): a client asking for the end, or for a time
+  // past what it can serve, gets OFFSET_NOT_AVAILABLE (retriable) instead of
+  // an end that goes backwards.
+  bool lagging = false;
+  if (from_client) {
+    auto rs = p.role_state();
+    lagging = rs && rs->role == ReplicaRole::kLeader && rs->leader_epoch_start_offset > p.high_watermark();
+  }
   switch (in.timestamp) {
     case kLatest:
+      if (lagging) {
+        out.error_code = protocol::to_wire(ErrorCode::OFFSET_NOT_AVAILABLE);
+        return out;
+      }
       out.offset = fetchable_end;
       out.leader_epoch = p.leader_epoch();
       return out;
@@ -126,6 +144,8 @@ PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOff
     out.offset = found.offset;
     out.timestamp = found.timestamp;
     out.leader_epoch = epoch_if_any;
+  } else if (lagging) {
+    out.error_code = protocol::to_wire(ErrorCode::OFFSET_NOT_AVAILABLE);
   }
   return out;
 }
@@ -173,7 +193,7 @@ void handle_list_offsets(RequestContext&& ctx) {
           out.partition_index = in.partition_index;
           out.error_code = protocol::to_wire(ErrorCode::LEADER_NOT_AVAILABLE);
         } else {
-          out = list_one(*p, in, version, from_replica, stable_end);
+          out = list_one(*p, in, version, from_replica, req.replica_id == -1, stable_end);
         }
       }
       if (version < 4) out.leader_epoch = -1;  // not in v0-v3 (and not ignorable)

@@ -210,11 +210,19 @@ def brokers_known(b):
     return sorted(a.list_topics(timeout=10).brokers)
 
 
+OFFSET_NOT_AVAILABLE = 78
+
+
 def end_offsets(brokers):
     """Every partition's high watermark. A broker just restarted answers
     Metadata without the topic until the controller's UpdateMetadata reaches
     it (as Kafka's does), and librdkafka then fails the query at once with
-    _UNKNOWN_PARTITION: asked again until the metadata names the partition."""
+    _UNKNOWN_PARTITION: asked again until the metadata names the partition.
+    A leader whose HW has not yet reached the start of its leader epoch (a
+    coordinator killed and restarted leads again with its checkpointed HW)
+    answers OFFSET_NOT_AVAILABLE (KIP-207), which librdkafka does not retry
+    itself: asked again too. (Before the broker did so, such a leader gave
+    its stale HW, and the scenario read a partition end that was too low.)"""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers if b.alive()),
                   "group.id": "ck-cc-ends", "broker.address.family": "v4"})
@@ -227,7 +235,8 @@ def end_offsets(brokers):
                     out.append(c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=20)[1])
                     break
                 except KafkaException as e:
-                    if e.args[0].code() != KafkaError._UNKNOWN_PARTITION or time.monotonic() > deadline:
+                    retriable = (KafkaError._UNKNOWN_PARTITION, OFFSET_NOT_AVAILABLE)
+                    if e.args[0].code() not in retriable or time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
                     c.list_topics(timeout=5)  # fresh metadata (all topics: no auto-creation), then again

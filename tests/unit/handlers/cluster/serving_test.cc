@@ -289,6 +289,77 @@ TEST_CASE("cluster mode, KIP-392: without replica.selector.class the leader name
   CHECK(d.preferred_read_replica == -1);
 }
 
+// A client's ListOffsets of p-0 at `timestamp` (v7, read_uncommitted).
+protocol::ListOffsetsResponse::ListOffsetsPartitionResponse list_offset(ClusterFixture& c, int64_t timestamp,
+                                                                       int32_t replica_id = -1) {
+  protocol::ListOffsetsRequest lo;
+  lo.replica_id = replica_id;
+  protocol::ListOffsetsRequest::ListOffsetsTopic lt;
+  lt.name = "p";
+  protocol::ListOffsetsRequest::ListOffsetsPartition lp;
+  lp.partition_index = 0;
+  lp.timestamp = timestamp;
+  lt.partitions.push_back(lp);
+  lo.topics.push_back(lt);
+  return c.f().call<protocol::ListOffsetsResponse>(lo, 7).topics.at(0).partitions.at(0);
+}
+
+TEST_CASE("cluster mode, KIP-207: a new leader whose HW is below its epoch's start answers OFFSET_NOT_AVAILABLE") {
+  ClusterFixture c;
+  c.rm().add_role_listener(&c.broker().service<replica::LeaderReplicas>());  // as Broker::start_cluster does
+  REQUIRE(c.f().call<protocol::LeaderAndIsrResponse>(leader_and_isr({{"p", 0, 1, 1, {1, 2}, {1, 2}}}), 7)
+              .topics.at(0).partition_errors.at(0).error_code == 0);
+  REQUIRE(only_partition(c.f().call<protocol::ProduceResponse>(produce_request("p", 0, make_batch({})), 9))
+              .error_code == 0);
+  // Epoch 1 began at offset 0: the HW (0, broker 2 has not fetched) is not
+  // below it, so the end is the HW, as before.
+  auto latest = list_offset(c, -1);
+  CHECK(latest.error_code == 0);
+  CHECK(latest.offset == 0);
+
+  // Leader again at epoch 2 (a restart, or a re-election): the epoch starts
+  // at the LEO, 3, and the HW is 0.
+  REQUIRE(c.f().call<protocol::LeaderAndIsrResponse>(leader_and_isr({{"p", 0, 1, 2, {1, 2}, {1, 2}}}), 7)
+              .topics.at(0).partition_errors.at(0).error_code == 0);
+  latest = list_offset(c, -1);
+  CHECK(latest.error_code == to_wire(ErrorCode::OFFSET_NOT_AVAILABLE));
+  CHECK(latest.offset == -1);
+  // A time whose record is not below the HW: the same; the log start still answers.
+  CHECK(list_offset(c, 0).error_code == to_wire(ErrorCode::OFFSET_NOT_AVAILABLE));
+  CHECK(list_offset(c, -3).error_code == to_wire(ErrorCode::OFFSET_NOT_AVAILABLE));
+  auto earliest = list_offset(c, -2);
+  CHECK(earliest.error_code == 0);
+  CHECK(earliest.offset == 0);
+  // A replica (and the debug id) is not a client: it gets the log end offset / HW.
+  auto replica = list_offset(c, -1, 2);
+  CHECK(replica.error_code == 0);
+  CHECK(replica.offset == 3);
+  CHECK(list_offset(c, -1, -2).error_code == 0);
+
+  // Broker 2 fetches at the LEO: the HW reaches the epoch's start, and the
+  // end is known again.
+  protocol::FetchRequest follower;
+  follower.replica_id = 2;
+  follower.max_wait_ms = 0;
+  follower.max_bytes = 1 << 20;
+  protocol::FetchRequest::FetchTopic ft;
+  ft.topic = "p";
+  protocol::FetchRequest::FetchPartition fp;
+  fp.partition = 0;
+  fp.fetch_offset = 3;
+  fp.current_leader_epoch = 2;
+  fp.partition_max_bytes = 1 << 20;
+  ft.partitions.push_back(fp);
+  follower.topics.push_back(ft);
+  REQUIRE(c.f().call<protocol::FetchResponse>(follower, 11).responses.at(0).partitions.at(0).error_code == 0);
+  latest = list_offset(c, -1);
+  CHECK(latest.error_code == 0);
+  CHECK(latest.offset == 3);
+  auto by_time = list_offset(c, 0);
+  CHECK(by_time.error_code == 0);
+  CHECK(by_time.offset == 0);
+}
+
 TEST_CASE("cluster mode: CreateTopics places replicas on the brokers Metadata names (the controller's list)") {
   // This broker never registered, so its own view of /brokers/ids is empty;
   // the controller's UpdateMetadata says 1, 2 and 3 are alive. Kafka's
