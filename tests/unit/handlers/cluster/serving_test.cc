@@ -197,6 +197,24 @@ TEST_CASE("cluster mode: Produce, Fetch v0-10, ListOffsets, DeleteRecords on a f
 }
 
 
+// Broker 2's Fetch (v11) of p-0 at offset, at the leader epoch it knows; the partition's error code.
+int16_t follower_fetch(ClusterFixture& c, int64_t offset, int32_t epoch) {
+  protocol::FetchRequest follower;
+  follower.replica_id = 2;
+  follower.max_wait_ms = 0;
+  follower.max_bytes = 1 << 20;
+  protocol::FetchRequest::FetchTopic ft;
+  ft.topic = "p";
+  protocol::FetchRequest::FetchPartition fp;
+  fp.partition = 0;
+  fp.fetch_offset = offset;
+  fp.current_leader_epoch = epoch;
+  fp.partition_max_bytes = 1 << 20;
+  ft.partitions.push_back(fp);
+  follower.topics.push_back(ft);
+  return c.f().call<protocol::FetchResponse>(follower, 11).responses.at(0).partitions.at(0).error_code;
+}
+
 // A consumer Fetch of p-0 (led here, replicas [1,2]) at offset 0, version v, from rack.
 protocol::FetchResponse::PartitionData consumer_fetch(ClusterFixture& c, int16_t v, const std::string& rack) {
   protocol::FetchRequest fr;
@@ -241,20 +259,7 @@ TEST_CASE("cluster mode, KIP-392: the leader names its in-sync follower of the c
 
   // Broker 2 fetches at the leader's LEO (3: the batch holds three records):
   // now it holds offset 0, and the HW moves to 3.
-  protocol::FetchRequest follower;
-  follower.replica_id = 2;
-  follower.max_wait_ms = 0;
-  follower.max_bytes = 1 << 20;
-  protocol::FetchRequest::FetchTopic ft;
-  ft.topic = "p";
-  protocol::FetchRequest::FetchPartition fp;
-  fp.partition = 0;
-  fp.fetch_offset = 3;
-  fp.current_leader_epoch = 1;
-  fp.partition_max_bytes = 1 << 20;
-  ft.partitions.push_back(fp);
-  follower.topics.push_back(ft);
-  REQUIRE(c.f().call<protocol::FetchResponse>(follower, 11).responses.at(0).partitions.at(0).error_code == 0);
+  REQUIRE(follower_fetch(c, 3, 1) == 0);
 
   d = consumer_fetch(c, 11, "r2");
   CHECK(d.error_code == 0);
@@ -338,20 +343,7 @@ TEST_CASE("cluster mode, KIP-207: a new leader whose HW is below its epoch's sta
 
   // Broker 2 fetches at the LEO: the HW reaches the epoch's start, and the
   // end is known again.
-  protocol::FetchRequest follower;
-  follower.replica_id = 2;
-  follower.max_wait_ms = 0;
-  follower.max_bytes = 1 << 20;
-  protocol::FetchRequest::FetchTopic ft;
-  ft.topic = "p";
-  protocol::FetchRequest::FetchPartition fp;
-  fp.partition = 0;
-  fp.fetch_offset = 3;
-  fp.current_leader_epoch = 2;
-  fp.partition_max_bytes = 1 << 20;
-  ft.partitions.push_back(fp);
-  follower.topics.push_back(ft);
-  REQUIRE(c.f().call<protocol::FetchResponse>(follower, 11).responses.at(0).partitions.at(0).error_code == 0);
+  REQUIRE(follower_fetch(c, 3, 2) == 0);
   latest = list_offset(c, -1);
   CHECK(latest.error_code == 0);
   CHECK(latest.offset == 3);
