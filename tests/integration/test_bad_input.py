@@ -236,6 +236,13 @@ def main(ctx):
             results.append((name, "FAILED: %s" % e))
         check(b.alive(), "broker died during phase '%s' (exit %s)" % (name, b.proc.poll()))
         print("[bad_input] %s: %s" % results[-1], flush=True)
+    # Under load the phases can end before the good client's first round
+    # (a connection and an acks=-1 produce): the attack goes on (garbage
+    # frames) until it has made one while it lasts, 60 s at most.
+    deadline = time.monotonic() + 60
+    while good.rounds == 0 and not good.failures and good.is_alive() and time.monotonic() < deadline:
+        garbage(b)
+        check(b.alive(), "broker died during the prolonged attack (exit %s)" % b.proc.poll())
     rounds_during = good.rounds
     time.sleep(0.5)
     good.stop.set()
