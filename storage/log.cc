@@ -551,6 +551,18 @@ Result<ReadResult> Log::read(int64_t offset, uint64_t max_bytes, int64_t upper_b
   return out;
 }
 
+bool Log::read_may_block(int64_t offset, uint64_t max_bytes, int64_t upper_bound_offset) const {
+  const int64_t upper = std::min(upper_bound_offset, log_end_offset());
+  if (offset < log_start_offset() || offset >= upper) return false;
+  auto list = segments();
+  auto it =
+      std::upper_bound(list->begin(), list->end(), offset,
+                       [](int64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
+  if (it != list->begin()) --it;
+  if (it == list->end()) return false;
+  return (*it)->read_may_block(std::max(offset, (*it)->base_offset()), max_bytes);
+}
+
 Status Log::flush() {
   std::lock_guard lock(append_mu_);
   if (closed_) return Status::invalid_argument(dir_ + ": flush of a closed log");

@@ -296,6 +296,12 @@ class Log : public std::enable_shared_from_this<Log> {
   // kOffsetOutOfRange below the log start or above the LEO.
   Result<ReadResult> read(int64_t offset, uint64_t max_bytes,
                           int64_t upper_bound_offset = std::numeric_limits<int64_t>::max()) const;
+  // Whether that read may wait for the disk (Segment::read_may_block of the
+  // segment holding offset), asked without reading it: a network thread
+  // asks before it reads, and leaves a read that may block to a thread that
+  // may (broker/handlers/fetch.cc). False when there is nothing to read.
+  bool read_may_block(int64_t offset, uint64_t max_bytes,
+                      int64_t upper_bound_offset = std::numeric_limits<int64_t>::max()) const;
 
   // ListOffsets by timestamp: the offset and timestamp of the first record
   // at or above the log start whose timestamp is >= target_ms, exact to the

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "protocol/records/legacy.h"
 #include "protocol/records/record_batch.h"
 #include "storage/file_names.h"
+#include "storage/page_cache.h"
 
 namespace ciuickafka::storage {
 
@@ -270,6 +272,27 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
     }
   }
   return Out(FileSlice{&f, f.fd(), std::move(file).value(), b.position, end - b.position, b.base_offset});
+}
+
+bool Segment::read_may_block(int64_t start_offset, uint64_t max_bytes) const {
+  std::optional<uint64_t> position;
+  {
+    std::lock_guard lock(index_mu_);
+    if (!released_) position = offset_index_.lookup(start_offset).position;
+  }
+  if (!position) {
+    auto held = index_cache_->lookup(index_key_);
+    if (!held) return true;  // a reload would read the index files
+    position = held->offset.lookup(start_offset).position;
+  }
+  const uint64_t size = published_size();
+  if (*position >= size) return false;
+  auto file = log_->get();
+  if (!file) return true;  // the read will meet the error, off the network thread
+  const int fd = (**file).fd();
+  if (fd < 0) return false;  // in memory
+  const uint64_t last = std::min(size, *position + std::max<uint64_t>(max_bytes, 1)) - 1;
+  return !byte_cached(fd, *position) || !byte_cached(fd, last);
 }
 
 Result<uint64_t> Segment::recover() {

@@ -203,6 +203,13 @@ class Segment {
   Result<std::optional<FileSlice>> read(int64_t start_offset, uint64_t max_bytes, uint64_t max_position,
                                         int64_t upper_bound_offset, bool min_one_batch) const;
 
+  // Whether read(start_offset, max_bytes, ...) may wait for the disk,
+  // asked without reading it (storage/page_cache.h): the indexes are not
+  // loaded (a reload reads their files), or the .log's byte at the index
+  // position for start_offset, or max_bytes - 1 past it (within the
+  // published size), is not in the page cache.
+  bool read_may_block(int64_t start_offset, uint64_t max_bytes) const;
+
   // The first record at or above min_offset, below max_position, whose
   // timestamp is >= target (Kafka's LogSegment.findOffsetByTimestamp): the
   // time index gives where to start, batch headers whose maxTimestamp is

@@ -3,6 +3,9 @@
 // reopening, torn tails and rejected batches.
 #include "storage/log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
@@ -613,4 +616,35 @@ TEST_CASE("log: a deferred roll syncs nothing of the old segment - the marker ke
       CHECK(reopened->log_end_offset() == last_end);
     }
   }
+}
+
+TEST_CASE("log: read_may_block says whether a read would wait for the disk", "[storage][log]") {
+  PosixFs t;
+  auto log = open_log(t.fs, t.root() + "/old-0", LogConfig{});
+  for (int i = 0; i < 64; ++i) {
+    Bytes b = make_batch(16, i, 4096);  // about 64 KiB each
+    append_ok(*log, b);
+  }
+  REQUIRE(log->flush().is_ok());  // dirty pages cannot be dropped
+  const int64_t end = log->log_end_offset();
+  const std::string path = t.root() + "/old-0/00000000000000000000.log";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  ::close(fd);
+
+  CHECK(log->read_may_block(0, 1 << 20));
+  CHECK_FALSE(log->read_may_block(end, 1 << 20));        // nothing to read there
+  CHECK_FALSE(log->read_may_block(0, 1 << 20, 0));       // nor below an upper bound of 0
+  CHECK_FALSE(log->read_may_block(end + 1, 1 << 20));    // out of range: the read says so, at once
+
+  (void)read_bytes(*log, 0, 1 << 30);  // through the page cache
+  CHECK_FALSE(log->read_may_block(0, 1 << 20));
+  CHECK_FALSE(log->read_may_block(end / 2, 1 << 30));
+
+  MemFs m;  // no fd: never waits
+  auto mem = open_log(m.fs, "/t/p-0", LogConfig{});
+  Bytes b = make_batch(4, 0, 100);
+  append_ok(*mem, b);
+  CHECK_FALSE(mem->read_may_block(0, 1 << 20));
 }
