@@ -108,6 +108,12 @@ struct ReadOptions {
   std::string client_rack;
   std::string listener;
   const ReadReplicaSelector* selector = nullptr;
+  // A network thread's read: stop at the first partition whose read may
+  // wait for the disk (storage::Log::read_may_block: bytes not in the page
+  // cache; or a read_committed read that would first load the partition's
+  // producer state, scanning the log from its newest snapshot), setting
+  // ReadTotals::cold, for the caller to read again on the I/O pool.
+  bool defer_cold = false;
 };
 
 struct ReadTotals {
@@ -115,6 +121,8 @@ struct ReadTotals {
   // An error, a diverging follower or a preferred read replica: answered
   // without waiting for min_bytes.
   bool answer_now = false;
+  // defer_cold stopped the read: the outcomes are incomplete.
+  bool cold = false;
 };
 
 inline std::shared_ptr<Partition> resolve(Broker& broker, const FetchPartitionState& s, bool by_id,
@@ -179,6 +187,11 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
     }
     if (p && err == protocol::ErrorCode::NONE) {
       auto& producers = opts.producers != nullptr ? *opts.producers : broker.service<produce::ProduceService>();
+      if (opts.defer_cold && opts.read_committed && !follower_read && !opts.from_replica &&
+          !producers.loaded_for_reads(*p)) {
+        totals.cold = true;  // the LSO would load the producer state: a scan of the log
+        return totals;
+      }
       std::optional<int64_t> lso;
       if (follower_read) lso = p->high_watermark();  // no transactional batch here (checked above)
       else if (!opts.from_replica) lso = producers.last_stable_offset(*p, /*load=*/opts.read_committed);
@@ -200,6 +213,10 @@ inline ReadTotals read_partitions(Broker& broker, const std::vector<FetchPartiti
         err = protocol::ErrorCode::OFFSET_OUT_OF_RANGE;
       } else {
         const int64_t limit = std::min<int64_t>(std::max(s.max_bytes, 0), left);
+        if (opts.defer_cold && p->log().read_may_block(s.fetch_offset, static_cast<uint64_t>(limit), hw)) {
+          totals.cold = true;
+          return totals;
+        }
         auto r = p->log().read(s.fetch_offset, static_cast<uint64_t>(limit), hw);
         if (!r.is_ok()) {
           err = r.status().code() == storage::StatusCode::kOffsetOutOfRange ? protocol::ErrorCode::OFFSET_OUT_OF_RANGE

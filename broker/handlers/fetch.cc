@@ -12,9 +12,15 @@
 // connection sends with sendfile. Fetch v0-v3 are the exception: their
 // clients read message format v0/v1, so the bytes are converted in memory
 // (broker/fetch/down_convert.h), on the I/O pool (server/io_pool.h): the
-// read from disk and the conversion never hold the network thread. records
-// is never null (empty when there is
-// nothing). aborted_transactions is null for read_uncommitted and, for
+// read from disk and the conversion never hold the network thread. Nor does
+// a read of bytes that are not in the page cache (a reader replaying old
+// data): the read and the sendfile would wait for the disk on the network
+// thread, and every other connection there with them. The network thread
+// reads only when no partition's read may block (storage/page_cache.h), nor
+// needs the partition's producer state loaded for read_committed (a scan
+// of the log); otherwise the fetch is read on the I/O pool, its slices
+// brought into the page cache there, and then sent by sendfile as usual. records is never
+// null (empty when there is nothing). aborted_transactions is null for read_uncommitted and, for
 // read_committed, lists the aborted transactions overlapping what was read
 // (fetch/partition_read.h), as Kafka sends them; for an unknown topic,
 // topic id or partition it is empty, for a read's error null (as Kafka).
@@ -34,6 +40,7 @@
 // (and all topics) for consumers, replication bytes out (all topics) for
 // followers, failed fetches per topic for partition errors.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -54,8 +61,10 @@
 #include "broker/handlers/registry.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/io_pool.h"
+#include "metrics/process_metrics.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/fetch.h"
+#include "storage/page_cache.h"
 
 namespace ciuickafka::broker {
 namespace {
@@ -69,9 +78,31 @@ using protocol::FetchResponse;
 // Cached per-topic metric handles (a lookup in the registry locks). A
 // handle whose topic was deleted is stale: looked up again, so a topic
 // created again under the name counts in its fresh series.
+// Also counts the fetches read on the I/O pool for bytes not in the page
+// cache (ciuic_fetch_cold_reads_total, ciuic_fetch_cold_read_bytes_total,
+// read at scrape time).
 class FetchMetrics {
  public:
-  explicit FetchMetrics(Broker& b) : broker_(b) {}
+  explicit FetchMetrics(Broker& b) : broker_(b) {
+    auto collect = [this](std::vector<prometheus::MetricFamily>& out) {
+      out.push_back(metrics::single_sample_family(
+          "ciuic_fetch_cold_reads_total",
+          "Fetch requests read on the I/O pool because a partition's read would have waited for the disk: "
+          "bytes not in the page cache, or a read_committed read that first loads the partition's producer "
+          "state from the log.",
+          prometheus::MetricType::Counter, static_cast<double>(cold_reads_.load(std::memory_order_relaxed))));
+      out.push_back(metrics::single_sample_family(
+          "ciuic_fetch_cold_read_bytes_total", "Record bytes those fetches answered with.",
+          prometheus::MetricType::Counter, static_cast<double>(cold_bytes_.load(std::memory_order_relaxed))));
+    };
+    collector_id_ = broker_.metrics_registry().add_collector(collect);
+  }
+  ~FetchMetrics() { broker_.metrics_registry().remove_collector(collector_id_); }
+  FetchMetrics(const FetchMetrics&) = delete;
+  FetchMetrics& operator=(const FetchMetrics&) = delete;
+
+  void cold_fetch() { cold_reads_.fetch_add(1, std::memory_order_relaxed); }
+  void cold_bytes(uint64_t bytes) { cold_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
   metrics::TopicMetrics topic(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(name);
@@ -85,6 +116,8 @@ class FetchMetrics {
   Broker& broker_;
   std::mutex mu_;
   std::map<std::string, metrics::TopicMetrics, std::less<>> cache_;
+  std::atomic<uint64_t> cold_reads_{0}, cold_bytes_{0};
+  uint64_t collector_id_ = 0;
 };
 
 enum class SessionMode { kSessionless, kNewSession, kIncremental };
@@ -99,6 +132,7 @@ struct PendingFetch {
   int32_t replica_id = -1;  // a follower's fetch (v0-14 replica_id, v15+ replica_state)
   std::vector<FetchPartitionState> plan;
   std::vector<PartitionOutcome> outcomes;
+  bool cold = false;  // read on the I/O pool: a partition's read would have waited for the disk
 };
 
 // A follower's fetch, once read: Kafka's updateFollowerFetchState for every
@@ -123,7 +157,7 @@ void record_follower_fetch(PendingFetch& pf) {
 
 fetch::ReadTotals read_all(PendingFetch& pf) {
   fetch::ReadTotals t = fetch::read_partitions(*pf.ctx.broker, pf.plan, pf.opts, &pf.outcomes);
-  if (pf.opts.from_replica) record_follower_fetch(pf);
+  if (pf.opts.from_replica && !t.cold) record_follower_fetch(pf);
   return t;
 }
 
@@ -176,6 +210,19 @@ void respond(const std::shared_ptr<PendingFetch>& pfp) {
     // it (no fetch session before v7), so later requests are not held.
     if (!broker.service<IoPool>().post([pfp] { respond(pfp); })) pf.ctx.respond(Response::close());
     return;
+  }
+  if (pf.cold && IoPool::on_pool_thread()) {
+    // Read on the I/O pool: bring in what the read's own header scans did
+    // not, so that the sendfile on the network thread finds every page (a
+    // down-conversion below reads them here anyway).
+    uint64_t bytes = 0;
+    for (PartitionOutcome& o : pf.outcomes) {
+      if (magic < 0 && o.read.bytes > 0 && storage::read_is_cold(o.read) && !storage::warm_read(o.read).is_ok()) {
+        o = fetch::error_outcome(ErrorCode::KAFKA_STORAGE_ERROR, o.topic, o.topic_exists);
+      }
+      bytes += o.read.bytes;
+    }
+    metrics.cold_bytes(bytes);
   }
   if (magic >= 0) {
     // Converted message sets can be larger than the batches they come from
@@ -278,6 +325,10 @@ FetchPartitionState requested_state(const FetchRequest::FetchTopic& t, const Fet
   return s;
 }
 
+bool answer_now(const PendingFetch& pf, const fetch::ReadTotals& totals, int32_t max_wait_ms);
+void answer_or_wait(const std::shared_ptr<PendingFetch>& pf, const fetch::ReadTotals& totals,
+                    int32_t max_wait_ms);
+
 void handle_fetch(RequestContext&& ctx) {
   FetchRequest req;
   if (!decode_request(ctx, req)) {
@@ -346,9 +397,45 @@ void handle_fetch(RequestContext&& ctx) {
   }
   pf->ctx = std::move(ctx);
 
+  pf->opts.defer_cold = true;
   fetch::ReadTotals totals = read_all(*pf);
-  if (req.max_wait_ms <= 0 || pf->plan.empty() || totals.bytes >= static_cast<uint64_t>(std::max(req.min_bytes, 0)) ||
-      totals.answer_now) {
+  pf->opts.defer_cold = false;
+  if (totals.cold) {
+    // A partition's read would wait for the disk: the whole fetch is read
+    // on the I/O pool, which answers or parks it as below. Later requests
+    // are not held: a client sends a session's next fetch only once it has
+    // this one's answer.
+    pf->cold = true;
+    broker.service<FetchMetrics>().cold_fetch();
+    const int32_t max_wait_ms = req.max_wait_ms;
+    const bool posted = broker.service<IoPool>().post([pf, max_wait_ms] {
+      const fetch::ReadTotals t = read_all(*pf);
+      if (answer_now(*pf, t, max_wait_ms)) {
+        respond(pf);
+        return;
+      }
+      // The waiting room parks a fetch on its connection's thread.
+      asio::post(pf->ctx.executor, [pf, t, max_wait_ms] { answer_or_wait(pf, t, max_wait_ms); });
+    });
+    if (!posted) pf->ctx.respond(Response::close());
+    return;
+  }
+  answer_or_wait(pf, totals, req.max_wait_ms);
+}
+
+bool answer_now(const PendingFetch& pf, const fetch::ReadTotals& totals, int32_t max_wait_ms) {
+  return max_wait_ms <= 0 || pf.plan.empty() || totals.bytes >= static_cast<uint64_t>(std::max(pf.min_bytes, 0)) ||
+         totals.answer_now;
+}
+
+// Answers a fetch that has been read, or parks it in the waiting room until
+// min_bytes are there or max_wait_ms is up; on the connection's thread.
+// Later reads of a parked fetch run there too (what they wait for was just
+// appended, so it is in the page cache).
+void answer_or_wait(const std::shared_ptr<PendingFetch>& pf, const fetch::ReadTotals& totals,
+                    int32_t max_wait_ms) {
+  Broker& broker = *pf->ctx.broker;
+  if (answer_now(*pf, totals, max_wait_ms)) {
     respond(pf);
     return;
   }
@@ -363,7 +450,7 @@ void handle_fetch(RequestContext&& ctx) {
   };
   std::vector<std::pair<std::string, int32_t>> keys;
   for (const FetchPartitionState& s : pf->plan) keys.emplace_back(s.topic, s.partition);
-  if (!broker.service<fetch::FetchWaitingRoom>().park(w, std::move(keys), std::chrono::milliseconds(req.max_wait_ms))) {
+  if (!broker.service<fetch::FetchWaitingRoom>().park(w, std::move(keys), std::chrono::milliseconds(max_wait_ms))) {
     respond(pf);
   }
 }

@@ -27,8 +27,13 @@
 // log start; a timestamp gives the offset found for it, if any.
 // current_leader_epoch (v4+) is fenced (broker/fetch/epoch_check.h). A
 // partition named twice (v1+) gets INVALID_REQUEST, as in Kafka.
-#include <optional>
+// A read_committed request for a partition whose producer state is not
+// loaded yet is answered on the I/O pool (server/io_pool.h): the load scans
+// the log from the newest producer snapshot, which a network thread must
+// not wait for.
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -38,6 +43,7 @@
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
 #include "broker/produce/produce_service.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/list_offsets.h"
 
@@ -150,12 +156,39 @@ PartitionResponse list_one(const Partition& p, const ListOffsetsRequest::ListOff
   return out;
 }
 
+// Whether a read_committed LATEST of one of req's partitions would first
+// load its producer state (a scan of the log from its newest snapshot).
+bool loads_producer_state(Broker& broker, const ListOffsetsRequest& req) {
+  auto& producers = broker.service<produce::ProduceService>();
+  for (const auto& t : req.topics) {
+    auto topic = broker.topics().find(t.name);
+    if (!topic) continue;
+    for (const auto& in : t.partitions) {
+      std::shared_ptr<Partition> p = topic->partition(in.partition_index);
+      if (p && !producers.loaded_for_reads(*p)) return true;
+    }
+  }
+  return false;
+}
+
+void answer(RequestContext& ctx, const ListOffsetsRequest& req);
+
 void handle_list_offsets(RequestContext&& ctx) {
-  ListOffsetsRequest req;
-  if (!decode_request(ctx, req)) {
+  auto req = std::make_shared<ListOffsetsRequest>();
+  if (!decode_request(ctx, *req)) {
     ctx.respond(Response::close());
     return;
   }
+  if (req->isolation_level == 1 && req->replica_id < 0 && loads_producer_state(*ctx.broker, *req)) {
+    // The load reads the log: on the I/O pool, never on the network thread
+    // (later requests on the connection wait for this answer).
+    ctx.broker->service<IoPool>().post_request(ctx, [ctx, req]() mutable { answer(ctx, *req); });
+    return;
+  }
+  answer(ctx, *req);
+}
+
+void answer(RequestContext& ctx, const ListOffsetsRequest& req) {
   Broker& broker = *ctx.broker;
   const int16_t version = ctx.api_version();
   const bool from_replica = req.replica_id >= 0;

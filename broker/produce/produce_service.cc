@@ -270,6 +270,19 @@ bool ProduceService::known_txn_free(const Partition& p) {
          it->second->txn_free.load(std::memory_order_acquire);
 }
 
+bool ProduceService::loaded_for_reads(const Partition& p) {
+  std::shared_ptr<PartitionState> st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(p.log_ptr().get());
+    if (it == states_.end() || it->second->log.lock() != p.log_ptr()) return false;
+    st = it->second;
+  }
+  if (st->txn_free.load(std::memory_order_acquire)) return true;
+  std::unique_lock<std::mutex> lock(st->mu, std::try_to_lock);
+  return lock.owns_lock() && st->loaded;
+}
+
 std::vector<AbortedTxn> ProduceService::aborted_transactions(Partition& p, int64_t from, int64_t upper) {
   auto st = partition_state(p);
   if (st->txn_free.load(std::memory_order_acquire)) return {};

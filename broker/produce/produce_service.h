@@ -170,6 +170,11 @@ class ProduceService : public ReplicaRoleListener {
   // Whether p's table is loaded and holds nothing transactional (creates
   // nothing, loads nothing: false when not known).
   bool known_txn_free(const Partition& p);
+  // Whether a read_committed LSO of p needs no load (the table is loaded,
+  // or known to hold nothing transactional): a load scans the log from the
+  // newest snapshot, which a network thread must not wait for. Creates
+  // nothing, loads nothing, never waits for a load in progress (false).
+  bool loaded_for_reads(const Partition& p);
   // Aborted transactions overlapping [from, upper) (read_committed fetch).
   std::vector<AbortedTxn> aborted_transactions(Partition& p, int64_t from, int64_t upper);
   // Appends a COMMIT/ABORT marker for producer_id to p (a blocking write:
