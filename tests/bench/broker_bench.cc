@@ -4,13 +4,15 @@
 //
 //   broker_bench run --brokers 127.0.0.1:PORT --pid BROKER_PID --data-dir DIR
 //                    [--loopback1-gbps X] [--loopback8-gbps Y]
-//                    [--only disk,produce,fetch,fanout,latency] [--scale F]
+//                    [--only disk,produce,fetch,fanout,cold,latency] [--scale F]
 //
 // Phases, each bounded by a count and a time: raw disk writes; produce
 // 100 B / 1 KiB x acks=1 / acks=all, and 1 KiB to 8 partitions; fetch by 1
 // and 8 consumers of the hot partition and 8 consumers of 8 partitions;
 // the 8-consumer fan-out again with a socket-level slow reader attached
-// (broker RSS); produce latency at a moderate fixed rate. Broker CPU time
+// (broker RSS); 8 readers of hot data alone and beside one reader replaying
+// 2 GB from the page cache, then from the disk (its pages dropped first);
+// produce latency at a moderate fixed rate. Broker CPU time
 // per phase comes from /proc/<pid>/stat, RSS from /proc/<pid>/status.
 // --scale multiplies every count and time limit (0.2 for a quick check).
 //
@@ -149,6 +151,7 @@ Options parse(int argc, char** argv) {
 
 struct Targets {
   double produce_cpu = -1, fetch_cpu = -1, fanout_mbps = -1, rss_mib = -1;
+  double cold_share = -1, cold_vs_cached = -1;  // hot readers beside a cold replay / alone, / beside a cached one
 };
 
 void verdict(const char* what, double v, double limit, bool at_most, const std::string& unit) {
@@ -270,6 +273,89 @@ int run(const Options& o) {
     slow.stop();
     t.rss_mib = r.rss_peak_kib / 1024.0;
   }
+  if (o.want("cold")) {
+    // One reader replays 2 GB of old data (dropped from the page cache)
+    // while 8 readers read hot data: what it costs them (issue #14: <= 10 %).
+    // Three rows of one fixed window each: the 8 alone, the 8 beside a
+    // replay of the same 2 GB from the page cache (what one more reader
+    // costs on these cores), and beside the replay from the disk.
+    fill("bench-hot", 1);
+    const std::string cold_topic = "bench-cold";
+    if (!filled.count(cold_topic)) produce_phase("(fill bench-cold)", cold_topic, 1024, 1, 1, n(2000000), 0);
+    const std::string cold_dir = o.data_dir + "/" + cold_topic + "-0";
+    {
+      // librdkafka reads read_committed: a partition's first such fetch
+      // loads its producer state (a scan of the log). Done here, untimed,
+      // so that the rows compare readers only.
+      FetchSpec warm;
+      warm.brokers = o.brokers;
+      warm.topic = cold_topic;
+      warm.consumers = {{0}};
+      warm.max_bytes_per_consumer = 1 << 20;
+      warm.max_s = 60;
+      const double t0 = now_s();
+      FetchResult w = run_fetch(warm);
+      std::printf("%-36s %s\n", "(first read of bench-cold)",
+                  (fmt(now_s() - t0, 1) + " s to its first MB, the producer state's load included" +
+                   (w.first_error.empty() ? "" : "; error: " + w.first_error))
+                      .c_str());
+    }
+    const double window = 5 * o.scale;
+    auto hot_phase = [&](const std::string& name, int replay) {  // 0 none, 1 cached, 2 cold
+      std::string dropped;
+      if (replay == 2) {
+        ColdResult c = drop_cached(cold_dir);
+        dropped = "; dropped " + fmt(c.bytes / 1e6, 0) + " MB in " + std::to_string(c.files) + " files, " +
+                  std::to_string(c.cold_probes) + "/" + std::to_string(c.probes) + " probes cold" +
+                  (c.error.empty() ? "" : " (" + c.error + ")");
+      }
+      Row row;
+      row.name = name;
+      Meter m(o, sampler);
+      FetchResult replayed;
+      std::thread replayer;
+      if (replay > 0) {
+        replayer = std::thread([&] {
+          FetchSpec rs;
+          rs.brokers = o.brokers;
+          rs.topic = cold_topic;
+          rs.consumers = {{0}};
+          rs.max_s = window;
+          replayed = run_fetch(rs);
+        });
+      }
+      FetchSpec s;
+      s.brokers = o.brokers;
+      s.topic = "bench-hot";
+      s.consumers = hot8;
+      s.max_s = window;
+      FetchResult r = run_fetch(s);
+      if (replayer.joinable()) replayer.join();
+      row.msgs = r.msgs;
+      row.bytes = r.bytes;
+      row.secs = r.secs;
+      row.vs_loop = o.loop8_mbps;
+      row.note = "hot readers' bytes only";
+      if (replay > 0) {
+        row.note += "; replay " + fmt(replayed.secs > 0 ? replayed.bytes / replayed.secs / 1e6 : 0, 1) + " MB/s, " +
+                    fmt(replayed.bytes / 1e6, 0) + " MB" + (replayed.finished ? " (all)" : "");
+        if (!replayed.first_error.empty()) row.note += " error: " + replayed.first_error;
+      }
+      if (!r.first_error.empty()) row.note += "; error: " + r.first_error;
+      row.note += dropped;
+      m.finish(&row);
+      print_row(row);
+      return row;
+    };
+    Row alone = hot_phase("8 hot readers, alone", 0);
+    const double raw_cold = cold_read_mbps(cold_dir, 20 * o.scale);  // leaves the files cached
+    Row cached = hot_phase("8 hot + replay 2 GB from page cache", 1);
+    Row cold = hot_phase("8 hot + replay 2 GB from disk", 2);
+    std::printf("%-36s %10s %9s  (read() of 1 MiB after POSIX_FADV_DONTNEED)\n", "raw cold sequential read", "",
+                fig(raw_cold).c_str());
+    t.cold_share = alone.mbps() > 0 ? cold.mbps() / alone.mbps() : -1;
+    t.cold_vs_cached = cached.mbps() > 0 ? cold.mbps() / cached.mbps() : -1;
+  }
   if (o.want("latency")) {
     for (int acks : {1, -1}) {
       std::string topic = acks == 1 ? "bench-lat-a1" : "bench-lat-aall";
@@ -301,6 +387,10 @@ int run(const Options& o) {
   double share = t.fanout_mbps >= 0 && o.loop8_mbps > 0 ? t.fanout_mbps / o.loop8_mbps : -1;
   verdict("8-consumer fan-out / 8-stream loopback TCP", share, 0.6, false, "fraction");
   verdict("broker peak RSS, fan-out with a slow reader", t.rss_mib, 256, true, "MiB");
+  verdict("8 hot readers beside a 2 GB cold replay / alone (issue #14)", t.cold_share, 0.9, false, "fraction");
+  if (t.cold_vs_cached >= 0)
+    std::printf("  %-58s %10s (beside the same replay from the page cache: the disk's share of the cost)\n",
+                "8 hot readers beside the cold replay / the cached one", fmt(t.cold_vs_cached, 3).c_str());
   ProcStat end = read_proc(o.pid);
   if (!end.ok) std::printf("\nBROKER PROCESS GONE at the end of the run\n");
   return 0;
@@ -473,7 +563,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     std::fprintf(stderr,
                  "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
-                 "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,latency]\n"
+                 "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,cold,latency]\n"
                  "       [--scale F]\n"
                  "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
                  "       [--secs S] [--partitions P]   (one run, one JSON line)\n"

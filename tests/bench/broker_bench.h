@@ -57,6 +57,22 @@ struct DiskResult {
 };
 DiskResult disk_bench(const std::string& dir, std::size_t max_mib, double max_s);
 
+// ---- cold data ----------------------------------------------------------------
+// Drops the page-cache pages of every .log file in dir (fdatasync, then
+// POSIX_FADV_DONTNEED on a descriptor of our own: the page cache is the
+// file's, whoever opened it) and probes one byte a MiB with RWF_NOWAIT to
+// say how much is really gone.
+struct ColdResult {
+  int files = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t probes = 0, cold_probes = 0;
+  std::string error;
+};
+ColdResult drop_cached(const std::string& dir);
+// Drops dir's .log files from the page cache and reads them in order with
+// read() of 1 MiB: the disk's raw cold sequential read, MB/s (-1 on error).
+double cold_read_mbps(const std::string& dir, double max_s);
+
 // ---- producer -------------------------------------------------------------
 struct ProduceSpec {
   std::string brokers, topic;

@@ -9,6 +9,11 @@
 # (under $BENCH_TMPDIR, default /tmp), runs broker_bench (raw disk writes,
 # then produce/fetch/fan-out/latency phases against the broker) and stops
 # the broker with SIGTERM. Everything stays on 127.0.0.1; about 3-4 minutes.
+# BENCH_READ_LIMIT="MAJ:MIN BYTES_PER_S" (root, cgroup v1 blkio) limits the
+# disk reads of the broker and of broker_bench to that rate on that block
+# device (the data dir's disk, e.g. "254:0 200000000"): a slower disk for
+# the cold-replay phase, whose reads this fast virtual disk serves at
+# near page-cache speed.
 # Not a test: it prints figures and met/not-met against the targets.
 set -euo pipefail
 
@@ -32,10 +37,15 @@ free_port() {
 WORK=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/ck-broker-bench.XXXXXX")
 BROKER_PID=""
 IPERF_PID=""
+CGROUP=""
 cleanup() {
   [ -n "$IPERF_PID" ] && kill "$IPERF_PID" 2>/dev/null || true
   if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
     kill -KILL "$BROKER_PID" 2>/dev/null || true
+  fi
+  if [ -n "$CGROUP" ]; then
+    wait 2>/dev/null || true
+    rmdir "$CGROUP" 2>/dev/null || true
   fi
   [ "${KEEP:-0}" = 1 ] && echo "kept $WORK" || rm -rf "$WORK"
 }
@@ -81,9 +91,16 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 echo "== broker pid $BROKER_PID on 127.0.0.1:$PORT, data $WORK/data"
+if [ -n "${BENCH_READ_LIMIT:-}" ]; then
+  CGROUP=/sys/fs/cgroup/blkio/ck-broker-bench.$$
+  mkdir "$CGROUP"
+  echo "$BENCH_READ_LIMIT" >"$CGROUP/blkio.throttle.read_bps_device"
+  echo "$BROKER_PID" >"$CGROUP/cgroup.procs"
+  echo "== disk reads of the broker and broker_bench limited to '$BENCH_READ_LIMIT' (MAJ:MIN bytes/s, $CGROUP)"
+fi
 
 set +e
-timeout 600 "$BENCH" run --brokers "127.0.0.1:$PORT" --pid "$BROKER_PID" --data-dir "$WORK/data" \
+timeout 600 bash -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$CGROUP" "$BENCH" run --brokers "127.0.0.1:$PORT" --pid "$BROKER_PID" --data-dir "$WORK/data" \
   --loopback1-gbps "$LOOP1" --loopback8-gbps "$LOOP8" "$@" 2>"$WORK/bench.stderr"
 RC=$?
 if [ -s "$WORK/bench.stderr" ]; then
