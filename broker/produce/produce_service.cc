@@ -248,36 +248,30 @@ std::optional<int64_t> ProduceService::retention_bound(Partition& p) {
   return last_stable_offset(p, load);
 }
 
+std::shared_ptr<PartitionState> ProduceService::existing_state(const Partition& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(p.log_ptr().get());
+  if (it == states_.end() || it->second->log.lock() != p.log_ptr()) return nullptr;
+  return it->second;
+}
+
 int64_t ProduceService::known_last_stable_offset(const Partition& p) {
   const int64_t hw = p.high_watermark();
-  std::shared_ptr<PartitionState> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(p.log_ptr().get());
-    if (it == states_.end() || it->second->log.lock() != p.log_ptr()) return hw;
-    st = it->second;
-  }
-  if (st->txn_free.load(std::memory_order_acquire)) return hw;
+  std::shared_ptr<PartitionState> st = existing_state(p);
+  if (!st || st->txn_free.load(std::memory_order_acquire)) return hw;
   std::lock_guard<std::mutex> lock(st->mu);
   if (!st->loaded) return hw;
   return std::min(hw, st->table.first_unstable_offset(hw));
 }
 
 bool ProduceService::known_txn_free(const Partition& p) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = states_.find(p.log_ptr().get());
-  return it != states_.end() && it->second->log.lock() == p.log_ptr() &&
-         it->second->txn_free.load(std::memory_order_acquire);
+  std::shared_ptr<PartitionState> st = existing_state(p);
+  return st && st->txn_free.load(std::memory_order_acquire);
 }
 
 bool ProduceService::loaded_for_reads(const Partition& p) {
-  std::shared_ptr<PartitionState> st;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(p.log_ptr().get());
-    if (it == states_.end() || it->second->log.lock() != p.log_ptr()) return false;
-    st = it->second;
-  }
+  std::shared_ptr<PartitionState> st = existing_state(p);
+  if (!st) return false;
   if (st->txn_free.load(std::memory_order_acquire)) return true;
   std::unique_lock<std::mutex> lock(st->mu, std::try_to_lock);
   return lock.owns_lock() && st->loaded;

@@ -138,6 +138,8 @@ class ProduceService : public ReplicaRoleListener {
   void stop();
 
   std::shared_ptr<PartitionState> partition_state(const Partition& p);
+  // p's state if it exists (creates nothing), else null.
+  std::shared_ptr<PartitionState> existing_state(const Partition& p);
   // st.mu held: loads the table once (snapshot, then the log's tail).
   // False while writes assigned before the load are still in flight (the
   // scan cannot see them yet, and a retry of one of them would be taken for
