@@ -41,14 +41,17 @@ bool LazyFile::same_file(const io::File& f) const {
 }
 
 Result<std::shared_ptr<io::File>> LazyFile::get() const {
-  std::string path;
   {
     std::lock_guard lock(mu_);
     if (closed_) return Status::from_errno(EBADF, "use of closed segment file " + path_);
     if (pinned_) return pinned_;
-    path = path_;
   }
   if (auto f = cache_.lookup(key_)) return f;
+  std::string path;  // copied only on a miss: every read and probe of a segment calls get()
+  {
+    std::lock_guard lock(mu_);
+    path = path_;
+  }
   for (const std::string& candidate : {path, path + std::string(suffix_text(FileSuffix::kDeleted))}) {
     auto opened = fs_.open(candidate, io::OpenMode::kReadWrite);
     if (!opened) {
