@@ -69,6 +69,8 @@ from ciuickafka_train import (BrokerUnreachable, CheckpointMismatch, OffsetsDele
                               TopicLoader, TopicNotFound)
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "training_trainer.py")
+# How long run_ranks waits for its samples (a bound on a hang, not a timing check).
+RANKS_BOUND_S = 30
 
 
 def write(b, topic, ids, seq_len=8, var=False):
@@ -468,7 +470,15 @@ def run_ranks(loaders, want, what):
             stopped[i].set()
     for i in range(len(loaders)):
         threading.Thread(target=run, args=(i,), daemon=True).start()
-    wait_until(lambda: failed or sum(len(x) for x in results) >= want, 30, "%s: %d samples" % (what, want))
+    t0 = time.monotonic()
+    try:
+        wait_until(lambda: failed or sum(len(x) for x in results) >= want, RANKS_BOUND_S,
+                   "%s: %d samples" % (what, want))
+    except harness.TestFailure:
+        print("[test] %s: per rank %s samples after %.0f s" % (what, [len(x) for x in results], time.monotonic() - t0),
+              flush=True)
+        raise
+    print("[test] %s: %d samples in %.1f s" % (what, want, time.monotonic() - t0), flush=True)
     check(not failed, "%s failed: %s" % (what, failed))
     return results, stop, stopped
 
