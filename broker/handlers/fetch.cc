@@ -19,8 +19,9 @@
 // reads only when no partition's read may block (storage/page_cache.h), nor
 // needs the partition's producer state loaded for read_committed (a scan
 // of the log); otherwise the fetch is read on the I/O pool, its slices
-// brought into the page cache there, and then sent by sendfile as usual. records is never
-// null (empty when there is nothing). aborted_transactions is null for read_uncommitted and, for
+// brought into the page cache there, and then sent by sendfile as usual.
+// records is never null (empty when there is nothing).
+// aborted_transactions is null for read_uncommitted and, for
 // read_committed, lists the aborted transactions overlapping what was read
 // (fetch/partition_read.h), as Kafka sends them; for an unknown topic,
 // topic id or partition it is empty, for a read's error null (as Kafka).
