@@ -457,16 +457,23 @@ def run_ranks(loaders, want, what):
     event set once it stopped (its iterator dropped, so state_dict() is what it appended)."""
     results, failed = [[] for _ in loaders], []
     stop, stopped = threading.Event(), [threading.Event() for _ in loaders]
+    # Each rank's iterator (its plan, then the fork of its DataLoader workers) is made here, one
+    # after another, before any thread runs: in training each rank is its own process, and a fork
+    # while another thread of this process is inside librdkafka (a rank planning) could give the
+    # worker a lock that no thread of the child will ever release.
+    pending = [iter(L) for L in loaders]
 
     def run(i):
+        it, pending[i] = pending[i], None
         try:
-            for batch in loaders[i]:
+            for batch in it:
                 results[i] += [(p, o) for _, p, o in batch["provenance"]]
                 if stop.is_set():
                     break
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             failed.append("rank %d: %r" % (i, e))
         finally:
+            it = None  # dropped: its workers stop, as a rank's loop ending does
             stopped[i].set()
     for i in range(len(loaders)):
         threading.Thread(target=run, args=(i,), daemon=True).start()
