@@ -49,6 +49,8 @@ storage::io::MemFileSystem* memfs() {
       mem->set_sync_bandwidth(std::strtoull(bps, nullptr, 10));
     if (const char* us = std::getenv(kSyncLatencyEnv); us != nullptr && *us != '\0')
       mem->set_sync_latency_us(std::strtoull(us, nullptr, 10));
+    if (const char* bps = std::getenv(kReadBandwidthEnv); bps != nullptr && *bps != '\0')
+      mem->set_read_bandwidth(std::strtoull(bps, nullptr, 10));
     return mem;
   }();
   return fs;

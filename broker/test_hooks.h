@@ -54,6 +54,9 @@ inline constexpr char kSyncBandwidthEnv[] = "CK_TEST_MEMFS_SYNC_BPS";
 // CK_TEST_MEMFS_SYNC_US=N as well: every file and directory sync first takes
 // N microseconds (storage::io::MemFileSystem::set_sync_latency_us).
 inline constexpr char kSyncLatencyEnv[] = "CK_TEST_MEMFS_SYNC_US";
+// CK_TEST_MEMFS_READ_BPS=N as well: reads take the bytes they read / N
+// seconds (storage::io::MemFileSystem::set_read_bandwidth).
+inline constexpr char kReadBandwidthEnv[] = "CK_TEST_MEMFS_READ_BPS";
 storage::io::MemFileSystem::KeepFn power_cut_keep(int cut, std::string* what);
 
 // Creates dir and its missing parents on fs.

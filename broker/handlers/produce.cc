@@ -542,6 +542,8 @@ bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req);
 
 void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr<const RemoteVerification> verification);
 
+bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req);
+
 void handle_produce(RequestContext&& ctx) {
   ProduceRequest req;
   if (!decode_request(ctx, req)) {
@@ -549,8 +551,53 @@ void handle_produce(RequestContext&& ctx) {
     return;
   }
   merge_repeated_partitions(req);
+  if (load_states_on_pool(ctx, req)) return;
   if (ask_remote_verification(ctx, req)) return;
   produce_request(std::move(ctx), std::move(req), nullptr);
+}
+
+// The first idempotent or transactional batch for a partition loads its
+// producer state: the newest snapshot, then a scan of the log from there,
+// or of the whole log where there is none (a partition only plain
+// producers wrote so far, a role change, a crash that lost the snapshot).
+// That scan must not hold a network thread and its other connections: the
+// states are loaded on the I/O pool, then the request is handled as usual,
+// back on its connection's thread. Later requests on the connection wait
+// meanwhile (post_request), so a producer's batches keep their order.
+// True when the request went to the pool.
+bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req) {
+  if (IoPool::on_pool_thread() || (req.acks != 0 && req.acks != 1 && req.acks != -1)) return false;
+  Broker& broker = *ctx.broker;
+  auto& svc = broker.service<produce::ProduceService>();
+  std::vector<std::shared_ptr<Partition>> unloaded;
+  for (const auto& td : req.topic_data) {
+    auto topic = broker.topics().find(td.name);
+    if (!topic || topic->is_internal()) continue;
+    for (const auto& pd : td.partition_data) {
+      std::shared_ptr<Partition> p = topic->partition(pd.index);
+      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
+      // The first batch's header tells (an idempotent request has one batch per partition).
+      protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
+      protocol::RecordsEntry e;
+      if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
+      auto b = protocol::RecordBatchView::parse(e.bytes);
+      if (!b.ok() || b.value().producer_id() < 0 || svc.loaded_for_writes(*p)) continue;
+      unloaded.push_back(std::move(p));
+    }
+  }
+  if (unloaded.empty()) return false;
+  auto shared = std::make_shared<ProduceRequest>(std::move(req));
+  broker.service<IoPool>().post_request(ctx, [ctx, shared, unloaded = std::move(unloaded)]() mutable {
+    // One that cannot load yet (writes of a dropped table in flight) is
+    // answered retriably by produce_partition, as on the network thread.
+    for (const auto& p : unloaded) (void)ctx.broker->service<produce::ProduceService>().load_for_writes(*p);
+    asio::any_io_executor executor = ctx.executor;
+    asio::post(executor, [ctx = std::move(ctx), shared]() mutable {
+      if (ask_remote_verification(ctx, *shared)) return;
+      produce_request(std::move(ctx), std::move(*shared), nullptr);
+    });
+  });
+  return true;
 }
 
 bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req) {

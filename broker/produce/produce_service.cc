@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -150,7 +151,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   // never loaded has no such writes (every producer-id write loads it
   // first), so the writes in flight are plain ones the scan need not see.
   if (st.needs_quiet_load && log.next_offset() != log.log_end_offset()) return false;
-  st.loaded = true;
+  const auto started = std::chrono::steady_clock::now();
   st.needs_quiet_load = false;
   st.index_incomplete = false;
   const int64_t now = Broker::now_ms();
@@ -159,6 +160,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   st.rescan = false;
   st.table = ProducerStateTable{};
   bool legacy = false;
+  bool snapshot_used = false;
   if (use_snapshot) {
     // The newest usable snapshot; a corrupt one is removed (Kafka does the same).
     auto offsets = snapshot_offsets(log);
@@ -174,6 +176,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
       }
       st.table = std::move(*parsed);
       from = std::max(from, *it);
+      snapshot_used = true;
       break;
     }
     if (from == log.log_start_offset() && offsets.empty()) {
@@ -186,6 +189,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
           st.table = std::move(parsed->table);
           from = std::max(from, parsed->snapshot_offset);
           legacy = true;
+          snapshot_used = true;
         }
       }
     }
@@ -201,6 +205,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
                   log.dir().c_str(), indexed.status().to_string().c_str());
       st.table = ProducerStateTable{};
       from = log.log_start_offset();
+      snapshot_used = false;
     } else {
       st.table.set_aborted(std::move(indexed).value());
     }
@@ -218,6 +223,15 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   if (from < log.log_end_offset() || legacy) st.dirty = true;
   st.table.trim_aborted(log.log_start_offset());
   st.txn_free.store(st.table.txn_free(), std::memory_order_release);
+  st.loaded.store(true, std::memory_order_release);
+  // Kafka logs each producer state load too: a long one (a whole log
+  // without a snapshot) explains a slow first idempotent write or
+  // read_committed read.
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  CK_LOG_INFO("produce", "%s: producer state loaded, offsets %lld to %lld scanned (%s) in %lld ms, %zu producer(s)",
+              log.dir().c_str(), static_cast<long long>(from), static_cast<long long>(log.log_end_offset()),
+              snapshot_used ? "after a snapshot" : "no snapshot",
+              static_cast<long long>(ms.count()), st.table.size());
   return true;
 }
 
@@ -275,6 +289,19 @@ bool ProduceService::loaded_for_reads(const Partition& p) {
   if (st->txn_free.load(std::memory_order_acquire)) return true;
   std::unique_lock<std::mutex> lock(st->mu, std::try_to_lock);
   return lock.owns_lock() && st->loaded;
+}
+
+bool ProduceService::loaded_for_writes(const Partition& p) {
+  std::shared_ptr<PartitionState> st = existing_state(p);
+  return st && st->loaded.load(std::memory_order_acquire);
+}
+
+bool ProduceService::load_for_writes(const Partition& p) {
+  std::shared_ptr<storage::Log> log = p.log_ptr();
+  if (!log) return false;
+  auto st = partition_state(p);
+  std::lock_guard<std::mutex> lock(st->mu);
+  return ensure_loaded(*st, *log);
 }
 
 std::vector<AbortedTxn> ProduceService::aborted_transactions(Partition& p, int64_t from, int64_t upper) {

@@ -5,7 +5,8 @@
 // Per partition (PartitionState) there is a mutex that makes the sequence
 // check, the append and the state update one step for idempotent batches;
 // batches without a producer id do not take it (the log serialises them).
-// The state is loaded on the first idempotent batch (or DescribeProducers,
+// The state is loaded on the first idempotent batch (on the I/O pool:
+// handlers/produce.cc asks loaded_for_writes() first; or DescribeProducers,
 // or a read_committed fetch): the newest producer snapshot
 // `<offset>.snapshot` in the partition directory (Kafka's format, see
 // producer_state.h), the aborted transactions below its offset from the
@@ -92,7 +93,9 @@ inline constexpr int64_t kProducerExpirationMs = 86'400'000;  // producer.id.exp
 struct PartitionState {
   std::mutex mu;
   std::weak_ptr<storage::Log> log;
-  bool loaded = false;              // under mu
+  // Written under mu, set once a load has finished; read without mu by
+  // loaded_for_writes() (a hint: the caller then takes mu).
+  std::atomic<bool> loaded{false};
   ProducerStateTable table;         // under mu
   bool dirty = false;               // under mu: appends since the last snapshot
   bool rescan = false;              // under mu: the next load ignores the snapshot (a role change)
@@ -177,6 +180,13 @@ class ProduceService : public ReplicaRoleListener {
   // newest snapshot, which a network thread must not wait for. Creates
   // nothing, loads nothing, never waits for a load in progress (false).
   bool loaded_for_reads(const Partition& p);
+  // Whether an idempotent batch for p needs no load (the table is loaded):
+  // a network thread hands a Produce that would load to the I/O pool
+  // (handlers/produce.cc). Creates nothing, loads nothing, takes no lock.
+  bool loaded_for_writes(const Partition& p);
+  // Loads p's table now (a blocking scan: not for network threads); false
+  // while it cannot be loaded yet (ensure_loaded).
+  bool load_for_writes(const Partition& p);
   // Aborted transactions overlapping [from, upper) (read_committed fetch).
   std::vector<AbortedTxn> aborted_transactions(Partition& p, int64_t from, int64_t upper);
   // Appends a COMMIT/ABORT marker for producer_id to p (a blocking write:

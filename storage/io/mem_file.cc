@@ -33,12 +33,16 @@ class MemFile : public File {
   }
 
   Result<size_t> read_at(uint64_t offset, std::span<uint8_t> out) override {
-    std::lock_guard lock(fs_->mu_);
-    CK_RETURN_IF_ERROR(check(false));
-    const auto& d = node_->data;
-    if (offset >= d.size()) return size_t{0};
-    size_t n = std::min(out.size(), static_cast<size_t>(d.size() - offset));
-    if (n > 0) std::memcpy(out.data(), d.data() + offset, n);  // an empty span may hold nullptr
+    size_t n = 0;
+    {
+      std::lock_guard lock(fs_->mu_);
+      CK_RETURN_IF_ERROR(check(false));
+      const auto& d = node_->data;
+      if (offset >= d.size()) return size_t{0};
+      n = std::min(out.size(), static_cast<size_t>(d.size() - offset));
+      if (n > 0) std::memcpy(out.data(), d.data() + offset, n);  // an empty span may hold nullptr
+    }
+    fs_->sleep_read(n);
     return n;
   }
 
@@ -206,6 +210,12 @@ Status MemFileSystem::rename(const std::string& from, const std::string& to) {
   files_.erase(it);
   files_[to] = std::move(node);
   return Status::ok();
+}
+
+void MemFileSystem::sleep_read(size_t bytes) const {
+  const uint64_t bps = read_bytes_per_second_.load();
+  if (bps == 0 || bytes == 0) return;
+  std::this_thread::sleep_for(std::chrono::microseconds(static_cast<uint64_t>(bytes) * 1000000 / bps));
 }
 
 void MemFileSystem::sleep_sync_latency() const {

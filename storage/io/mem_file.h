@@ -80,6 +80,10 @@ class MemFileSystem : public FileSystem {
   // first sleeps this long (microseconds, without the lock). 0: none.
   void set_sync_latency_us(uint64_t us) { sync_latency_us_.store(us); }
   void sleep_sync_latency() const;
+  // A slow disk for reads: a read of n bytes then takes n / bytes_per_second,
+  // slept without the lock. 0 (the default): reads are instant.
+  void set_read_bandwidth(uint64_t bytes_per_second) { read_bytes_per_second_.store(bytes_per_second); }
+  void sleep_read(size_t bytes) const;
 
   // Simulates a power loss (see the file comment). keep, when given, returns
   // how many of a file's unsynced tail bytes survive (clamped to the tail).
@@ -121,6 +125,7 @@ class MemFileSystem : public FileSystem {
   int fail_sync_err_ = 0;
   uint64_t sync_bytes_per_second_ = 0;
   std::atomic<uint64_t> sync_latency_us_{0};
+  std::atomic<uint64_t> read_bytes_per_second_{0};
 };
 
 }  // namespace ciuickafka::storage::io
