@@ -270,8 +270,10 @@ void Broker::schedule_tick() {
   tick_timer_->expires_after(kTickInterval);
   tick_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec || shut_down_.load()) return;
-    if (auto s = logs_->tick(now_ms()); !s.is_ok())
+    const int64_t now = now_ms();
+    if (auto s = logs_->tick(now); !s.is_ok())
       CK_LOG_WARN("broker", "log maintenance: %s", s.to_string().c_str());
+    service<produce::ProduceService>().tick(now);  // producer.id.expiration.check.interval.ms
     schedule_tick();
   });
 }

@@ -71,6 +71,7 @@ constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
                                                 "max.connections",
                                                 "max.connections.per.ip",
                                                 "max.connections.per.ip.overrides",
+                                                "producer.id.expiration.ms",
                                                 "transaction.partition.verification.enable"};
 
 bool is_live_broker_key(std::string_view name) {

@@ -528,6 +528,15 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Before a producer's first transactional batch opens a transaction on a partition, the partition's "
                   "leader has the transaction coordinator confirm the partition was added to it (KIP-890); off, the "
                   "batch is written unchecked. Dynamic."));
+  k.push_back(key("producer.id.expiration.ms", T::kInt, "86400000", S::kTransactions,
+                  "Forget an idempotent producer's sequence state on a partition this long (milliseconds) after its "
+                  "last write there, unless it has a transaction open there; a batch it sends later starts anew. "
+                  "Dynamic.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("producer.id.expiration.check.interval.ms", T::kInt, "600000", S::kTransactions,
+                  "How often producers idle for producer.id.expiration.ms are looked for and forgotten "
+                  "(milliseconds).")
+                  .valid(V::at_least(1)));
   k.push_back(key("transaction.abort.timed.out.transaction.cleanup.interval.ms", T::kInt, "10000", S::kTransactions,
                   "How often transactions open longer than their timeout are looked for and aborted (milliseconds).")
                   .valid(V::at_least(1)));

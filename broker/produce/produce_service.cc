@@ -217,6 +217,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   }
   const size_t indexed_count = legacy ? 0 : st.table.aborted().size();
   scan_log(log, from, st.table);
+  st.table.stamp_unknown_update_times(now);  // expired producer.id.expiration.ms from now unless they write
   if (!st.index_incomplete) index_aborted(st, log, indexed_count);
   // A scan past the snapshot is worth a new one (written at the next clean
   // shutdown at the latest), so the next start scans only the tail.
@@ -448,7 +449,7 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
     st.snapshot_queued = false;
     if (!st.loaded || !st.dirty) return {};
     if (st.index_incomplete) return storage::Status::corruption(log->dir() + ": aborted transaction index incomplete; no snapshot");
-    st.table.expire(now_ms, kProducerExpirationMs);
+    st.table.expire(now_ms, broker_.config().get_int("producer.id.expiration.ms"));
     // The table already holds batches whose writes may still be in flight
     // (recorded when their offsets were assigned): the snapshot is taken at
     // the assigned end, and a load that finds the log shorter (the writes
@@ -474,6 +475,33 @@ storage::Status ProduceService::snapshot_now(const std::shared_ptr<PartitionStat
   auto log = st->log.lock();
   if (!log) return {};
   return write_snapshot(*st, log, Broker::now_ms());
+}
+
+void ProduceService::tick(int64_t now_ms) {
+  if (last_expiry_ms_ < 0) last_expiry_ms_ = now_ms;
+  if (now_ms - last_expiry_ms_ < broker_.config().get_int("producer.id.expiration.check.interval.ms")) return;
+  last_expiry_ms_ = now_ms;
+  if (const size_t n = expire_producers(now_ms); n > 0)
+    CK_LOG_INFO("produce", "%zu producer(s) idle longer than producer.id.expiration.ms forgotten", n);
+}
+
+size_t ProduceService::expire_producers(int64_t now_ms) {
+  const int64_t max_age = broker_.config().get_int("producer.id.expiration.ms");
+  std::vector<std::shared_ptr<PartitionState>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all.reserve(states_.size());
+    for (const auto& [log, st] : states_) all.push_back(st);
+  }
+  size_t total = 0;
+  for (const auto& st : all) {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (!st->loaded) continue;
+    const size_t n = st->table.expire(now_ms, max_age);
+    if (n > 0) st->dirty = true;  // the next snapshot leaves them out
+    total += n;
+  }
+  return total;
 }
 
 void ProduceService::stop() {

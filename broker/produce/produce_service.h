@@ -26,7 +26,10 @@
 // log below it) is deleted when the service starts, before any append
 // could make the log grow past it again; a truncation (storage) deletes
 // those past its cut. Producers idle for producer.id.expiration.ms
-// (Kafka's default, one day) are dropped when a snapshot is written.
+// (Kafka's key, dynamic; a day by default) are dropped when a snapshot is
+// written and by tick() every producer.id.expiration.check.interval.ms, as
+// Kafka's periodic check does; those rebuilt from the log count as written
+// at the load.
 //
 // In cluster mode the service is a ReplicaRoleListener: a follower's
 // appends (the leader's batches, copied as they are) do not go through this
@@ -88,7 +91,6 @@ inline constexpr std::string_view kLegacySnapshotFile = "ciuic-producer-state"; 
 inline constexpr std::string_view kProducerIdFile = "ciuic-producer-ids";
 inline constexpr int64_t kProducerIdBlock = 1000;
 inline constexpr int64_t kSnapshotIntervalMs = 60'000;
-inline constexpr int64_t kProducerExpirationMs = 86'400'000;  // producer.id.expiration.ms default
 
 struct PartitionState {
   std::mutex mu;
@@ -139,6 +141,14 @@ class ProduceService : public ReplicaRoleListener {
 
   // Writes a snapshot of every loaded partition (synchronously).
   void stop();
+
+  // The broker's tick (background thread): every
+  // producer.id.expiration.check.interval.ms, expire_producers(now_ms).
+  void tick(int64_t now_ms);
+  // Drops, in every loaded table, the producers idle for longer than
+  // producer.id.expiration.ms without a transaction open (Kafka's
+  // removeExpiredProducers); how many.
+  size_t expire_producers(int64_t now_ms);
 
   std::shared_ptr<PartitionState> partition_state(const Partition& p);
   // p's state if it exists (creates nothing), else null.
@@ -241,6 +251,7 @@ class ProduceService : public ReplicaRoleListener {
 
   Broker& broker_;
   std::mutex mu_;  // guards states_
+  int64_t last_expiry_ms_ = -1;  // tick() only (the background thread)
   std::unordered_map<const storage::Log*, std::shared_ptr<PartitionState>> states_;
 
   // Background snapshot tasks check this (under its mutex) before touching

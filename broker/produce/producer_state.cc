@@ -210,6 +210,11 @@ size_t ProducerStateTable::expire(int64_t now_ms, int64_t max_age_ms) {
   return n;
 }
 
+void ProducerStateTable::stamp_unknown_update_times(int64_t now_ms) {
+  for (auto& [id, e] : producers_)
+    if (e.last_update_ms < 0) e.last_update_ms = now_ms;
+}
+
 std::vector<uint8_t> ProducerStateTable::serialize() const {
   // Kafka's producer snapshot (version 1): int16 version, uint32 CRC32C of
   // what follows it, int32 entry count, 46-byte entries. Each remembered

@@ -162,8 +162,10 @@ class ProducerStateTable {
   size_t size() const { return producers_.size(); }
   // Drops producers whose last append is older than now_ms - max_age_ms
   // (producer.id.expiration.ms). Entries rebuilt from the log without an
-  // update time are kept.
+  // update time are kept (stamp_unknown_update_times gives them one).
   size_t expire(int64_t now_ms, int64_t max_age_ms);
+  // Entries without an update time (rebuilt from the log) get now_ms.
+  void stamp_unknown_update_times(int64_t now_ms);
 
   // Kafka's snapshot format (above). parse() gives every producer
   // last_update_ms = loaded_ms (the snapshot has no broker time: a producer

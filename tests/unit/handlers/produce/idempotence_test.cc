@@ -8,9 +8,11 @@
 #include <fstream>
 #include <set>
 
+#include "broker/produce/produce_service.h"
 #include "broker/produce/producer_state.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/describe_producers.h"
+#include "protocol/generated/incremental_alter_configs.h"
 #include "protocol/generated/init_producer_id.h"
 #include "tests/unit/handlers/produce/produce_helpers.h"
 
@@ -252,4 +254,77 @@ TEST_CASE("producer state table: rules and snapshot round trip") {
   cut.pop_back();
   CHECK_FALSE(ProducerStateTable::parse(cut, 5).has_value());
   CHECK(t.expire(2 + 86'400'001, 86'400'000) == 2);  // both idle longer than a day
+}
+
+namespace {
+
+size_t described_producers(BrokerFixture& f, const std::string& topic) {
+  protocol::DescribeProducersRequest req;
+  auto& tr = req.topics.emplace_back();
+  tr.name = topic;
+  tr.partition_indexes = {0};
+  auto resp = f.call<protocol::DescribeProducersResponse>(req, 0);
+  REQUIRE(resp.topics.size() == 1);
+  REQUIRE(resp.topics[0].partitions.size() == 1);
+  return resp.topics[0].partitions[0].active_producers.size();
+}
+
+}  // namespace
+
+TEST_CASE("producers idle for producer.id.expiration.ms (dynamic) are forgotten, as by Kafka's periodic check") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  auto& svc = f.broker().service<broker::produce::ProduceService>();
+  const int64_t pid = init_producer_id(f);
+  auto first = idem_batch(pid, 0, 0);
+  REQUIRE(produce_one(f, "t", first).base_offset == 0);
+  REQUIRE(produce_one(f, "t", idem_batch(pid, 0, 2)).base_offset == 2);
+  const int64_t written = Broker::now_ms();
+
+  // Kafka's key, changed live (IncrementalAlterConfigs on every broker).
+  protocol::IncrementalAlterConfigsRequest req;
+  auto& r = req.resources.emplace_back();
+  r.resource_type = 4;  // BROKER
+  r.resource_name = "";
+  auto& c = r.configs.emplace_back();
+  c.name = "producer.id.expiration.ms";
+  c.config_operation = 0;  // SET
+  c.value = "60000";
+  auto alter = f.call<protocol::IncrementalAlterConfigsResponse>(req, 1);
+  REQUIRE(alter.responses.size() == 1);
+  REQUIRE(alter.responses[0].error_code == 0);
+  CHECK(f.broker().config().get_int("producer.id.expiration.ms") == 60000);
+
+  // Idle for less than that: kept, and a retry of its first batch is still
+  // a duplicate (answered with the original offset, not written).
+  CHECK(svc.expire_producers(written + 59'000) == 0);
+  CHECK(described_producers(f, "t") == 1);
+  CHECK(produce_one(f, "t", first).base_offset == 0);
+  CHECK(f.broker().topics().partition("t", 0)->log_end_offset() == 4);
+
+  // Idle for longer: forgotten, so the same batch is now a new producer's
+  // first and is written.
+  CHECK(svc.expire_producers(Broker::now_ms() + 61'000) == 1);
+  CHECK(described_producers(f, "t") == 0);
+  CHECK(produce_one(f, "t", first).base_offset == 4);
+  CHECK(described_producers(f, "t") == 1);
+
+  // A bad value names the key and changes nothing.
+  c.value = "0";
+  alter = f.call<protocol::IncrementalAlterConfigsResponse>(req, 1);
+  REQUIRE(alter.responses.size() == 1);
+  CHECK(alter.responses[0].error_code == to_wire(ErrorCode::INVALID_REQUEST));  // as Kafka answers for a broker
+  CHECK_THAT(alter.responses[0].error_message.value_or(""), Catch::Contains("producer.id.expiration.ms"));
+  CHECK(f.broker().config().get_int("producer.id.expiration.ms") == 60000);
+}
+
+TEST_CASE("producers rebuilt from the log expire producer.id.expiration.ms after the load") {
+  ProducerStateTable t;
+  t.replay(IncomingBatch{7, 0, 0, 1, 1}, 0, 1);
+  CHECK(t.find(7)->last_update_ms == -1);
+  CHECK(t.expire(1'000'000'000, 10) == 0);  // no update time: kept
+  t.stamp_unknown_update_times(500);
+  CHECK(t.find(7)->last_update_ms == 500);
+  CHECK(t.expire(510, 10) == 0);
+  CHECK(t.expire(511, 10) == 1);
 }
