@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,9 +76,9 @@ class FetchWaitingRoom {
       std::lock_guard<std::mutex> lock(state_->mu);
       if (state_->stopped || state_->count >= kMaxWaiters) return false;
       w->keys = std::move(keys);
-      for (const auto& k : w->keys) state_->by_partition[k].push_back(w);
+      for (const auto& k : w->keys) state_->by_partition[k].insert_or_assign(w.get(), w);
       ++state_->count;
-      state_->all.push_back(w);
+      state_->all.insert_or_assign(w.get(), w);
       state_->gauge->Increment();
     }
     std::shared_ptr<State> s = state_;
@@ -105,7 +106,7 @@ class FetchWaitingRoom {
     std::vector<std::shared_ptr<Waiter>> mine;
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      for (auto& weak : state_->all)
+      for (auto& [key, weak] : state_->all)
         if (auto w = weak.lock(); w && w->executor == executor) mine.push_back(std::move(w));
     }
     for (auto& w : mine) run(state_, w, /*force=*/true);
@@ -117,7 +118,7 @@ class FetchWaitingRoom {
     {
       std::lock_guard<std::mutex> lock(state_->mu);
       state_->stopped = true;
-      for (auto& weak : state_->all)
+      for (auto& [key, weak] : state_->all)
         if (auto w = weak.lock()) all.push_back(std::move(w));
     }
     for (auto& w : all) {
@@ -129,12 +130,18 @@ class FetchWaitingRoom {
   }
 
  private:
+  // Waiters by address: a finished one leaves in O(1), so a burst that
+  // answers the N readers tailing a partition costs O(N), not O(N^2). (A
+  // waiter is registered while alive: its timer's handler holds it until
+  // it is finished and unregistered; insert_or_assign only guards against
+  // a stale entry whose address a new waiter reuses.)
+  using WaiterSet = std::unordered_map<const Waiter*, std::weak_ptr<Waiter>>;
   struct State {
     mutable std::mutex mu;
     bool stopped = false;
     size_t count = 0;
-    std::map<std::pair<std::string, int32_t>, std::vector<std::weak_ptr<Waiter>>> by_partition;
-    std::vector<std::weak_ptr<Waiter>> all;
+    std::map<std::pair<std::string, int32_t>, WaiterSet> by_partition;
+    WaiterSet all;
     prometheus::Gauge* gauge = nullptr;
     std::atomic<uint64_t> short_attempts{0};
   };
@@ -145,7 +152,8 @@ class FetchWaitingRoom {
       std::lock_guard<std::mutex> lock(s->mu);
       auto it = s->by_partition.find({topic, partition});
       if (it == s->by_partition.end()) return;
-      for (auto& weak : it->second)
+      to_wake.reserve(it->second.size());
+      for (auto& [key, weak] : it->second)
         if (auto w = weak.lock()) to_wake.push_back(std::move(w));
     }
     for (auto& w : to_wake) schedule(s, w);
@@ -180,16 +188,10 @@ class FetchWaitingRoom {
     for (const auto& k : w->keys) {
       auto it = s->by_partition.find(k);
       if (it == s->by_partition.end()) continue;
-      std::erase_if(it->second, [&](const std::weak_ptr<Waiter>& x) {
-        auto p = x.lock();
-        return !p || p == w;
-      });
+      it->second.erase(w.get());
       if (it->second.empty()) s->by_partition.erase(it);
     }
-    std::erase_if(s->all, [&](const std::weak_ptr<Waiter>& x) {
-      auto p = x.lock();
-      return !p || p == w;
-    });
+    s->all.erase(w.get());
     --s->count;
     s->gauge->Decrement();
   }
