@@ -144,6 +144,7 @@ Status Segment::trim_preallocation() {
 
 void Segment::publish(std::span<const BatchMeta> batches, uint64_t end) {
   for (const BatchMeta& b : batches) index_batch(b.position, b.size, b.last_offset, b.max_timestamp);
+  if (next_offset_) published_next_offset_.store(*next_offset_, std::memory_order_release);
   published_size_.store(end, std::memory_order_release);
 }
 
@@ -255,7 +256,13 @@ Result<std::optional<FileSlice>> Segment::read(int64_t start_offset, uint64_t ma
   if (!*first || (*first)->last_offset >= upper_bound_offset) return Out();
   const BatchLocation& b = **first;
   uint64_t limit = max_position;
-  if (upper_bound_offset != std::numeric_limits<int64_t>::max()) {
+  // An upper bound at or past the end of what is published (the HW of a
+  // single node, or a follower that has caught up) stops nothing: no scan of
+  // the tail's batch headers for it. published_next_offset_ is loaded after
+  // max_position was bounded by published_size(), so it is at least as new.
+  const int64_t published_next = published_next_offset_.load(std::memory_order_acquire);
+  if (upper_bound_offset != std::numeric_limits<int64_t>::max() &&
+      (published_next < 0 || upper_bound_offset < published_next)) {
     auto stop = find_position(f, upper_bound_offset, max_position);
     if (!stop) return stop.status();
     if (*stop) limit = (*stop)->position;
@@ -354,6 +361,7 @@ Result<uint64_t> Segment::recover() {
   if (truncated > 0) CK_RETURN_IF_ERROR(f.truncate(pos));
   size_ = pos;
   reserved_to_ = pos;
+  published_next_offset_.store(*next_offset_, std::memory_order_release);
   published_size_.store(pos, std::memory_order_release);
   return truncated;
 }
@@ -398,6 +406,7 @@ Status Segment::load_tail() {
   bytes_since_index_entry_ = size_ - std::min<uint64_t>(size_, start.position);
   if (size_ > 0 && *next_offset_ == base_offset_)
     return Status::corruption(path() + ": no batch found after the last index entry");
+  published_next_offset_.store(*next_offset_, std::memory_order_release);
   return Status::ok();
 }
 
@@ -411,7 +420,9 @@ Result<uint64_t> Segment::truncate_to(int64_t offset, int64_t now_ms) {
   if (!*loc) return uint64_t{0};  // every batch here ends below offset
   const uint64_t position = (*loc)->position;
   const uint64_t cut = size_ - position;
-  // Readers first stop at the new end, then the bytes go.
+  // Readers first stop at the new end, then the bytes go. Until the next
+  // publish, an upper bound is found by a scan again.
+  published_next_offset_.store(-1, std::memory_order_release);
   published_size_.store(std::min(published_size(), position), std::memory_order_release);
   CK_RETURN_IF_ERROR(f.truncate(position));
   size_ = position;

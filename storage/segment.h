@@ -345,6 +345,12 @@ class Segment {
   // its size (a range preallocated again is a cheap no-op).
   uint64_t reserved_to_ = 0;
   std::atomic<uint64_t> published_size_{0};
+  // The offset after the last published batch, stored before the
+  // published_size_ it goes with (so a reader that loads it after
+  // published_size() sees it at least as new); -1 when unknown (opened
+  // without recovery, not appended to yet, or being truncated). read() needs
+  // no scan for an upper bound at or past it.
+  std::atomic<int64_t> published_next_offset_{-1};
   uint64_t bytes_since_index_entry_ = 0;
   int64_t max_timestamp_ = kNoTimestamp;  // written under index_mu_
   int64_t offset_of_max_timestamp_;       // written under index_mu_

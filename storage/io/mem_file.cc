@@ -33,6 +33,7 @@ class MemFile : public File {
   }
 
   Result<size_t> read_at(uint64_t offset, std::span<uint8_t> out) override {
+    fs_->reads_.fetch_add(1);
     size_t n = 0;
     {
       std::lock_guard lock(fs_->mu_);

@@ -72,6 +72,7 @@ class MemFileSystem : public FileSystem {
   void clear_faults();
   uint64_t write_count() const;
   uint64_t sync_count() const;
+  uint64_t read_count() const { return reads_.load(); }  // read_at calls so far
   // A slow disk: a file's sync takes (bytes grown since its last sync) /
   // bytes_per_second, slept without the file system's lock. 0 (the
   // default): syncs are instant.
@@ -126,6 +127,7 @@ class MemFileSystem : public FileSystem {
   uint64_t sync_bytes_per_second_ = 0;
   std::atomic<uint64_t> sync_latency_us_{0};
   std::atomic<uint64_t> read_bytes_per_second_{0};
+  std::atomic<uint64_t> reads_{0};
 };
 
 }  // namespace ciuickafka::storage::io

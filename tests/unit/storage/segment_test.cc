@@ -102,6 +102,73 @@ TEST_CASE("segment: read honours max_position and never skips into a batch", "[s
   }
 }
 
+TEST_CASE("segment: an upper bound at or past the published end costs no scan of the tail", "[storage][segment]") {
+  MemFs t;
+  auto s = new_segment(t.fs, t.root(), 0, 4096);
+  // 200 small uncompressed batches (one record): dozens between index entries.
+  std::vector<BatchInfo> infos;
+  for (int i = 0; i < 200; ++i) {
+    Bytes b = make_batch(1, i, 60, ciuickafka::protocol::Codec::kNone);
+    REQUIRE(ciuickafka::protocol::set_base_offset(b, i));
+    REQUIRE(s->append(b, 0).is_ok());
+    infos.push_back(batches_of(b).front());
+  }
+  REQUIRE(s->offset_index().entries() >= 2);
+  const int64_t end = infos.back().last + 1;
+  const uint64_t size = s->published_size();
+  // Every start and bound: the slice ends before the first batch whose last
+  // offset reaches the bound, as a scan finds it.
+  std::vector<uint64_t> position;
+  uint64_t pos = 0;
+  for (const auto& b : infos) {
+    position.push_back(pos);
+    pos += b.size;
+  }
+  for (size_t i = 0; i < infos.size(); ++i) {
+    for (int64_t upper : {infos[i].last, infos[infos.size() / 2].last, end - 1, end, end + 100, INT64_MAX}) {
+      uint64_t want_end = size;
+      for (size_t j = 0; j < infos.size(); ++j)
+        if (infos[j].last >= upper) {
+          want_end = position[j];
+          break;
+        }
+      auto r = s->read(infos[i].base, 1 << 20, size, upper, true);
+      REQUIRE(r.is_ok());
+      if (want_end <= position[i]) {
+        CHECK(!r->has_value());
+        continue;
+      }
+      REQUIRE(r->has_value());
+      CHECK((*r)->position == position[i]);
+      CHECK((*r)->position + (*r)->length == want_end);
+    }
+  }
+  // From the first batch after the last index entry: bounded at the end (a
+  // caught-up reader's HW), the read costs what an unbounded one does; a
+  // bound inside the tail must still be found by reading headers.
+  const OffsetPosition last_entry = s->offset_index().entry(s->offset_index().entries() - 1);
+  size_t k = 0;
+  while (k < infos.size() && position[k] <= last_entry.position) ++k;
+  REQUIRE(k + 3 < infos.size());
+  auto reads_of = [&](int64_t upper) {
+    const uint64_t before = t.fs.read_count();
+    auto r = s->read(infos[k].base, 1 << 20, size, upper, true);
+    REQUIRE(r.is_ok());
+    REQUIRE(r->has_value());
+    return t.fs.read_count() - before;
+  };
+  const uint64_t unbounded = reads_of(INT64_MAX);
+  CHECK(reads_of(end) == unbounded);
+  CHECK(reads_of(end + 100) == unbounded);
+  CHECK(reads_of(infos.back().last) > unbounded);
+  // After a truncation the bound is found by a scan again, and still right.
+  REQUIRE(s->truncate_to(infos[k + 1].base, 0).is_ok());
+  auto r = s->read(infos[k].base, 1 << 20, s->published_size(), infos[k + 1].base, true);
+  REQUIRE(r.is_ok());
+  REQUIRE(r->has_value());
+  CHECK((*r)->length == infos[k].size);
+}
+
 TEMPLATE_TEST_CASE("segment: recover rebuilds missing index entries", "[storage][segment]", PosixFs, MemFs) {
   TestType t;
   std::vector<OffsetPosition> oi;
