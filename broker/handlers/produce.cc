@@ -544,6 +544,27 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
 
 bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req);
 
+// Calls fn(topic data, partition data, partition, first batch) for each
+// partition of req that this broker leads, of a topic that is not internal,
+// whose records start with a v2 batch: that header says whether the request
+// carries producer ids (idempotent requests hold one batch per partition).
+template <class Fn>
+void for_each_led_first_batch(Broker& broker, const ProduceRequest& req, Fn&& fn) {
+  for (const auto& td : req.topic_data) {
+    auto topic = broker.topics().find(td.name);
+    if (!topic || topic->is_internal()) continue;
+    for (const auto& pd : td.partition_data) {
+      std::shared_ptr<Partition> p = topic->partition(pd.index);
+      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
+      protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
+      protocol::RecordsEntry e;
+      if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
+      auto b = protocol::RecordBatchView::parse(e.bytes);
+      if (b.ok()) fn(td, pd, p, b.value());
+    }
+  }
+}
+
 void handle_produce(RequestContext&& ctx) {
   ProduceRequest req;
   if (!decode_request(ctx, req)) {
@@ -570,21 +591,10 @@ bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req) {
   Broker& broker = *ctx.broker;
   auto& svc = broker.service<produce::ProduceService>();
   std::vector<std::shared_ptr<Partition>> unloaded;
-  for (const auto& td : req.topic_data) {
-    auto topic = broker.topics().find(td.name);
-    if (!topic || topic->is_internal()) continue;
-    for (const auto& pd : td.partition_data) {
-      std::shared_ptr<Partition> p = topic->partition(pd.index);
-      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
-      // The first batch's header tells (an idempotent request has one batch per partition).
-      protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
-      protocol::RecordsEntry e;
-      if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
-      auto b = protocol::RecordBatchView::parse(e.bytes);
-      if (!b.ok() || b.value().producer_id() < 0 || svc.loaded_for_writes(*p)) continue;
-      unloaded.push_back(std::move(p));
-    }
-  }
+  for_each_led_first_batch(broker, req, [&](const auto&, const auto&, std::shared_ptr<Partition>& p,
+                                            const protocol::RecordBatchView& b) {
+    if (b.producer_id() >= 0 && !svc.loaded_for_writes(*p)) unloaded.push_back(std::move(p));
+  });
   if (unloaded.empty()) return false;
   auto shared = std::make_shared<ProduceRequest>(std::move(req));
   broker.service<IoPool>().post_request(ctx, [ctx, shared, unloaded = std::move(unloaded)]() mutable {
@@ -613,37 +623,28 @@ bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req) {
   std::vector<txn::TxnPartition> ask;
   int64_t pid = -1;
   int16_t epoch = -1;
-  for (const auto& td : req.topic_data) {
-    auto topic = broker.topics().find(td.name);
-    if (!topic || topic->is_internal()) continue;
-    for (const auto& pd : td.partition_data) {
-      std::shared_ptr<Partition> p = topic->partition(pd.index);
-      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
-      // The first batch's header says whether it is transactional (the
-      // request's full checks come later, in produce_partition).
-      protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
-      protocol::RecordsEntry e;
-      if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
-      auto b = protocol::RecordBatchView::parse(e.bytes);
-      if (!b.ok() || !b.value().is_transactional() || b.value().producer_id() < 0) continue;
-      if (pid == -1) {
-        pid = b.value().producer_id();
-        epoch = b.value().producer_epoch();
-      } else if (pid != b.value().producer_id() || epoch != b.value().producer_epoch()) {
-        continue;  // one producer per request: another is refused later, unverified
-      }
-      auto st = svc.partition_state(*p);
-      std::lock_guard<std::mutex> lock(st->mu);
-      if (!svc.ensure_loaded(*st, p->log())) continue;  // answered retriably later
-      const produce::ProducerEntry* entry = st->table.find(pid);
-      if (entry != nullptr && entry->txn_first_offset >= 0 && entry->epoch == epoch) continue;  // open here
-      const uint64_t guard = svc.new_verification_guard();
-      st->verify_guards[pid] = guard;
-      const txn::TxnPartition tp{td.name, pd.index};
-      v->guards[tp] = guard;
-      ask.push_back(tp);
+  // (The request's full checks come later, in produce_partition.)
+  for_each_led_first_batch(broker, req, [&](const ProduceRequest::TopicProduceData& td,
+                                            const ProduceRequest::PartitionProduceData& pd,
+                                            std::shared_ptr<Partition>& p, const protocol::RecordBatchView& b) {
+    if (!b.is_transactional() || b.producer_id() < 0) return;
+    if (pid == -1) {
+      pid = b.producer_id();
+      epoch = b.producer_epoch();
+    } else if (pid != b.producer_id() || epoch != b.producer_epoch()) {
+      return;  // one producer per request: another is refused later, unverified
     }
-  }
+    auto st = svc.partition_state(*p);
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (!svc.ensure_loaded(*st, p->log())) return;  // answered retriably later
+    const produce::ProducerEntry* entry = st->table.find(pid);
+    if (entry != nullptr && entry->txn_first_offset >= 0 && entry->epoch == epoch) return;  // open here
+    const uint64_t guard = svc.new_verification_guard();
+    st->verify_guards[pid] = guard;
+    const txn::TxnPartition tp{td.name, pd.index};
+    v->guards[tp] = guard;
+    ask.push_back(tp);
+  });
   if (ask.empty()) return false;
   // Later requests on the connection wait for this one (the producer's
   // next batches must not overtake it).
