@@ -545,22 +545,31 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
 bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req);
 
 // Calls fn(topic data, partition data, partition, first batch) for each
-// partition of req that this broker leads, of a topic that is not internal,
-// whose records start with a v2 batch: that header says whether the request
-// carries producer ids (idempotent requests hold one batch per partition).
-template <class Fn>
-void for_each_led_first_batch(Broker& broker, const ProduceRequest& req, Fn&& fn) {
+// partition of req whose records start with a v2 batch that want(batch)
+// accepts, of a topic that is not internal, that this broker leads: that
+// header says whether the request carries producer ids (idempotent requests
+// hold one batch per partition). The header is read first, so a request
+// want() accepts nothing of (a plain producer's) costs no topic or
+// partition look-up here.
+template <class Want, class Fn>
+void for_each_led_first_batch(Broker& broker, const ProduceRequest& req, Want&& want, Fn&& fn) {
   for (const auto& td : req.topic_data) {
-    auto topic = broker.topics().find(td.name);
-    if (!topic || topic->is_internal()) continue;
+    std::shared_ptr<const Topic> topic;
+    bool looked_up = false;
     for (const auto& pd : td.partition_data) {
-      std::shared_ptr<Partition> p = topic->partition(pd.index);
-      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
       protocol::BatchSplitter split(std::span<const uint8_t>(pd.records.bytes));
       protocol::RecordsEntry e;
       if (split.next(&e) != protocol::SplitStatus::kEntry) continue;
       auto b = protocol::RecordBatchView::parse(e.bytes);
-      if (b.ok()) fn(td, pd, p, b.value());
+      if (!b.ok() || !want(b.value())) continue;
+      if (!looked_up) {
+        topic = broker.topics().find(td.name);
+        looked_up = true;
+      }
+      if (!topic || topic->is_internal()) break;
+      std::shared_ptr<Partition> p = topic->partition(pd.index);
+      if (ReplicaManager::leader_error(broker, p.get(), td.name, pd.index) != ErrorCode::NONE) continue;
+      fn(td, pd, p, b.value());
     }
   }
 }
@@ -591,10 +600,11 @@ bool load_states_on_pool(RequestContext& ctx, ProduceRequest& req) {
   Broker& broker = *ctx.broker;
   auto& svc = broker.service<produce::ProduceService>();
   std::vector<std::shared_ptr<Partition>> unloaded;
-  for_each_led_first_batch(broker, req, [&](const auto&, const auto&, std::shared_ptr<Partition>& p,
-                                            const protocol::RecordBatchView& b) {
-    if (b.producer_id() >= 0 && !svc.loaded_for_writes(*p)) unloaded.push_back(std::move(p));
-  });
+  for_each_led_first_batch(
+      broker, req, [](const protocol::RecordBatchView& b) { return b.producer_id() >= 0; },
+      [&](const auto&, const auto&, std::shared_ptr<Partition>& p, const protocol::RecordBatchView&) {
+        if (!svc.loaded_for_writes(*p)) unloaded.push_back(std::move(p));
+      });
   if (unloaded.empty()) return false;
   auto shared = std::make_shared<ProduceRequest>(std::move(req));
   broker.service<IoPool>().post_request(ctx, [ctx, shared, unloaded = std::move(unloaded)]() mutable {
@@ -624,10 +634,11 @@ bool ask_remote_verification(RequestContext& ctx, ProduceRequest& req) {
   int64_t pid = -1;
   int16_t epoch = -1;
   // (The request's full checks come later, in produce_partition.)
-  for_each_led_first_batch(broker, req, [&](const ProduceRequest::TopicProduceData& td,
-                                            const ProduceRequest::PartitionProduceData& pd,
-                                            std::shared_ptr<Partition>& p, const protocol::RecordBatchView& b) {
-    if (!b.is_transactional() || b.producer_id() < 0) return;
+  auto transactional = [](const protocol::RecordBatchView& b) { return b.is_transactional() && b.producer_id() >= 0; };
+  for_each_led_first_batch(broker, req, transactional, [&](const ProduceRequest::TopicProduceData& td,
+                                                           const ProduceRequest::PartitionProduceData& pd,
+                                                           std::shared_ptr<Partition>& p,
+                                                           const protocol::RecordBatchView& b) {
     if (pid == -1) {
       pid = b.producer_id();
       epoch = b.producer_epoch();
