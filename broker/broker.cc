@@ -252,6 +252,19 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     return raw->service<produce::ProduceService>().retention_bound(*p).value_or(log.log_start_offset());
   });
 
+  // The first service, so every one that may run its work (the I/O pool)
+  // stops before it does. Kafka snapshots the producer state at every roll
+  // of a log; the listener runs under the log's append lock, so it only
+  // posts the work to the background thread.
+  (void)b->service<produce::ProduceService>();
+  b->logs_->set_roll_listener([raw = b.get()](const storage::TopicPartition& tp, int64_t base) {
+    asio::post(raw->background_, [raw, tp, base] {
+      if (raw->shut_down_.load()) return;
+      if (auto p = raw->topics().partition(tp.topic, tp.partition))
+        raw->service<produce::ProduceService>().after_roll(p, base);
+    });
+  });
+
   b->metrics_ = std::make_unique<metrics::BrokerMetrics>(b->metrics_registry_);
   b->metrics_registry_.add_collector(collect_index_cache);  // removed with the registry
   b->log_metrics_id_ = register_log_metrics(*b);  // removed by shutdown()

@@ -240,7 +240,13 @@ Status Log::roll(int64_t new_base_offset) {
     unfinished_.push_back(current->back());
     if (auto self = weak_from_this().lock(); self && finish_now) roll_sync_(std::move(self), new_base_offset);
   }
+  if (on_roll_) on_roll_(new_base_offset);
   return Status::ok();
+}
+
+void Log::set_on_roll(Rolled fn) {
+  std::lock_guard lock(append_mu_);
+  on_roll_ = std::move(fn);
 }
 
 void Log::set_roll_sync(RollSync fn) {

@@ -390,6 +390,12 @@ class Log : public std::enable_shared_from_this<Log> {
   // the marker, and only then lets the recovery point pass it. Set before
   // the first append.
   void set_roll_sync(RollSync fn);
+  // Called after each roll (under the append lock: it must only queue
+  // work) with the new active segment's base offset. The LogManager sets
+  // it on every log it opens, for its roll listener. Set before the first
+  // append.
+  using Rolled = std::function<void(int64_t new_base_offset)>;
+  void set_on_roll(Rolled fn);
   // The base of the first rolled segment not finished yet (kMaxOffset when
   // none): the cleaner stops below it, so a segment it rewrites never has
   // a marker that could make recovery take its gaps for a lost tail.
@@ -565,6 +571,7 @@ class Log : public std::enable_shared_from_this<Log> {
   // Deferred rolls (set_roll_sync): rolled segments whose data, indexes
   // and marker removal are not yet durable, in offset order.
   RollSync roll_sync_;                                  // under append_mu_
+  Rolled on_roll_;                                      // under append_mu_
   std::vector<std::shared_ptr<Segment>> unfinished_;    // under append_mu_
   uint64_t truncations_ = 0;                            // under append_mu_
   // Serialises the background finishing of rolled segments (index flush,

@@ -157,7 +157,7 @@ Status LogManager::load(int64_t now_ms) {
     if (!job.status.is_ok()) return job.status;
     const std::string dir = join(dirs_[job.dir], partition_dir_name(job.tp));
     Entry e{std::shared_ptr<Log>(std::move(job.log)), job.dir, {}};
-    defer_rolls(*e.log);
+    defer_rolls(*e.log, job.tp);
     auto id = read_partition_metadata(fs_, join(dir, kPartitionMetadataFile));
     if (id) {
       e.topic_id = *id;
@@ -222,7 +222,7 @@ Result<std::shared_ptr<Log>> LogManager::create(const TopicPartition& tp, const 
   auto log = Log::open(fs_, dir, config, now_ms);
   if (!log) return log.status();
   Entry e{std::shared_ptr<Log>(std::move(log).value()), d, topic_id};
-  defer_rolls(*e.log);
+  defer_rolls(*e.log, tp);
   auto out = e.log;
   logs_.emplace(tp, std::move(e));
   return out;
@@ -276,11 +276,14 @@ Status LogManager::truncate_fully_and_start_at(const TopicPartition& tp, int64_t
   return checkpoint();
 }
 
-void LogManager::defer_rolls(Log& log) {
+void LogManager::defer_rolls(Log& log, const TopicPartition& tp) {
   // A roll's fsyncs run on group commit's thread, never on the appending
   // (network) thread; its outcome reaches whoever syncs the log next.
   log.set_roll_sync([this](std::shared_ptr<Log> l, int64_t offset) {
     committer_.sync_to(std::move(l), offset, [](Status) {});
+  });
+  log.set_on_roll([this, tp](int64_t base) {
+    if (roll_listener_) roll_listener_(tp, base);
   });
 }
 

@@ -176,6 +176,12 @@ class LogManager {
   // transaction's first offset). Unset (storage tests): no bound. Set it
   // before the first tick.
   void set_retention_bound(StableBound bound) { retention_bound_ = std::move(bound); }
+  // Called after a log rolls (under that log's append lock: it must only
+  // queue work) with its partition and the new segment's base offset: the
+  // broker snapshots the producer state there, as Kafka does at each roll.
+  // Unset: nothing. Set before the first append, then read-only.
+  using RollListener = std::function<void(const TopicPartition&, int64_t new_base_offset)>;
+  void set_roll_listener(RollListener fn) { roll_listener_ = std::move(fn); }
   // New cleaner settings (the dynamic log.cleaner.backoff.ms,
   // log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second and
   // log.cleaner.threads, as Kafka's LogCleaner reconfigures): the backoff
@@ -193,7 +199,8 @@ class LogManager {
  private:
   // Every log the manager opens or creates rolls without blocking: see
   // Log::set_roll_sync.
-  void defer_rolls(Log& log);
+  // It also tells the roll listener of the log's rolls.
+  void defer_rolls(Log& log, const TopicPartition& tp);
   struct Entry {
     std::shared_ptr<Log> log;
     size_t dir = 0;  // index into dirs_
@@ -249,6 +256,7 @@ class LogManager {
   // The cleaner threads: tick() sets cleaner_request_ and notifies; the
   // first thread free makes the pass, all of them take its logs.
   StableBound retention_bound_;                // set before the first tick, then read-only
+  RollListener roll_listener_;                 // set before the first append, then read-only
   mutable std::mutex cleaner_mu_;
   std::condition_variable cleaner_cv_;
   StableBound stable_bound_;                   // under cleaner_mu_

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/server/io_pool.h"
 #include "protocol/records/batch_builder.h"
 #include "protocol/records/record_batch.h"
 #include "protocol/wire/writer.h"
@@ -92,9 +93,14 @@ std::vector<int64_t> ProduceService::snapshot_offsets(const storage::Log& log) c
   return out;
 }
 
-void ProduceService::remove_snapshots(const storage::Log& log, int64_t keep) {
-  for (int64_t o : snapshot_offsets(log))
-    if (o != keep) (void)broker_.fs().remove_file(snapshot_path(log, o));
+void ProduceService::remove_snapshots(const storage::Log& log, int64_t keep, bool keep_previous) {
+  const std::vector<int64_t> offsets = snapshot_offsets(log);  // ascending
+  int64_t previous = -1;
+  if (keep_previous)
+    for (int64_t o : offsets)
+      if (o < keep) previous = o;
+  for (int64_t o : offsets)
+    if (o != keep && o != previous) (void)broker_.fs().remove_file(snapshot_path(log, o));
   (void)broker_.fs().remove_file(legacy_snapshot_path(log));
 }
 
@@ -159,6 +165,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   const bool use_snapshot = !st.rescan;
   st.rescan = false;
   st.table = ProducerStateTable{};
+  st.snapshot_offset = -1;
   bool legacy = false;
   bool snapshot_used = false;
   if (use_snapshot) {
@@ -176,6 +183,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
       }
       st.table = std::move(*parsed);
       from = std::max(from, *it);
+      st.snapshot_offset = *it;
       snapshot_used = true;
       break;
     }
@@ -217,6 +225,7 @@ bool ProduceService::ensure_loaded(PartitionState& st, storage::Log& log) {
   }
   const size_t indexed_count = legacy ? 0 : st.table.aborted().size();
   scan_log(log, from, st.table);
+  st.loaded_from = from;
   st.table.stamp_unknown_update_times(now);  // expired producer.id.expiration.ms from now unless they write
   if (!st.index_incomplete) index_aborted(st, log, indexed_count);
   // A scan past the snapshot is worth a new one (written at the next clean
@@ -440,14 +449,59 @@ void ProduceService::after_append(const std::shared_ptr<PartitionState>& st, int
   });
 }
 
+void ProduceService::after_roll(const std::shared_ptr<Partition>& p, int64_t base) {
+  std::shared_ptr<storage::Log> log = p->log_ptr();
+  if (!log || !p->is_leader()) return;
+  auto st = partition_state(*p);
+  bool loaded = false;
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    if (st->roll_snapshot_queued) return;  // the queued load snapshots after it
+    loaded = st->loaded;
+    if (!loaded) st->roll_snapshot_queued = true;
+  }
+  if (loaded) {
+    std::lock_guard<std::mutex> guard(alive_->mu);
+    if (alive_->alive) (void)write_snapshot(*st, log, Broker::now_ms(), base);
+    return;
+  }
+  // The load may scan the whole log (a partition no idempotent producer
+  // wrote since the broker started): not on the background thread. The
+  // pool is a newer service than this one (Broker::open creates this one
+  // first), so it has stopped before stop() runs; a task never outlives us.
+  std::weak_ptr<PartitionState> weak = st;
+  std::weak_ptr<storage::Log> weak_log = log;
+  const bool posted = broker_.service<IoPool>().post([this, weak, weak_log, base, alive = alive_] {
+    {
+      std::lock_guard<std::mutex> guard(alive->mu);
+      if (!alive->alive) return;
+    }
+    auto s = weak.lock();
+    auto l = weak_log.lock();
+    if (!s || !l) return;
+    bool loaded = false;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->roll_snapshot_queued = false;
+      loaded = ensure_loaded(*s, *l);  // false: writes of a dropped table in flight; the next roll tries again
+    }
+    if (loaded) (void)write_snapshot(*s, l, Broker::now_ms(), base);
+  });
+  if (!posted) {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->roll_snapshot_queued = false;
+  }
+}
+
 storage::Status ProduceService::write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log,
-                                               int64_t now_ms) {
+                                               int64_t now_ms, int64_t at_least) {
   std::vector<uint8_t> data;
   int64_t offset = 0;
   {
     std::lock_guard<std::mutex> lock(st.mu);
     st.snapshot_queued = false;
-    if (!st.loaded || !st.dirty) return {};
+    if (!st.loaded) return {};
+    if (!st.dirty && st.snapshot_offset >= at_least) return {};
     if (st.index_incomplete) return storage::Status::corruption(log->dir() + ": aborted transaction index incomplete; no snapshot");
     st.table.expire(now_ms, broker_.config().get_int("producer.id.expiration.ms"));
     // The table already holds batches whose writes may still be in flight
@@ -456,6 +510,7 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
     // were lost) ignores it and scans the log instead.
     offset = log->next_offset();
     data = st.table.serialize();
+    st.snapshot_offset = offset;
     st.dirty = false;
     st.last_snapshot_ms = now_ms;
   }
@@ -467,7 +522,7 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
   storage::Status s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log, offset), data);
   if (!s.is_ok()) return s;
   st.written_offset = offset;
-  remove_snapshots(*log, offset);  // the older ones (and the pre-Kafka file)
+  remove_snapshots(*log, offset, true);  // all older ones but the newest (and the pre-Kafka file)
   return s;
 }
 

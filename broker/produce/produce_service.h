@@ -17,9 +17,14 @@
 // so each is written once). Without a usable snapshot the whole log is
 // scanned (once, per partition, after an unclean shutdown that lost it)
 // and the .txnindex files rebuilt. Snapshots are written at stop() (clean
-// shutdown) and, at most once a minute per partition with new idempotent
-// appends, from the background thread; the .txnindex files are fsynced
-// first, and the older snapshots are removed after. The pre-Kafka file
+// shutdown), at most once a minute per partition with new idempotent
+// appends, and, as Kafka does, at every roll of a leader's log (after_roll:
+// a table not loaded yet is loaded first, on the I/O pool; so a partition
+// only plain producers write gets one too, and a load after a crash scans
+// about one segment, not the whole log). They are written from the
+// background thread; the .txnindex files are fsynced first, and after a
+// new snapshot only it and the newest older one are kept (a crash that
+// cuts the log below the newer one leaves the older one usable). The pre-Kafka file
 // `ciuic-producer-state` is read when no `.snapshot` exists (an upgrade),
 // its aborted list written to the .txnindex files, and removed by the next
 // snapshot. A snapshot whose offset is beyond the log end (a crash cut the
@@ -118,6 +123,12 @@ struct PartitionState {
   // no snapshot is written until the next load rebuilds the index.
   bool index_incomplete = false;
   int64_t last_snapshot_ms = 0;     // under mu
+  // Under mu: the offset of the last snapshot taken or loaded (-1: none
+  // known); a roll snapshots a table that has not changed when its last
+  // snapshot is below the new segment.
+  int64_t snapshot_offset = -1;
+  bool roll_snapshot_queued = false;  // under mu: after_roll's load is queued on the I/O pool
+  int64_t loaded_from = -1;  // under mu: where the last load's scan of the log began (its log line, tests)
   std::mutex file_mu;               // one snapshot write at a time
   int64_t written_offset = -1;      // under file_mu
   // Set at creation, then read-only.
@@ -160,6 +171,12 @@ class ProduceService : public ReplicaRoleListener {
   [[nodiscard]] bool ensure_loaded(PartitionState& st, storage::Log& log);
   // st.mu held: after an idempotent append; queues a snapshot when due.
   void after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms);
+
+  // The background thread, after p's log rolled to a segment at base (the
+  // LogManager's roll listener): on a leader, a snapshot (a table not
+  // loaded yet is loaded on the I/O pool first, once: it may scan the
+  // whole log). Followers keep no table.
+  void after_roll(const std::shared_ptr<Partition>& p, int64_t base);
 
   // st.mu held: an idempotent append recorded in the table failed to
   // write. The table (and its snapshot, which may hold the failed batch)
@@ -241,13 +258,17 @@ class ProduceService : public ReplicaRoleListener {
   std::string legacy_snapshot_path(const storage::Log& log) const;
   // The offsets of the partition's `<offset>.snapshot` files, ascending.
   std::vector<int64_t> snapshot_offsets(const storage::Log& log) const;
-  // Removes every snapshot file but the one at keep (and the legacy file).
-  void remove_snapshots(const storage::Log& log, int64_t keep);
+  // Removes every snapshot file but the one at keep and, with
+  // keep_previous, the newest one below it (and the legacy file).
+  void remove_snapshots(const storage::Log& log, int64_t keep, bool keep_previous = false);
   void remove_stale_snapshots();
   // st.mu held: writes the table's aborted transactions from index `from`
   // on to the log's .txnindex files.
   void index_aborted(PartitionState& st, storage::Log& log, size_t from);
-  storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms);
+  // Writes when the table changed since its last snapshot, or when that
+  // snapshot is below at_least.
+  storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms,
+                                 int64_t at_least = -1);
 
   Broker& broker_;
   std::mutex mu_;  // guards states_

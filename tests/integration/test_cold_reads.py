@@ -15,9 +15,13 @@ every record back once, in order, with its value:
   page cache and read them on the I/O pool);
 - a second read_uncommitted consumer, the pages now cached: the counters do
   not move (the probes do not call cached bytes cold);
-- a read_committed consumer (librdkafka's default): the partition's
-  producer state is not loaded yet (no idempotent producer wrote it), and
-  loading it scans the log, so its first fetch is read on the pool too;
+- the broker is killed (-9) and restarted, so the partition's producer
+  state is not loaded (no idempotent producer wrote it); a read_committed
+  consumer (librdkafka's default) then makes the broker load it, which
+  scans the log from the newest producer snapshot, so its first fetch is
+  read on the pool too. The broker logs that load: it starts at a snapshot
+  in the last segment, which the broker wrote after its last roll, as Kafka
+  does (before that, the first load after a crash scanned the whole log);
 - a second read_committed consumer: the state is loaded, nothing moves.
 
 No timing is checked: on a fast disk a cold read takes milliseconds, and
@@ -26,6 +30,7 @@ it costs the other readers.
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -88,6 +93,9 @@ def read_all(b, group, isolation):
         check(off == i and v == value(i), "%s: record %d is offset %d with value %r..." % (group, i, off, v[:16]))
 
 
+LOADED = re.compile(r"(\S+): producer state loaded, offsets (\d+) to (\d+) scanned \((no snapshot|after a snapshot)\)")
+
+
 def counters(b):
     return (harness.scrape(b, "ciuic_fetch_cold_reads_total") or 0,
             harness.scrape(b, "ciuic_fetch_cold_read_bytes_total") or 0)
@@ -131,8 +139,19 @@ def main(ctx):
     check(reads2 == reads1 and bytes2 == bytes1,
           "cached records were read on the pool (%s -> %s fetches)" % (reads1, reads2))
 
+    last_base = int(os.path.basename(files[-1])[:20])
+    b.restart(clean=False)
+    reads2, _ = counters(b)
     read_all(b, "committed-first", "read_committed")
     reads3, _ = counters(b)
+    loads = [m for m in LOADED.finditer(b.log_text()) if m.group(1).endswith("/%s-0" % TOPIC)]
+    check(len(loads) == 1, "expected one producer state load of %s-0 after the restart, found %d" % (TOPIC, len(loads)))
+    m = loads[0]
+    print("[test] after kill -9, the producer state load scanned offsets %s to %s (%s); last segment at %d"
+          % (m.group(2), m.group(3), m.group(4), last_base), flush=True)
+    check(m.group(4) == "after a snapshot" and int(m.group(2)) >= last_base,
+          "the load after the crash did not start at a snapshot in the last segment (base %d): %s"
+          % (last_base, m.group(0)))
     print("[test] first read_committed replay: %d fetches read on the pool" % (reads3 - reads2), flush=True)
     check(reads3 > reads2, "the producer state's load was not left to the I/O pool (%s -> %s fetches)"
           % (reads2, reads3))

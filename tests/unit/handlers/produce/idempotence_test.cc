@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <set>
 
 #include "broker/produce/produce_service.h"
@@ -135,8 +138,10 @@ TEST_CASE("deduplication survives a clean restart (snapshot) and a lost snapshot
 
   // Without the snapshot the state comes back from the log headers.
   f.close();
-  // The restart above wrote a newer snapshot and removed the older one.
-  CHECK(snapshot_files(dir) == std::vector<std::string>{"00000000000000000014.snapshot"});
+  // The restart above wrote a newer snapshot and kept the older one (the
+  // newest below it) for a crash that cuts the log below the newer one.
+  CHECK(snapshot_files(dir) ==
+        std::vector<std::string>{"00000000000000000012.snapshot", "00000000000000000014.snapshot"});
   for (const auto& n : snapshot_files(dir)) std::filesystem::remove(dir + "/" + n);
   f.restart();
   CHECK(produce_one(f, "t", idem_batch(pid, 0, 12)).base_offset == 12);
@@ -327,4 +332,163 @@ TEST_CASE("producers rebuilt from the log expire producer.id.expiration.ms after
   CHECK(t.find(7)->last_update_ms == 500);
   CHECK(t.expire(510, 10) == 0);
   CHECK(t.expire(511, 10) == 1);
+}
+
+namespace {
+
+// The partition's newest producer snapshot offset (-1: none).
+int64_t newest_snapshot(const std::string& dir) {
+  auto files = snapshot_files(dir);
+  return files.empty() ? -1 : std::stoll(files.back().substr(0, 20));
+}
+
+// Waits (up to 20 s) until pred() holds; whether it did.
+template <class Pred>
+bool wait_for(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// A kill -9: the data dir as the running broker left it (page cache
+// included, no clean-shutdown marker, no stop() snapshot), copied aside,
+// then put back after the broker is gone; the fixture reopens it.
+void crash_and_reopen(BrokerFixture& f, const std::function<void(const std::string& copy)>& mangle = {}) {
+  const std::string copy = f.dir() + ".crash";
+  std::filesystem::remove_all(copy);
+  // File by file: the broker's background work may remove a file meanwhile
+  // (a replaced snapshot or checkpoint), as it may just before a crash.
+  std::filesystem::create_directory(copy);
+  for (auto it = std::filesystem::recursive_directory_iterator(f.dir()); it != std::filesystem::recursive_directory_iterator();
+       ++it) {
+    const std::string to = copy + it->path().string().substr(f.dir().size());
+    std::error_code ec;
+    if (it->is_directory(ec)) {
+      std::filesystem::create_directories(to);
+    } else {
+      std::filesystem::copy_file(it->path(), to, ec);
+      if (ec && ec != std::errc::no_such_file_or_directory) FAIL("copy " << it->path() << ": " << ec.message());
+    }
+  }
+  f.close();
+  std::filesystem::remove_all(f.dir());
+  if (mangle) mangle(copy);
+  std::filesystem::rename(copy, f.dir());
+  f.restart();
+}
+
+int64_t loaded_from(BrokerFixture& f, const std::string& topic) {
+  auto p = f.broker().topics().partition(topic, 0);
+  auto st = f.broker().service<ciuickafka::broker::produce::ProduceService>().existing_state(*p);
+  REQUIRE(st);
+  std::lock_guard<std::mutex> lock(st->mu);
+  REQUIRE(st->loaded);
+  return st->loaded_from;
+}
+
+}  // namespace
+
+TEST_CASE("a leader snapshots the producer state at every roll: a load after a crash scans the active segment only") {
+  BrokerFixture f;
+  create_topic(f, "plain", 1, {{"segment.bytes", "1024"}});
+  create_topic(f, "idem", 1, {{"segment.bytes", "1024"}});
+  auto plain = f.broker().topics().partition("plain", 0);
+  auto idem = f.broker().topics().partition("idem", 0);
+  const std::string plain_dir = plain->log().dir();
+  const std::string idem_dir = idem->log().dir();
+  const int64_t pid = init_producer_id(f);
+  std::vector<std::vector<uint8_t>> sent;
+  // Two rounds of writes, each over several rolls; after each, the
+  // snapshot the last roll asked for (written in the background). The
+  // plain partition's table was never loaded (no idempotent write): the
+  // roll loads it.
+  int64_t plain_active = 0;
+  int64_t idem_active = 0;
+  int64_t first_round_snapshot = 0;
+  for (int round = 0; round < 2; ++round) {
+    const size_t plain_segments = plain->log().segment_count();
+    const size_t idem_segments = idem->log().segment_count();
+    for (int i = 0; i < 40; ++i) {
+      REQUIRE(produce_one(f, "plain", make_batch({.records = 2})).error_code == 0);
+      sent.push_back(idem_batch(pid, 0, 2 * static_cast<int32_t>(sent.size())));
+      REQUIRE(produce_one(f, "idem", sent.back()).error_code == 0);
+    }
+    REQUIRE(plain->log().segment_count() >= plain_segments + 2);
+    REQUIRE(idem->log().segment_count() >= idem_segments + 2);
+    plain_active = plain->log().segments()->back()->base_offset();
+    idem_active = idem->log().segments()->back()->base_offset();
+    // (Each write removes the older ones after it: wait for that too.) An
+    // idempotent batch and its offsets are recorded in one step, so the
+    // idempotent partition's snapshot after its last roll holds the batch
+    // that rolled it: it is past the active segment's base. (One written
+    // just before that roll may be at the base.)
+    REQUIRE(wait_for([&] { return newest_snapshot(plain_dir) >= plain_active && snapshot_files(plain_dir).size() <= 2; }));
+    REQUIRE(wait_for([&] { return newest_snapshot(idem_dir) > idem_active && snapshot_files(idem_dir).size() <= 2; }));
+    if (round == 0) first_round_snapshot = newest_snapshot(idem_dir);
+  }
+  // The newest snapshot and the newest older one are kept.
+  CHECK(snapshot_files(plain_dir).size() == 2);
+  REQUIRE(snapshot_files(idem_dir).size() == 2);
+  CHECK(std::stoll(snapshot_files(idem_dir).front().substr(0, 20)) >= first_round_snapshot);
+  const int64_t plain_end = plain->log_end_offset();
+  const int64_t idem_end = idem->log_end_offset();
+  plain.reset();
+  idem.reset();
+
+  SECTION("kill -9: each load starts at a snapshot in the active segment") {
+    crash_and_reopen(f);
+    // An idempotent write loads each table. Without the roll snapshots the
+    // plain partition had none and its load scanned from offset 0.
+    const int64_t pid2 = init_producer_id(f);
+    CHECK(produce_one(f, "plain", idem_batch(pid2, 0, 0)).base_offset == plain_end);
+    CHECK(loaded_from(f, "plain") >= plain_active);
+    // The retry of the last batch before the crash is still a duplicate.
+    CHECK(produce_one(f, "idem", sent.back()).base_offset == idem_end - 2);
+    CHECK(loaded_from(f, "idem") >= idem_active);
+    CHECK(f.broker().topics().partition("idem", 0)->log_end_offset() == idem_end);
+  }
+  SECTION("a power cut that loses the active segment: a snapshot below the cut is used") {
+    crash_and_reopen(f, [&](const std::string& copy) {
+      const std::string d = copy + idem_dir.substr(f.dir().size());
+      char name[32];
+      std::snprintf(name, sizeof(name), "%020lld.log", static_cast<long long>(idem_active));
+      std::filesystem::resize_file(d + "/" + name, 0);
+    });
+    REQUIRE(f.broker().topics().partition("idem", 0)->log_end_offset() == idem_active);
+    // Snapshots past the log's end are gone; the newest one left (usually
+    // the older of the two, unless the background thread was slow enough
+    // that both were past the cut) is where the load starts. The batch just
+    // below the cut is still a duplicate; the first one lost is written
+    // anew at the cut.
+    const int64_t left = newest_snapshot(idem_dir);
+    CHECK(left <= idem_active);
+    const size_t lost = static_cast<size_t>(idem_active / 2);  // 2 records per batch, in order
+    CHECK(produce_one(f, "idem", sent[lost - 1]).base_offset == idem_active - 2);
+    CHECK(loaded_from(f, "idem") == std::max<int64_t>(left, 0));
+    CHECK(produce_one(f, "idem", sent[lost]).base_offset == idem_active);
+  }
+}
+
+TEST_CASE("the older snapshot kept beside the newest is used when the newest is past the log end") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  const int64_t pid = init_producer_id(f);
+  const auto first = idem_batch(pid, 0, 0);
+  REQUIRE(produce_one(f, "t", first).base_offset == 0);
+  REQUIRE(produce_one(f, "t", idem_batch(pid, 0, 2)).base_offset == 2);
+  const std::string dir = f.broker().topics().partition("t", 0)->log().dir();
+  f.close();
+  REQUIRE(snapshot_files(dir) == std::vector<std::string>{"00000000000000000004.snapshot"});
+  // As a crash would leave it: a newer snapshot the log does not reach.
+  ProducerStateTable forged;
+  forged.record(IncomingBatch{pid, 0, 0, 1, -1}, 500, 501, 1);
+  write_bytes(dir + "/00000000000000001000.snapshot", forged.serialize());
+  f.restart();
+  CHECK(snapshot_files(dir) == std::vector<std::string>{"00000000000000000004.snapshot"});
+  CHECK(produce_one(f, "t", first).base_offset == 0);  // a duplicate, as the older snapshot says
+  CHECK(loaded_from(f, "t") == 4);
+  CHECK(produce_one(f, "t", idem_batch(pid, 0, 4)).base_offset == 4);
 }
