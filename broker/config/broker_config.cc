@@ -55,7 +55,8 @@ bool is_empty_value(const Value& v) {
 // num.replica.fetchers
 // (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
 // server/io_pool.h and replica/fetcher_manager.h resize)
-// and its DynamicConnectionQuota keys (server/server.cc re-reads them), and
+// and its DynamicConnectionQuota keys, max.connection.creation.rate
+// included (server/server.cc re-reads them), and
 // transaction.partition.verification.enable (read by each Produce), and
 // num.recovery.threads.per.data.dir, which only the next start-up's log
 // recovery uses, as in Kafka (broker.cc loads the dynamic configs before
@@ -71,6 +72,7 @@ constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
                                                 "max.connections",
                                                 "max.connections.per.ip",
                                                 "max.connections.per.ip.overrides",
+                                                "max.connection.creation.rate",
                                                 "producer.id.expiration.ms",
                                                 "transaction.partition.verification.enable"};
 

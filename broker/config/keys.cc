@@ -304,6 +304,21 @@ std::vector<KeyDef> detail::make_key_table() {
                                      const auto* s = std::get_if<std::string>(&v);
                                      return s && parse_ip_overrides(*s).has_value();
                                    })));
+  k.push_back(key("max.connection.creation.rate", T::kInt, "2147483647", S::kSocket,
+                  "New connections per second the broker accepts, on each listener and on all together "
+                  "(KIP-612), measured over quota.window.num windows of quota.window.size.seconds. A "
+                  "connection that puts the rate over it is held (and nothing else accepted; new connections "
+                  "wait in the listen backlog) for as long as brings the rate back, at most one window, then "
+                  "served. With more than one listener, the inter-broker listener counts only against its own "
+                  "rate.")
+                  .valid(V::at_least(0)));
+  k.push_back(key("quota.window.num", T::kInt, "11", S::kSocket,
+                  "Samples kept in memory for rate quotas (here: max.connection.creation.rate).")
+                  .valid(V::at_least(1)));
+  k.push_back(key("quota.window.size.seconds", T::kInt, "1", S::kSocket,
+                  "The time span of each sample of a rate quota (here: max.connection.creation.rate); also "
+                  "the longest a connection is held for it.")
+                  .valid(V::at_least(1)));
   k.push_back(key("connections.max.idle.ms", T::kLong, "600000", S::kSocket,
                   "Close a connection idle for this long (milliseconds)."));
 

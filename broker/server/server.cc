@@ -67,6 +67,9 @@ Server::Server(Broker& broker, DispatchFn dispatch)
       budget_(broker.config().get_long("queued.max.request.bytes"), broker.config().get_int("queued.max.requests")),
       max_connections_(broker.config().get_int("max.connections")),
       max_per_ip_(broker.config().get_int("max.connections.per.ip")),
+      max_creation_rate_(broker.config().get_int("max.connection.creation.rate")),
+      broker_rate_(broker.config().get_int("quota.window.num"),
+                   int64_t{broker.config().get_int("quota.window.size.seconds")} * 1000),
       // Kafka protects the inter-broker listener only when there are others.
       protected_listener_(broker.listeners().bound.size() > 1 ? broker.listeners().inter_broker : std::string()) {}
 
@@ -107,9 +110,13 @@ bool Server::start(std::string* error) {
     l.name = ep.name;
     l.acceptor = std::make_unique<tcp::acceptor>(threads_[0]->ioc);
     l.retry = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
+    l.throttle = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
+    l.rate = std::make_unique<ConnectionRate>(broker_.config().get_int("quota.window.num"),
+                                              int64_t{broker_.config().get_int("quota.window.size.seconds")} * 1000);
     if (!open_acceptor(*l.acceptor, ep, error)) {
       l.acceptor.reset();  // before the io_context it uses
       l.retry.reset();
+      l.throttle.reset();
       listeners_.clear();
       threads_.clear();
       stopped_ = true;
@@ -346,6 +353,14 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   auto pauses = family("ciuic_network_acceptor_pauses_total",
                        "Times the listener stopped accepting because max.connections was reached",
                        prometheus::MetricType::Counter);
+  auto throttled = family("ciuic_network_connections_throttled_total",
+                          "Connections the listener held before handing them on because "
+                          "max.connection.creation.rate was exceeded",
+                          prometheus::MetricType::Counter);
+  auto throttle_time = family("ciuic_network_connection_throttle_seconds_total",
+                              "Time the listener held connections (and accepted none) for "
+                              "max.connection.creation.rate",
+                              prometheus::MetricType::Counter);
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
     for (const Listener& l : listeners_) {
@@ -361,11 +376,21 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
       c.label = {{"listener", l.name}};
       c.counter.value = static_cast<double>(l.pauses);
       pauses.metric.push_back(std::move(c));
+      prometheus::ClientMetric th;
+      th.label = {{"listener", l.name}};
+      th.counter.value = static_cast<double>(l.throttled);
+      throttled.metric.push_back(std::move(th));
+      prometheus::ClientMetric tt;
+      tt.label = {{"listener", l.name}};
+      tt.counter.value = static_cast<double>(l.throttled_ms) / 1000.0;
+      throttle_time.metric.push_back(std::move(tt));
     }
   }
   out.push_back(std::move(refused));
   out.push_back(std::move(paused));
   out.push_back(std::move(pauses));
+  out.push_back(std::move(throttled));
+  out.push_back(std::move(throttle_time));
 }
 
 void Server::run_thread(IoThread& t) {
@@ -421,6 +446,7 @@ void Server::apply_connection_limits() {
     std::lock_guard<std::mutex> lock(conns_mu_);
     max_connections_ = broker_.config().get_int("max.connections");
     max_per_ip_ = broker_.config().get_int("max.connections.per.ip");
+    max_creation_rate_ = broker_.config().get_int("max.connection.creation.rate");
     if (resolved) ip_overrides_ = std::move(overrides);
     if (!stopping_.load())
       for (Listener& l : listeners_)
@@ -428,6 +454,22 @@ void Server::apply_connection_limits() {
   }
   // Acceptors belong to the first thread: resume there.
   for (Listener* l : waiting) asio::post(first_->ioc, [this, l] { resume(*l); });
+}
+
+int64_t Server::record_connection_locked(Listener& l) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  // As Kafka: the broker-wide rate first (not for the protected listener),
+  // then the listener's; the longer wait.
+  int64_t wait = 0;
+  if (l.name != protected_listener_) wait = broker_rate_.record(now, max_creation_rate_);
+  wait = std::max(wait, l.rate->record(now, max_creation_rate_));
+  if (wait > 0) {
+    ++l.throttled;
+    l.throttled_ms += wait;
+  }
+  return wait;
 }
 
 bool Server::slot_available_locked(const Listener& l) const {
@@ -486,6 +528,26 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
     l.retry->expires_after(kAcceptRetry);
     l.retry->async_wait([this, &l](const boost::system::error_code& e) {
       if (!e && !stopping_.load()) accept(l);
+    });
+    return;
+  }
+  int64_t wait = 0;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu_);
+    wait = record_connection_locked(l);
+  }
+  if (wait > 0) {
+    // max.connection.creation.rate: hold this connection, and accept no
+    // other, for the wait (the acceptor's thread stays free meanwhile).
+    auto held = std::make_shared<tcp::socket>(std::move(socket));
+    l.throttle->expires_after(std::chrono::milliseconds(wait));
+    l.throttle->async_wait([this, &l, &t, held](const boost::system::error_code& e) {
+      if (e || stopping_.load()) {
+        boost::system::error_code ignored;
+        held->close(ignored);
+        return;
+      }
+      if (admit(l, t, std::move(*held))) accept(l);
     });
     return;
   }
@@ -597,6 +659,13 @@ uint64_t Server::refused_per_ip() const {
   return n;
 }
 
+uint64_t Server::connections_throttled() const {
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  uint64_t n = 0;
+  for (const Listener& l : listeners_) n += l.throttled;
+  return n;
+}
+
 uint64_t Server::acceptor_pauses() const {
   std::lock_guard<std::mutex> lock(conns_mu_);
   uint64_t n = 0;
@@ -671,6 +740,7 @@ void Server::stop(std::chrono::milliseconds grace) {
       for (Listener& l : listeners_) {
         l.acceptor->close(ec);
         l.retry->cancel(ec);
+        l.throttle->cancel(ec);
       }
       p->set_value();
     });

@@ -33,10 +33,22 @@
 //   - max.connections.per.ip, max.connections.per.ip.overrides: a
 //     connection from an address already at its limit is closed as soon as
 //     it is accepted, before anything is read.
-// The three are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
+//   - max.connection.creation.rate (KIP-612): each listener's accepted
+//     connections, and all listeners' together, are counted in a rate
+//     over quota.window.num windows of quota.window.size.seconds
+//     (connection_rate.h); when a connection puts either over the limit,
+//     the acceptor holds it for the wait the rate asks (at most one
+//     window) before handing it on, and accepts nothing meanwhile (new
+//     connections wait in the listen backlog), as Kafka's acceptor does.
+//     With more than one listener, the inter-broker listener counts only
+//     against its own listener's rate. Kafka's per-listener override
+//     (listener.name.<l>.max.connection.creation.rate) and per-IP rate
+//     quotas (client quotas) do not exist here.
+// The four are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
 // DynamicConnectionQuota: a change applies to the connections accepted
 // after it (a paused acceptor resumes when the new max.connections leaves
-// room); connections already open are kept, as in Kafka.
+// room; a connection held for the rate keeps its wait); connections
+// already open are kept, as in Kafka.
 // socket.send.buffer.bytes / socket.receive.buffer.bytes are set on each
 // accepted socket (socket_options.h).
 //
@@ -63,6 +75,8 @@
 //   ciuic_network_pipeline_pauses_total
 //   ciuic_network_connections_refused_total{listener,reason}
 //   ciuic_network_acceptor_paused{listener}, ciuic_network_acceptor_pauses_total{listener}
+//   ciuic_network_connections_throttled_total{listener},
+//   ciuic_network_connection_throttle_seconds_total{listener}
 //
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
@@ -88,6 +102,7 @@
 #include "broker/net/asio.h"
 #include "broker/server/busy_time.h"
 #include "broker/server/connection.h"
+#include "broker/server/connection_rate.h"
 #include "broker/server/disk_ring.h"
 #include "broker/server/post_gate.h"
 #include "broker/server/request_budget.h"
@@ -126,6 +141,9 @@ class Server {
   // an acceptor paused for max.connections, all listeners together.
   uint64_t refused_per_ip() const;
   uint64_t acceptor_pauses() const;
+  // Connections the acceptors held for max.connection.creation.rate, all
+  // listeners together.
+  uint64_t connections_throttled() const;
   // Times a connection stopped reading because its pipeline was full
   // (max in flight) or a request held the later ones (connection.h).
   uint64_t pipeline_pauses() const { return pipeline_pauses_.load(std::memory_order_relaxed); }
@@ -155,6 +173,12 @@ class Server {
     IoThread* parked_thread = nullptr;  // whose io_context the parked socket uses
     uint64_t pauses = 0;
     uint64_t refused_per_ip = 0;
+    // max.connection.creation.rate: the listener's rate (under conns_mu_),
+    // and the timer that holds a connection for its wait (first thread).
+    std::unique_ptr<ConnectionRate> rate;
+    std::unique_ptr<asio::steady_timer> throttle;
+    uint64_t throttled = 0;       // under conns_mu_
+    int64_t throttled_ms = 0;     // under conns_mu_
   };
   struct Live {
     std::weak_ptr<Connection> connection;
@@ -168,6 +192,9 @@ class Server {
   // max.connections is reached (the acceptor then pauses).
   bool admit(Listener& l, IoThread& t, asio::ip::tcp::socket socket);
   bool slot_available_locked(const Listener& l) const;
+  // Records a connection accepted on l in its rate and the broker's; the
+  // wait (ms) max.connection.creation.rate asks for.
+  int64_t record_connection_locked(Listener& l);
   int32_t max_per_ip_locked(const asio::ip::address& a) const;
   // max.connections.per.ip.overrides as addresses (names resolved now).
   bool resolve_ip_overrides(std::map<asio::ip::address, int32_t>* out, std::string* error) const;
@@ -207,6 +234,8 @@ class Server {
   int64_t max_connections_;
   int32_t max_per_ip_;
   std::map<asio::ip::address, int32_t> ip_overrides_;
+  int64_t max_creation_rate_;      // max.connection.creation.rate
+  ConnectionRate broker_rate_;     // every listener's connections but the protected one's
   uint64_t config_subscription_ = 0;  // admin::DynamicConfigs::subscribe
   std::string protected_listener_;  // the inter-broker listener
 

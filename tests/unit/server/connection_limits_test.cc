@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "broker/admin/dynamic_configs.h"
+#include "broker/server/connection_rate.h"
 #include "broker/server/socket_options.h"
 #include "protocol/generated/api_versions.h"
 #include "tests/unit/server/server_test_util.h"
@@ -259,6 +260,78 @@ TEST_CASE("max.connections raised by a dynamic config resumes a paused acceptor"
   REQUIRE(f);
   CHECK(be32(f->data()) == 2);
   CHECK(fx.server().connection_count() == 2);
+}
+
+TEST_CASE("ConnectionRate measures and limits as Kafka's connection rate quota (sampled windows, bounded wait)") {
+  // quota.window.num 11, quota.window.size.seconds 1 (Kafka's defaults):
+  // the rate is taken over at least 10 s, so a fresh broker accepts a burst
+  // of 10 x the quota before the first wait.
+  ConnectionRate r(11, 1000);
+  const int64_t t0 = 1'000'000;
+  for (int i = 1; i <= 20; ++i) CHECK(r.record(t0, 2) == 0);  // 20 / 10 s = 2/s: within
+  CHECK(r.rate(t0) == Approx(2.0));
+  // The 21st: 2.1/s, over by 0.1 of the quota: wait 0.05 x 10 s.
+  CHECK(r.record(t0, 2) == 500);
+  // Far over: the wait is at most one window.
+  for (int i = 0; i < 100; ++i) (void)r.record(t0 + 1, 2);
+  CHECK(r.record(t0 + 2, 2) == 1000);
+  // Once every window has passed with no record, the count is gone.
+  CHECK(r.rate(t0 + 11 * 1000 + 2) == Approx(0.0));
+  CHECK(r.record(t0 + 11 * 1000 + 2, 2) == 0);
+  // Quota 0: every connection waits one window.
+  ConnectionRate zero(11, 1000);
+  CHECK(zero.record(t0, 0) == 1000);
+  // Two samples of 2 s: the rate is taken over at least one window (2 s).
+  ConnectionRate small(2, 2000);
+  CHECK(small.record(t0, 1) == 0);
+  CHECK(small.record(t0, 1) == 0);  // 2 / 2 s
+  CHECK(small.record(t0, 1) == 1000);  // 1.5/s: over by half, half of 2 s
+  // A steady rate of half the quota never waits over many windows; one at
+  // the quota does once the current window's record is counted with ten
+  // whole ones (11 in 10 s), as in Kafka.
+  ConnectionRate steady(11, 1000);
+  for (int i = 0; i < 60; ++i) CHECK(steady.record(t0 + i * 2000, 1) == 0);
+  CHECK(steady.rate(t0 + 59 * 2000) == Approx(0.6));
+  ConnectionRate full(11, 1000);
+  int64_t waited = 0;
+  for (int i = 0; i < 30; ++i) waited += full.record(t0 + i * 1000, 1);
+  CHECK(waited > 0);
+}
+
+TEST_CASE("max.connection.creation.rate holds a connection over the rate, then serves it - and is dynamic") {
+  // Two samples of 2 s: a quota of 1 allows 2 connections in the first
+  // window; the third waits (3 - 2) / 2 x 2 s = 1 s (not one is refused).
+  ServerFixture fx({"max.connection.creation.rate=1", "quota.window.num=2", "quota.window.size.seconds=2"});
+  RawClient a(fx.port()), b(fx.port());
+  REQUIRE(served(a, 1));
+  REQUIRE(served(b, 2));
+  CHECK(fx.server().connections_throttled() == 0);
+  RawClient c(fx.port(), 10000);
+  REQUIRE(c.send_all(api_versions_request(3)));
+  REQUIRE(eventually([&] { return fx.server().connections_throttled() == 1; }));
+  // Held by the acceptor (its wait is a second): not a connection yet.
+  CHECK(fx.server().connection_count() == 2);
+  auto f = c.recv_frame();  // then handed on and answered
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 3);
+  CHECK(fx.server().connection_count() == 3);
+  CHECK(fx.server().refused_per_ip() == 0);
+  // Raised live: the next connections are not held.
+  auto& dyn = fx.broker().service<admin::DynamicConfigs>();
+  REQUIRE(dyn.replace(false, {{"max.connection.creation.rate", "1000"}}, false).ok());
+  RawClient d(fx.port()), e(fx.port());
+  CHECK(served(d, 4));
+  CHECK(served(e, 5));
+  CHECK(fx.server().connections_throttled() == 1);
+  // A bad value names the key and changes nothing.
+  auto bad = dyn.replace(false, {{"max.connection.creation.rate", "-1"}}, false);
+  CHECK(bad.code == protocol::ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(bad.message, Catch::Contains("max.connection.creation.rate") && Catch::Contains("-1"));
+  CHECK(fx.broker().config().get_int("max.connection.creation.rate") == 1000);
+  // The window keys are read at start-up, as in Kafka.
+  CHECK_FALSE(dyn.replace(false, {{"quota.window.num", "5"}}, false).ok());
+  CHECK_THAT(load_error({"quota.window.num=0"}), Catch::Contains("quota.window.num") && Catch::Contains("\"0\""));
+  CHECK_THAT(load_error({"quota.window.size.seconds=0"}), Catch::Contains("quota.window.size.seconds"));
 }
 
 TEST_CASE("num.network.threads is dynamic: new threads take new connections and the leaving ones' connections close") {
