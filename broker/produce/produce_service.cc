@@ -258,18 +258,28 @@ std::optional<int64_t> ProduceService::last_stable_offset(Partition& p, bool loa
 }
 
 std::optional<int64_t> ProduceService::retention_bound(Partition& p) {
-  // Loaded only where a snapshot (or the pre-Kafka file) says producer-id
-  // writes happened; otherwise last_stable_offset answers the HW.
-  bool load = false;
+  // Loaded only where a snapshot (or the pre-Kafka file) exists: every
+  // partition that rolled since it was created has one, and one written
+  // by producers with ids may have transactions open. The load scans the
+  // log from the snapshot (up to a segment): not on the background thread
+  // that asks. It is queued on the I/O pool and nothing is deleted until
+  // a later check finds the state loaded. Without a snapshot,
+  // last_stable_offset answers the HW.
   {
     auto st = partition_state(p);
     std::lock_guard<std::mutex> lock(st->mu);
     if (!st->loaded) {
       auto type = broker_.fs().file_type(legacy_snapshot_path(p.log()));
-      load = !snapshot_offsets(p.log()).empty() || (type.is_ok() && type.value() == storage::io::FileType::kFile);
+      if (!snapshot_offsets(p.log()).empty() || (type.is_ok() && type.value() == storage::io::FileType::kFile)) {
+        if (!st->load_queued) {
+          st->load_queued = true;
+          load_on_pool(st, p.log_ptr(), -1);
+        }
+        return std::nullopt;
+      }
     }
   }
-  return last_stable_offset(p, load);
+  return last_stable_offset(p, false);
 }
 
 std::shared_ptr<PartitionState> ProduceService::existing_state(const Partition& p) {
@@ -456,22 +466,26 @@ void ProduceService::after_roll(const std::shared_ptr<Partition>& p, int64_t bas
   bool loaded = false;
   {
     std::lock_guard<std::mutex> lock(st->mu);
-    if (st->roll_snapshot_queued) return;  // the queued load snapshots after it
+    if (st->load_queued) return;  // the queued load snapshots after it
     loaded = st->loaded;
-    if (!loaded) st->roll_snapshot_queued = true;
+    if (!loaded) st->load_queued = true;
   }
   if (loaded) {
     std::lock_guard<std::mutex> guard(alive_->mu);
     if (alive_->alive) (void)write_snapshot(*st, log, Broker::now_ms(), base);
     return;
   }
-  // The load may scan the whole log (a partition no idempotent producer
-  // wrote since the broker started): not on the background thread. The
-  // pool is a newer service than this one (Broker::open creates this one
-  // first), so it has stopped before stop() runs; a task never outlives us.
+  load_on_pool(st, log, base);
+}
+
+void ProduceService::load_on_pool(const std::shared_ptr<PartitionState>& st, const std::shared_ptr<storage::Log>& log,
+                                  int64_t snapshot_at) {
+  // The pool is a newer service than this one (Broker::open creates this
+  // one first), so it has stopped before stop() runs: a task never
+  // outlives the service.
   std::weak_ptr<PartitionState> weak = st;
   std::weak_ptr<storage::Log> weak_log = log;
-  const bool posted = broker_.service<IoPool>().post([this, weak, weak_log, base, alive = alive_] {
+  const bool posted = broker_.service<IoPool>().post([this, weak, weak_log, snapshot_at, alive = alive_] {
     {
       std::lock_guard<std::mutex> guard(alive->mu);
       if (!alive->alive) return;
@@ -482,14 +496,14 @@ void ProduceService::after_roll(const std::shared_ptr<Partition>& p, int64_t bas
     bool loaded = false;
     {
       std::lock_guard<std::mutex> lock(s->mu);
-      s->roll_snapshot_queued = false;
-      loaded = ensure_loaded(*s, *l);  // false: writes of a dropped table in flight; the next roll tries again
+      s->load_queued = false;
+      loaded = ensure_loaded(*s, *l);  // false: writes of a dropped table in flight; asked again later
     }
-    if (loaded) (void)write_snapshot(*s, l, Broker::now_ms(), base);
+    if (loaded) (void)write_snapshot(*s, l, Broker::now_ms(), snapshot_at);
   });
   if (!posted) {
     std::lock_guard<std::mutex> lock(st->mu);
-    st->roll_snapshot_queued = false;
+    st->load_queued = false;
   }
 }
 

@@ -127,7 +127,7 @@ struct PartitionState {
   // known); a roll snapshots a table that has not changed when its last
   // snapshot is below the new segment.
   int64_t snapshot_offset = -1;
-  bool roll_snapshot_queued = false;  // under mu: after_roll's load is queued on the I/O pool
+  bool load_queued = false;  // under mu: a load is queued on the I/O pool (load_on_pool)
   int64_t loaded_from = -1;  // under mu: where the last load's scan of the log began (its log line, tests)
   std::mutex file_mu;               // one snapshot write at a time
   int64_t written_offset = -1;      // under file_mu
@@ -190,11 +190,11 @@ class ProduceService : public ReplicaRoleListener {
   // load false (read_uncommitted only reports it): a state not loaded yet
   // is not loaded for this, and the HW is answered.
   std::optional<int64_t> last_stable_offset(Partition& p, bool load = true);
-  // For retention (the LogManager's tick): p's LSO, loading the state only
-  // when the partition has a producer snapshot (it had producer-id writes;
-  // the load reads the snapshot and the log's tail, never a whole log that
-  // no idempotent producer wrote); without one, the HW. nullopt while the
-  // state cannot be loaded yet.
+  // For retention (the LogManager's tick, on the background thread): p's
+  // LSO once its state is loaded; without a producer snapshot, the HW.
+  // With one and the state not loaded, nullopt (nothing is deleted yet)
+  // and the load (the snapshot and the log's tail) is queued on the I/O
+  // pool for a later check.
   std::optional<int64_t> retention_bound(Partition& p);
   // For metrics: the LSO when p's state exists and is loaded, else the HW
   // (creates nothing, loads nothing).
@@ -269,6 +269,10 @@ class ProduceService : public ReplicaRoleListener {
   // snapshot is below at_least.
   storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms,
                                  int64_t at_least = -1);
+  // st.load_queued set by the caller: loads st on the I/O pool, then
+  // snapshots (write_snapshot's at_least = snapshot_at); clears the flag.
+  void load_on_pool(const std::shared_ptr<PartitionState>& st, const std::shared_ptr<storage::Log>& log,
+                    int64_t snapshot_at);
 
   Broker& broker_;
   std::mutex mu_;  // guards states_
