@@ -262,22 +262,21 @@ std::optional<int64_t> ProduceService::retention_bound(Partition& p) {
   // partition that rolled since it was created has one, and one written
   // by producers with ids may have transactions open. The load scans the
   // log from the snapshot (up to a segment): not on the background thread
-  // that asks. It is queued on the I/O pool and nothing is deleted until
+  // that asks. It is queued for the I/O pool and nothing is deleted until
   // a later check finds the state loaded. Without a snapshot,
   // last_stable_offset answers the HW.
+  auto st = partition_state(p);
+  bool needs_load = false;
   {
-    auto st = partition_state(p);
     std::lock_guard<std::mutex> lock(st->mu);
     if (!st->loaded) {
       auto type = broker_.fs().file_type(legacy_snapshot_path(p.log()));
-      if (!snapshot_offsets(p.log()).empty() || (type.is_ok() && type.value() == storage::io::FileType::kFile)) {
-        if (!st->load_queued) {
-          st->load_queued = true;
-          load_on_pool(st, p.log_ptr(), -1);
-        }
-        return std::nullopt;
-      }
+      needs_load = !snapshot_offsets(p.log()).empty() || (type.is_ok() && type.value() == storage::io::FileType::kFile);
     }
+  }
+  if (needs_load) {
+    if (!st->load_queued.exchange(true)) load_on_pool(st, p.log_ptr(), -1);
+    return std::nullopt;
   }
   return last_stable_offset(p, false);
 }
@@ -463,48 +462,82 @@ void ProduceService::after_roll(const std::shared_ptr<Partition>& p, int64_t bas
   std::shared_ptr<storage::Log> log = p->log_ptr();
   if (!log || !p->is_leader()) return;
   auto st = partition_state(*p);
+  if (st->load_queued.load()) return;  // the queued load snapshots after it
   bool loaded = false;
   {
     std::lock_guard<std::mutex> lock(st->mu);
-    if (st->load_queued) return;  // the queued load snapshots after it
     loaded = st->loaded;
-    if (!loaded) st->load_queued = true;
   }
   if (loaded) {
     std::lock_guard<std::mutex> guard(alive_->mu);
     if (alive_->alive) (void)write_snapshot(*st, log, Broker::now_ms(), base);
     return;
   }
-  load_on_pool(st, log, base);
+  if (!st->load_queued.exchange(true)) load_on_pool(st, log, base);
 }
 
 void ProduceService::load_on_pool(const std::shared_ptr<PartitionState>& st, const std::shared_ptr<storage::Log>& log,
                                   int64_t snapshot_at) {
+  {
+    std::lock_guard<std::mutex> lock(loads_mu_);
+    loads_.push_back(BackgroundLoad{st, log, snapshot_at});
+    if (load_posted_) return;  // the task on the pool takes it after the others
+    load_posted_ = true;
+  }
+  post_next_load();
+}
+
+void ProduceService::post_next_load() {
+  // One load at a time, one pool thread: after a failover every partition
+  // a broker now leads may need one, and the pool also serves requests.
   // The pool is a newer service than this one (Broker::open creates this
   // one first), so it has stopped before stop() runs: a task never
-  // outlives the service.
-  std::weak_ptr<PartitionState> weak = st;
-  std::weak_ptr<storage::Log> weak_log = log;
-  const bool posted = broker_.service<IoPool>().post([this, weak, weak_log, snapshot_at, alive = alive_] {
-    {
-      std::lock_guard<std::mutex> guard(alive->mu);
-      if (!alive->alive) return;
+  // outlives the service. Each task takes one load and posts the next, so
+  // the pool's stop waits for one load at most.
+  if (broker_.service<IoPool>().post([this] { run_next_load(); })) return;
+  std::deque<BackgroundLoad> dropped;  // stopped: the loads are dropped
+  {
+    std::lock_guard<std::mutex> lock(loads_mu_);
+    dropped.swap(loads_);
+    load_posted_ = false;
+  }
+  for (const BackgroundLoad& l : dropped)
+    if (auto s = l.state.lock()) s->load_queued.store(false);
+}
+
+void ProduceService::run_next_load() {
+  BackgroundLoad job;
+  {
+    std::lock_guard<std::mutex> lock(loads_mu_);
+    if (loads_.empty()) {
+      load_posted_ = false;
+      return;
     }
-    auto s = weak.lock();
-    auto l = weak_log.lock();
-    if (!s || !l) return;
+    job = std::move(loads_.front());
+    loads_.pop_front();
+  }
+  auto s = job.state.lock();
+  auto l = job.log.lock();
+  if (s && l) {
     bool loaded = false;
     {
       std::lock_guard<std::mutex> lock(s->mu);
-      s->load_queued = false;
+      s->load_queued.store(false);
       loaded = ensure_loaded(*s, *l);  // false: writes of a dropped table in flight; asked again later
     }
-    if (loaded) (void)write_snapshot(*s, l, Broker::now_ms(), snapshot_at);
-  });
-  if (!posted) {
-    std::lock_guard<std::mutex> lock(st->mu);
-    st->load_queued = false;
+    if (loaded) {
+      std::lock_guard<std::mutex> guard(alive_->mu);
+      if (alive_->alive) (void)write_snapshot(*s, l, Broker::now_ms(), job.snapshot_at);
+    }
   }
+  {
+    std::lock_guard<std::mutex> lock(loads_mu_);
+    if (loads_.empty()) {
+      load_posted_ = false;
+      return;
+    }
+  }
+  post_next_load();
 }
 
 storage::Status ProduceService::write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log,

@@ -19,12 +19,13 @@
 // and the .txnindex files rebuilt. Snapshots are written at stop() (clean
 // shutdown), at most once a minute per partition with new idempotent
 // appends, and, as Kafka does, at every roll of a leader's log (after_roll:
-// a table not loaded yet is loaded first, on the I/O pool; so a partition
-// only plain producers write gets one too, and a load after a crash scans
-// about one segment, not the whole log). They are written from the
-// background thread; the .txnindex files are fsynced first, and after a
-// new snapshot only it and the newest older one are kept (a crash that
-// cuts the log below the newer one leaves the older one usable). The pre-Kafka file
+// a table not loaded yet is loaded first, on the I/O pool, one partition
+// at a time; so a partition only plain producers write gets one too, and a
+// load after a crash scans about one segment, not the whole log). They are
+// written from the background thread (or the pool after its load); the
+// .txnindex files are fsynced first, and after a new snapshot only it and
+// the newest older one are kept (a crash that cuts the log below the newer
+// one leaves the older one usable). The pre-Kafka file
 // `ciuic-producer-state` is read when no `.snapshot` exists (an upgrade),
 // its aborted list written to the .txnindex files, and removed by the next
 // snapshot. A snapshot whose offset is beyond the log end (a crash cut the
@@ -71,6 +72,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -127,7 +129,7 @@ struct PartitionState {
   // known); a roll snapshots a table that has not changed when its last
   // snapshot is below the new segment.
   int64_t snapshot_offset = -1;
-  bool load_queued = false;  // under mu: a load is queued on the I/O pool (load_on_pool)
+  std::atomic<bool> load_queued{false};  // a load is queued for the I/O pool (load_on_pool)
   int64_t loaded_from = -1;  // under mu: where the last load's scan of the log began (its log line, tests)
   std::mutex file_mu;               // one snapshot write at a time
   int64_t written_offset = -1;      // under file_mu
@@ -269,10 +271,13 @@ class ProduceService : public ReplicaRoleListener {
   // snapshot is below at_least.
   storage::Status write_snapshot(PartitionState& st, const std::shared_ptr<storage::Log>& log, int64_t now_ms,
                                  int64_t at_least = -1);
-  // st.load_queued set by the caller: loads st on the I/O pool, then
-  // snapshots (write_snapshot's at_least = snapshot_at); clears the flag.
+  // st.load_queued set by the caller: queues st's load for the I/O pool
+  // (one at a time, in order), then a snapshot (write_snapshot's at_least
+  // = snapshot_at); the load clears the flag. Takes no PartitionState lock.
   void load_on_pool(const std::shared_ptr<PartitionState>& st, const std::shared_ptr<storage::Log>& log,
                     int64_t snapshot_at);
+  void post_next_load();
+  void run_next_load();
 
   Broker& broker_;
   std::mutex mu_;  // guards states_
@@ -286,6 +291,17 @@ class ProduceService : public ReplicaRoleListener {
     bool alive = true;
   };
   std::shared_ptr<Alive> alive_ = std::make_shared<Alive>();
+
+  // The loads queued for the I/O pool (load_on_pool), and whether a task
+  // that takes them is posted.
+  struct BackgroundLoad {
+    std::weak_ptr<PartitionState> state;
+    std::weak_ptr<storage::Log> log;
+    int64_t snapshot_at = -1;
+  };
+  std::mutex loads_mu_;
+  std::deque<BackgroundLoad> loads_;  // under loads_mu_
+  bool load_posted_ = false;          // under loads_mu_
 
   std::atomic<uint64_t> next_guard_{0};
   std::mutex pid_mu_;

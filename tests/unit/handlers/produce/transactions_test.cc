@@ -530,33 +530,43 @@ TEST_CASE("retention deletes no segment past an open transaction's first offset"
 TEST_CASE("after a restart retention leaves the producer state's load to the I/O pool and deletes at a later check",
           "[txn]") {
   BrokerFixture f;
-  create_topic(f, "t", 1, {{"segment.bytes", "1024"}, {"retention.ms", "60000"}});
-  // Old plain records over several segments: their rolls snapshot the
-  // producer state (loaded for it), so after the restart the partition has
-  // a snapshot and a state that is not loaded.
-  for (int i = 0; i < 24; ++i)
-    REQUIRE(produce_one(f, "t", make_batch({.records = 10, .timestamp = 1000})).error_code == 0);
-  auto p = f.broker().topics().partition("t", 0);
-  REQUIRE(p->log().segment_count() >= 4);
-  const std::string dir = p->log().dir();
-  p.reset();
+  constexpr int32_t kParts = 3;
+  create_topic(f, "t", kParts, {{"segment.bytes", "1024"}, {"retention.ms", "60000"}});
+  // Old plain records over several segments of each partition: their
+  // rolls snapshot the producer state (loaded for it), so after the
+  // restart each partition has a snapshot and a state that is not loaded.
+  std::vector<std::string> dirs;
+  for (int32_t i = 0; i < kParts; ++i) {
+    for (int b = 0; b < 24; ++b) {
+      auto batch = make_batch({.records = 10, .timestamp = 1000});
+      auto resp = f.call<protocol::ProduceResponse>(produce_request("t", i, batch), 9);
+      REQUIRE(only_partition(resp).error_code == 0);
+    }
+    auto p = f.broker().topics().partition("t", i);
+    REQUIRE(p->log().segment_count() >= 4);
+    dirs.push_back(p->log().dir());
+  }
   f.restart();
-  REQUIRE_FALSE(files_with(dir, ".snapshot").empty());
-  p = f.broker().topics().partition("t", 0);
+  for (const auto& d : dirs) REQUIRE_FALSE(files_with(d, ".snapshot").empty());
   auto& producers = f.broker().service<produce::ProduceService>();
-  REQUIRE_FALSE(producers.loaded_for_writes(*p));
+  std::vector<std::shared_ptr<Partition>> parts;
+  for (int32_t i = 0; i < kParts; ++i) {
+    parts.push_back(f.broker().topics().partition("t", i));
+    REQUIRE_FALSE(producers.loaded_for_writes(*parts.back()));
+  }
   auto tick = [&, later = int64_t{0}]() mutable {
     later += 600'000;  // past log.retention.check.interval.ms each time
     REQUIRE(f.broker().logs().tick(Broker::now_ms() + later).is_ok());
   };
-  // The retention check (the background thread's) does not scan the log
-  // itself: the load goes to the pool and nothing is deleted yet ...
+  // The retention check (the background thread's) does not scan the logs
+  // itself: the loads are queued for the pool (taken one after another)
+  // and nothing is deleted yet ...
   tick();
-  CHECK(p->log_start_offset() == 0);
-  REQUIRE(eventually([&] { return producers.loaded_for_writes(*p); }));
-  // ... and the next check, with the state loaded, deletes the old segments.
+  for (const auto& p : parts) CHECK(p->log_start_offset() == 0);
+  for (const auto& p : parts) REQUIRE(eventually([&] { return producers.loaded_for_writes(*p); }));
+  // ... and the next check, with the states loaded, deletes the old segments.
   tick();
-  CHECK(p->log_start_offset() > 0);
+  for (const auto& p : parts) CHECK(p->log_start_offset() > 0);
 }
 
 TEST_CASE("a transaction found in PrepareCommit at start-up gets its markers and completes", "[txn]") {
