@@ -37,7 +37,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 
-from run_vs_kafka import KAFKA_VERSION, _import_launchers, loadavg, make_kafka, stop_quietly  # noqa: E402
+from run_vs_kafka import (KAFKA_VERSION, _import_launchers, add_binary_args, loadavg, make_kafka,  # noqa: E402
+                          stop_quietly)
 
 ROWS = [("alone", "8 hot readers, alone"),
         ("cached", "8 hot + replay 2 GB from page cache"),
@@ -107,10 +108,7 @@ def fmt(v, prec=1):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build", "release"))
-    ap.add_argument("--broker", default=os.path.join(build, "bin", "ciuickafka"))
-    ap.add_argument("--bench", default=os.path.join(build, "bin", "broker_bench"))
-    ap.add_argument("--kafka-tools", default=os.path.join(ROOT, "build", "java", "tools-" + KAFKA_VERSION))
+    add_binary_args(ap)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--read-limit", default="", help='"MAJ:MIN BYTES_PER_S": cgroup v1 blkio read limit')

@@ -487,12 +487,17 @@ def report(a, results, phases, generators, load_before, load_after, rounds_done,
         print("wrote vs_kafka.md and vs_kafka.csv in %s (no chart: apt-get install python3-matplotlib)" % a.out)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_binary_args(ap):
+    """--broker, --bench and --kafka-tools, with their defaults (BUILD_DIR, else build/release)."""
     build = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build", "release"))
     ap.add_argument("--broker", default=os.path.join(build, "bin", "ciuickafka"))
     ap.add_argument("--bench", default=os.path.join(build, "bin", "broker_bench"))
     ap.add_argument("--kafka-tools", default=os.path.join(ROOT, "build", "java", "tools-" + KAFKA_VERSION))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_binary_args(ap)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--msgs-100", type=int, default=1_000_000, help="records per 100 B run")
     ap.add_argument("--msgs-1k", type=int, default=250_000, help="records per 1 KiB run")
