@@ -561,15 +561,27 @@ storage::Status ProduceService::write_snapshot(PartitionState& st, const std::sh
     st.dirty = false;
     st.last_snapshot_ms = now_ms;
   }
-  std::lock_guard<std::mutex> file_lock(st.file_mu);
-  if (offset < st.written_offset) return {};  // a newer one is already there
-  // The aborted transactions below offset are durable before a snapshot
-  // says the log below it needs no scan.
-  CK_RETURN_IF_ERROR(log->sync_aborted_txns());
-  storage::Status s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log, offset), data);
-  if (!s.is_ok()) return s;
-  st.written_offset = offset;
-  remove_snapshots(*log, offset, true);  // all older ones but the newest (and the pre-Kafka file)
+  storage::Status s;
+  {
+    std::lock_guard<std::mutex> file_lock(st.file_mu);
+    if (offset < st.written_offset) return {};  // a newer one is already there
+    // The aborted transactions below offset are durable before a snapshot
+    // says the log below it needs no scan.
+    s = log->sync_aborted_txns();
+    if (s.is_ok()) s = storage::io::write_file_atomically(broker_.fs(), snapshot_path(*log, offset), data);
+    if (s.is_ok()) {
+      st.written_offset = offset;
+      remove_snapshots(*log, offset, true);  // all older ones but the newest (and the pre-Kafka file)
+      return s;
+    }
+  }
+  // Not written: the table is still owed a snapshot (the next roll, the
+  // minute's, or the clean shutdown's writes it). file_mu is released
+  // first: the order is mu, then file_mu.
+  CK_LOG_WARN("produce", "%s: producer snapshot at %lld not written: %s", log->dir().c_str(),
+              static_cast<long long>(offset), s.to_string().c_str());
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (st.loaded) st.dirty = true;
   return s;
 }
 

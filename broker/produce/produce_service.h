@@ -106,7 +106,7 @@ struct PartitionState {
   // loaded_for_writes() (a hint: the caller then takes mu).
   std::atomic<bool> loaded{false};
   ProducerStateTable table;         // under mu
-  bool dirty = false;               // under mu: appends since the last snapshot
+  bool dirty = false;               // under mu: appends since the last snapshot written (or tried and failed)
   bool rescan = false;              // under mu: the next load ignores the snapshot (a role change)
   bool snapshot_queued = false;     // under mu
   // Under mu: the next load must wait for the writes in flight (a dropped
