@@ -108,9 +108,16 @@ class BrokerConfigStore final : public ConfigStore {
   std::optional<std::string> effective(const ConfigMap& overrides, const std::string& key) const override {
     auto it = overrides.find(key);
     if (it != overrides.end()) return it->second;
-    return config::find_key(key) ? broker_.config().describe_value(key) : std::nullopt;
+    if (config::find_key(key)) return broker_.config().describe_value(key);
+    const config::Entry* e = broker_.config().listener_entry(key);
+    return e ? config::format_value(e->value) : std::nullopt;
   }
-  const config::KeyDef* key_def(const std::string& name) const override { return config::find_key(name); }
+  // A listener override (config/broker_config.h) is its base key's kind.
+  const config::KeyDef* key_def(const std::string& name) const override {
+    if (const config::KeyDef* k = config::find_key(name)) return k;
+    auto lk = config::parse_listener_key(name);
+    return lk ? lk->base : nullptr;
+  }
 
  private:
   replication::zk::Session* zk_;

@@ -9,9 +9,10 @@
 // then its default). The known topic configs are the topic-level names of
 // the registry (one per synonym group), in name order.
 //
-// Broker configs: every registry key, read_only (this broker has no dynamic
-// configs yet: AlterConfigs on a broker resource is refused), source from
-// where it was set. Passwords are reported as null and sensitive.
+// Broker configs: every registry key, read_only unless it can be set
+// dynamically here, source from where it was set, then the listener
+// overrides that are set (listener.name.<l>.max.connections, ...).
+// Passwords are reported as null and sensitive.
 //
 // CreateTopics v5+ reuses describe_topic_configs for the configs of the
 // topic it made. Header-only (inline functions).
@@ -146,6 +147,32 @@ inline std::vector<DescribedConfig> describe_broker_configs(const config::Broker
     d.documentation = std::string(k.doc);
     if (with_synonyms) d.synonyms = broker_synonyms(cfg, k.name);
     // The default resource shows only the dynamic defaults among them (Kafka).
+    if (cluster_default)
+      std::erase_if(d.synonyms, [](const ConfigSynonym& s) {
+        return s.source != config::DescribeSource::kDynamicDefaultBrokerConfig;
+      });
+    out.push_back(std::move(d));
+  }
+  // The listener overrides that are set (config/broker_config.h), as Kafka
+  // lists the listener-prefixed keys among a broker's configs.
+  for (const std::string& name : cfg.listener_overrides()) {
+    if (!wanted(keys, name)) continue;
+    const config::Entry* e = cfg.listener_entry(name);
+    if (cluster_default) {
+      auto v = defaults.find(name);
+      if (v == defaults.end()) continue;
+    }
+    DescribedConfig d;
+    d.name = name;
+    d.value = cluster_default ? std::optional<std::string>(defaults.at(name)) : config::format_value(e->value);
+    d.source = cluster_default ? config::DescribeSource::kDynamicDefaultBrokerConfig : config::describe_source(e->source);
+    // Kafka 3.9 says read-only of these (its check looks the prefixed name
+    // up among its dynamic keys), although they change live there as here.
+    d.read_only = true;
+    d.config_type = describe_type(config::ConfigType::kInt);
+    d.documentation =
+        "The listener's own value of " + std::string(config::parse_listener_key(name)->base->name) + ".";
+    if (with_synonyms) d.synonyms = broker_synonyms(cfg, name);
     if (cluster_default)
       std::erase_if(d.synonyms, [](const ConfigSynonym& s) {
         return s.source != config::DescribeSource::kDynamicDefaultBrokerConfig;

@@ -59,6 +59,7 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
   // refused too, where Kafka stores it as a custom config (README).
   for (const auto& [name, value] : configs) {
     const config::KeyDef* k = config::find_key(name);
+    if (k == nullptr && config::parse_listener_key(name)) continue;  // set_dynamic checks its value
     if (k == nullptr) return {ErrorCode::INVALID_REQUEST, "Unknown broker configuration '" + name + "'."};
     if (auto why = config::not_dynamic_reason(*k))
       return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + *why};
@@ -220,7 +221,9 @@ config::DynamicMap accepted(const config::DynamicMap& in, const std::string& whe
   for (const auto& [k, v] : in) {
     const config::KeyDef* def = config::find_key(k);
     std::optional<std::string> why;
-    if (def == nullptr) why = "unknown key";
+    if (auto lk = def == nullptr ? config::parse_listener_key(k) : std::nullopt) {
+      if (auto parsed = config::parse_listener_value(k, *lk, v); !parsed) why = parsed.error().message;
+    } else if (def == nullptr) why = "unknown key";
     else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
     else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
     if (why) {

@@ -4,9 +4,11 @@
 #include "broker/config/listeners.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace ciuickafka::broker::config {
 namespace {
@@ -95,6 +97,47 @@ std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
   return "it takes effect only at start-up here: set it in server.properties, --override or KAFKA_* and restart";
 }
 
+namespace {
+constexpr std::string_view kListenerPrefix = "listener.name.";
+constexpr std::string_view kListenerKeys[] = {"max.connections", "max.connection.creation.rate"};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
+std::optional<ListenerKey> parse_listener_key(std::string_view name) {
+  if (!name.starts_with(kListenerPrefix)) return std::nullopt;
+  const std::string_view rest = name.substr(kListenerPrefix.size());
+  const size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string_view::npos) return std::nullopt;
+  const std::string_view listener = rest.substr(0, dot), key = rest.substr(dot + 1);
+  // Kafka matches the prefix as written by ListenerName.configPrefix: the
+  // name in lower case. Another spelling is not an override (an unknown key).
+  for (char c : listener)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+          c == '-'))
+      return std::nullopt;
+  for (std::string_view k : kListenerKeys)
+    if (k == key) return ListenerKey{std::string(listener), find_key(k)};
+  return std::nullopt;
+}
+
+Result<Value> parse_listener_value(std::string_view name, const ListenerKey& k, std::string_view raw) {
+  auto v = parse_value(*k.base, raw);
+  const int32_t* n = v ? std::get_if<int32_t>(&v.value()) : nullptr;
+  if (n == nullptr || *n < 1)
+    return ConfigError{"invalid value \"" + std::string(trim(raw)) + "\" for " + std::string(name) +
+                       ": expected an integer >= 1"};
+  return v;
+}
+
+std::string listener_key_name(std::string_view listener, std::string_view key) {
+  return std::string(kListenerPrefix) + lower(listener) + "." + std::string(key);
+}
+
 BrokerConfig BrokerConfig::defaults() {
   BrokerConfig c;
   for (const KeyDef& k : all_keys()) {
@@ -109,11 +152,15 @@ BrokerConfig BrokerConfig::defaults() {
   return c;
 }
 
-BrokerConfig::BrokerConfig(const BrokerConfig& other) : entries_(other.entries_) { copy_dynamic_from(other); }
+BrokerConfig::BrokerConfig(const BrokerConfig& other)
+    : entries_(other.entries_), listener_entries_(other.listener_entries_) {
+  copy_dynamic_from(other);
+}
 
 BrokerConfig& BrokerConfig::operator=(const BrokerConfig& other) {
   if (this == &other) return *this;
   entries_ = other.entries_;
+  listener_entries_ = other.listener_entries_;
   tables_.reset();
   live_.store(nullptr, std::memory_order_release);
   copy_dynamic_from(other);
@@ -121,13 +168,16 @@ BrokerConfig& BrokerConfig::operator=(const BrokerConfig& other) {
 }
 
 BrokerConfig::BrokerConfig(BrokerConfig&& other) noexcept
-    : entries_(std::move(other.entries_)), tables_(std::move(other.tables_)) {
+    : entries_(std::move(other.entries_)),
+      listener_entries_(std::move(other.listener_entries_)),
+      tables_(std::move(other.tables_)) {
   live_.store(other.live_.exchange(nullptr), std::memory_order_release);
 }
 
 BrokerConfig& BrokerConfig::operator=(BrokerConfig&& other) noexcept {
   if (this == &other) return *this;
   entries_ = std::move(other.entries_);
+  listener_entries_ = std::move(other.listener_entries_);
   tables_ = std::move(other.tables_);
   live_.store(other.live_.exchange(nullptr), std::memory_order_release);
   return *this;
@@ -156,10 +206,21 @@ Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const 
   next->effective = entries_;
   next->raw_default = cluster_default;
   next->raw_broker = this_broker;
-  auto lay = [&](const DynamicMap& m, ConfigSource source, std::map<size_t, Entry>& into) -> std::optional<ConfigError> {
+  auto lay = [&](const DynamicMap& m, ConfigSource source, std::map<size_t, Entry>& into,
+                 std::map<std::string, Entry>& listener_into) -> std::optional<ConfigError> {
+    const char* origin = source == ConfigSource::kDynamicBroker ? "dynamic broker config" : "dynamic default broker config";
     for (const auto& [name, text] : m) {
       const KeyDef* k = find_key(name);
-      if (k == nullptr) return ConfigError{"unknown configuration key \"" + name + "\""};
+      if (k == nullptr) {
+        // A listener override: this broker may not have the listener (a
+        // cluster default serves every broker), so any listener name goes.
+        auto lk = parse_listener_key(name);
+        if (!lk) return ConfigError{"unknown configuration key \"" + name + "\""};
+        auto v = parse_listener_value(name, *lk, text);
+        if (!v) return v.error();
+        listener_into[name] = Entry{std::move(v).value(), source, origin};
+        continue;
+      }
       if (auto why = not_dynamic_reason(*k))
         return ConfigError{"cannot update " + name + " dynamically: " + *why};
       auto v = parse_value(*k, text);
@@ -167,13 +228,14 @@ Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const 
       Entry e;
       e.value = std::move(v).value();
       e.source = source;
-      e.origin = source == ConfigSource::kDynamicBroker ? "dynamic broker config" : "dynamic default broker config";
+      e.origin = origin;
       into[key_index(*k)] = e;
     }
     return std::nullopt;
   };
-  if (auto e = lay(cluster_default, ConfigSource::kDynamicDefault, next->dynamic_default)) return *e;
-  if (auto e = lay(this_broker, ConfigSource::kDynamicBroker, next->dynamic_broker)) return *e;
+  if (auto e = lay(cluster_default, ConfigSource::kDynamicDefault, next->dynamic_default, next->listener_default))
+    return *e;
+  if (auto e = lay(this_broker, ConfigSource::kDynamicBroker, next->dynamic_broker, next->listener_broker)) return *e;
   for (const auto* layer : {&next->dynamic_default, &next->dynamic_broker})
     for (const auto& [i, e] : *layer) next->effective[i] = e;
   // The start-up checks that concern dynamic keys, on a candidate.
@@ -216,6 +278,32 @@ const std::string& BrokerConfig::get_string(std::string_view name) const {
   return get_as<std::string>(e, name);
 }
 
+const Entry* BrokerConfig::listener_entry(std::string_view name) const {
+  const std::string key(name);
+  if (const Table* t = live()) {
+    for (const auto* layer : {&t->listener_broker, &t->listener_default})
+      if (auto it = layer->find(key); it != layer->end()) return &it->second;
+  }
+  auto it = listener_entries_.find(key);
+  return it == listener_entries_.end() ? nullptr : &it->second;
+}
+
+std::optional<int32_t> BrokerConfig::listener_int(std::string_view listener, std::string_view key) const {
+  const Entry* e = listener_entry(listener_key_name(listener, key));
+  if (e == nullptr) return std::nullopt;
+  const int32_t* n = std::get_if<int32_t>(&e->value);
+  return n ? std::optional<int32_t>(*n) : std::nullopt;
+}
+
+std::vector<std::string> BrokerConfig::listener_overrides() const {
+  std::set<std::string> names;
+  for (const auto& [n, e] : listener_entries_) names.insert(n);
+  if (const Table* t = live())
+    for (const auto* layer : {&t->listener_broker, &t->listener_default})
+      for (const auto& [n, e] : *layer) names.insert(n);
+  return {names.begin(), names.end()};
+}
+
 std::optional<std::string> BrokerConfig::describe_value(std::string_view name) const {
   if (must_find(name).type == ConfigType::kPassword) return std::nullopt;
   return format_value(entry(name).value);
@@ -227,18 +315,32 @@ std::vector<Synonym> BrokerConfig::synonyms(std::string_view name) const {
   // value, every default; then the leading entries of other keys are
   // dropped, so a key lists its own entries and what follows them (a
   // retention.hours after a dynamic retention.ms shows only its default).
+  // A listener override's list starts with its own entries at each source,
+  // then its base key's group (Kafka's brokerConfigSynonyms with listener
+  // overrides matched); the name points into the map that holds it.
   std::vector<Synonym> all;
   const Table* t = live();
-  const auto group = synonym_keys(name);
+  const auto lk = parse_listener_key(name);
+  const auto group = synonym_keys(lk ? lk->base->name : name);
   auto shown = [](const KeyDef* k, const Value& v) {
     return k->type == ConfigType::kPassword ? std::nullopt : format_value(v);
   };
+  auto own = [&](const std::map<std::string, Entry>& m) {
+    if (!lk) return;
+    if (auto it = m.find(std::string(name)); it != m.end())
+      all.push_back({it->first, format_value(it->second.value), it->second.source});
+  };
   if (t != nullptr) {
-    for (const auto* dyn : {&t->dynamic_broker, &t->dynamic_default})
-      for (const KeyDef* k : group)
-        if (auto d = dyn->find(key_index(*k)); d != dyn->end())
-          all.push_back({k->name, shown(k, d->second.value), d->second.source});
+    own(t->listener_broker);
+    for (const KeyDef* k : group)
+      if (auto d = t->dynamic_broker.find(key_index(*k)); d != t->dynamic_broker.end())
+        all.push_back({k->name, shown(k, d->second.value), d->second.source});
+    own(t->listener_default);
+    for (const KeyDef* k : group)
+      if (auto d = t->dynamic_default.find(key_index(*k)); d != t->dynamic_default.end())
+        all.push_back({k->name, shown(k, d->second.value), d->second.source});
   }
+  own(listener_entries_);
   for (const KeyDef* k : group) {
     const Entry& e = entries_[key_index(*k)];
     if (e.source != ConfigSource::kDefault) all.push_back({k->name, shown(k, e.value), e.source});
@@ -308,11 +410,21 @@ int64_t BrokerConfig::offsets_retention_ms() const {
 Result<LoadedConfig> load_config(const ConfigInput& input) {
   LoadedConfig out{BrokerConfig::defaults(), {}};
   std::map<size_t, Raw> raw;  // registry index -> winning raw value
+  std::map<std::string, Raw> raw_listener;  // listener overrides, by name
   auto offer = [&](std::string_view name, std::string text, ConfigSource source, std::string origin, int rank) {
     const KeyDef* k = find_key(name);
+    if (!k && parse_listener_key(name)) {
+      auto [it, inserted] = raw_listener.try_emplace(std::string(name));
+      if (!inserted && it->second.source == source && it->second.rank > rank) return;
+      it->second = Raw{std::move(text), source, std::move(origin), rank};
+      return;
+    }
     if (!k) {
+      std::string hint;
+      if (auto lk = parse_listener_key(lower(name)); lk && name.starts_with(kListenerPrefix))
+        hint = " (a listener override names its listener in lower case: " + lower(name) + ")";
       out.warnings.push_back("unknown configuration key \"" + std::string(name) + "\" (from " + origin +
-                             "); ignored");
+                             "); ignored" + hint);
       return;
     }
     auto [it, inserted] = raw.try_emplace(key_index(*k));
@@ -352,6 +464,12 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
                              " (from " + e.origin + ")");
   }
 
+  for (auto& [name, r] : raw_listener) {
+    auto v = parse_listener_value(name, *parse_listener_key(name), r.text);
+    if (!v) return ConfigError{v.error().message + " (from " + r.origin + ")"};
+    out.config.listener_entries_[name] = Entry{std::move(v).value(), r.source, std::move(r.origin)};
+  }
+
   // Checks across keys.
   const BrokerConfig& c = out.config;
   if (c.is_set("node.id") && c.is_set("broker.id") && c.get_int("node.id") != c.get_int("broker.id"))
@@ -369,7 +487,21 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
     return ConfigError{"invalid value \"0\" for max.connections.per.ip: expected a value >= 1 unless "
                        "max.connections.per.ip.overrides is set (from " + c.entry("max.connections.per.ip").origin + ")"};
   // Listener names, ports and protocols checked together.
-  if (auto listeners = resolve_listeners(c); !listeners) return listeners.error();
+  auto listeners = resolve_listeners(c);
+  if (!listeners) return listeners.error();
+  // An override naming no listener of this broker has no effect here.
+  for (const auto& [name, e] : c.listener_entries_) {
+    const std::string l = parse_listener_key(name)->listener;
+    bool found = false;
+    std::string names;
+    for (const Endpoint& ep : listeners.value().bound) {
+      found = found || lower(ep.name) == l;
+      names += (names.empty() ? "" : ", ") + ep.name;
+    }
+    if (!found)
+      out.warnings.push_back(name + " names no listener of this broker (" + names + "); it has no effect (from " +
+                             e.origin + ")");
+  }
   return out;
 }
 

@@ -75,6 +75,26 @@ using DynamicMap = std::map<std::string, std::string>;
 // effect live in CiuicKafka); when not, why not, one line.
 std::optional<std::string> not_dynamic_reason(const KeyDef& k);
 
+// Kafka's listener overrides (its ListenerReconfigurable configs):
+// `listener.name.<l>.<key>`, <l> a listener's name in lower case (as
+// Kafka's ListenerName.configPrefix writes it), for the keys that a
+// listener may set for itself: max.connections and
+// max.connection.creation.rate. A listener's value of such a key is its
+// override, else the broker's value of the key (Kafka's
+// valuesWithPrefixOverride). Set like any other key (file, --override,
+// KAFKA_*; an override naming no listener of this broker warns) and
+// dynamically, per broker or as the cluster default; an override must be
+// an integer >= 1 (Kafka's validateReconfiguration).
+struct ListenerKey {
+  std::string listener;  // lower case, as in the key
+  const KeyDef* base = nullptr;
+};
+std::optional<ListenerKey> parse_listener_key(std::string_view name);
+// The key's value parsed and checked; the error names the whole key.
+Result<Value> parse_listener_value(std::string_view name, const ListenerKey& k, std::string_view raw);
+// "listener.name.<lower-case listener>.<key>".
+std::string listener_key_name(std::string_view listener, std::string_view key);
+
 class BrokerConfig {
  public:
   // Every key at its default.
@@ -126,6 +146,14 @@ class BrokerConfig {
   int64_t log_flush_interval_ms() const;  // log.flush.interval.ms > log.flush.scheduler.interval.ms
   int64_t offsets_retention_ms() const;   // offsets.retention.minutes in ms
 
+  // A listener override (parse_listener_key): the value in effect for the
+  // listener (any case), nullopt when none is set; and every override
+  // set, by any source, by name.
+  std::optional<int32_t> listener_int(std::string_view listener, std::string_view key) const;
+  std::vector<std::string> listener_overrides() const;
+  // The entry in effect of an override that is set (nullptr otherwise).
+  const Entry* listener_entry(std::string_view name) const;
+
   // The key of `name`'s group whose value is in effect (see above).
   const KeyDef& effective_key(std::string_view name) const;
   // The effective value of `name`'s group, an int or long key's, in
@@ -142,12 +170,15 @@ class BrokerConfig {
     std::map<size_t, Entry> dynamic_default;      // registry index -> entry
     std::map<size_t, Entry> dynamic_broker;
     DynamicMap raw_default, raw_broker;
+    // Listener overrides set dynamically, by key name.
+    std::map<std::string, Entry> listener_default, listener_broker;
   };
   const std::vector<Entry>& table() const;
   const Table* live() const { return live_.load(std::memory_order_acquire); }
   void copy_dynamic_from(const BrokerConfig& other);
 
   std::vector<Entry> entries_;  // the start-up entries, parallel to all_keys()
+  std::map<std::string, Entry> listener_entries_;  // listener overrides set at start-up, by name
   // The dynamic tables, each kept until the BrokerConfig goes (readers may
   // hold references into them); live_ is the newest (null: none yet).
   std::unique_ptr<std::deque<std::unique_ptr<Table>>> tables_;

@@ -290,7 +290,9 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Client connections the broker holds at once, all listeners together. When reached, the "
                   "broker stops accepting (new connections wait in the listen backlog) until one closes, as "
                   "Kafka's acceptor does. With more than one listener, the inter-broker listener is not held "
-                  "back by this limit (its connections still count).")
+                  "back by this limit (its connections still count). Each listener is also limited to this "
+                  "many connections of its own, or to listener.name.<listener>.max.connections (the "
+                  "listener's name in lower case) where that is set.")
                   .valid(V::at_least(0)));
   k.push_back(key("max.connections.per.ip", T::kInt, "2147483647", S::kSocket,
                   "Connections one IP address may hold at once. A connection over the limit is closed as "
@@ -310,7 +312,7 @@ std::vector<KeyDef> detail::make_key_table() {
                   "connection that puts the rate over it is held (and nothing else accepted; new connections "
                   "wait in the listen backlog) for as long as brings the rate back, at most one window, then "
                   "served. With more than one listener, the inter-broker listener counts only against its own "
-                  "rate.")
+                  "rate. listener.name.<listener>.max.connection.creation.rate sets one listener's own rate.")
                   .valid(V::at_least(0)));
   k.push_back(key("quota.window.num", T::kInt, "11", S::kSocket,
                   "Samples kept in memory for rate quotas (here: max.connection.creation.rate).")

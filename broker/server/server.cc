@@ -68,8 +68,7 @@ Server::Server(Broker& broker, DispatchFn dispatch)
       max_connections_(broker.config().get_int("max.connections")),
       max_per_ip_(broker.config().get_int("max.connections.per.ip")),
       max_creation_rate_(broker.config().get_int("max.connection.creation.rate")),
-      broker_rate_(broker.config().get_int("quota.window.num"),
-                   int64_t{broker.config().get_int("quota.window.size.seconds")} * 1000),
+      broker_rate_(new_rate()),
       // Kafka protects the inter-broker listener only when there are others.
       protected_listener_(broker.listeners().bound.size() > 1 ? broker.listeners().inter_broker : std::string()) {}
 
@@ -111,8 +110,11 @@ bool Server::start(std::string* error) {
     l.acceptor = std::make_unique<tcp::acceptor>(threads_[0]->ioc);
     l.retry = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
     l.throttle = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
-    l.rate = std::make_unique<ConnectionRate>(broker_.config().get_int("quota.window.num"),
-                                              int64_t{broker_.config().get_int("quota.window.size.seconds")} * 1000);
+    l.rate = new_rate();
+    {
+      std::lock_guard<std::mutex> lock(conns_mu_);
+      read_listener_limits_locked(l);
+    }
     if (!open_acceptor(*l.acceptor, ep, error)) {
       l.acceptor.reset();  // before the io_context it uses
       l.retry.reset();
@@ -447,6 +449,7 @@ void Server::apply_connection_limits() {
     max_connections_ = broker_.config().get_int("max.connections");
     max_per_ip_ = broker_.config().get_int("max.connections.per.ip");
     max_creation_rate_ = broker_.config().get_int("max.connection.creation.rate");
+    for (Listener& l : listeners_) read_listener_limits_locked(l);
     if (resolved) ip_overrides_ = std::move(overrides);
     if (!stopping_.load())
       for (Listener& l : listeners_)
@@ -456,6 +459,18 @@ void Server::apply_connection_limits() {
   for (Listener* l : waiting) asio::post(first_->ioc, [this, l] { resume(*l); });
 }
 
+void Server::read_listener_limits_locked(Listener& l) const {
+  const config::BrokerConfig& c = broker_.config();
+  l.max_connections = c.listener_int(l.name, "max.connections").value_or(max_connections_);
+  l.max_creation_rate = c.listener_int(l.name, "max.connection.creation.rate").value_or(max_creation_rate_);
+}
+
+std::unique_ptr<ConnectionRate> Server::new_rate() const {
+  const config::BrokerConfig& c = broker_.config();
+  return std::make_unique<ConnectionRate>(c.get_int("quota.window.num"),
+                                          int64_t{c.get_int("quota.window.size.seconds")} * 1000);
+}
+
 int64_t Server::record_connection_locked(Listener& l) {
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now().time_since_epoch())
@@ -463,8 +478,8 @@ int64_t Server::record_connection_locked(Listener& l) {
   // As Kafka: the broker-wide rate first (not for the protected listener),
   // then the listener's; the longer wait.
   int64_t wait = 0;
-  if (l.name != protected_listener_) wait = broker_rate_.record(now, max_creation_rate_);
-  wait = std::max(wait, l.rate->record(now, max_creation_rate_));
+  if (l.name != protected_listener_) wait = broker_rate_->record(now, max_creation_rate_);
+  wait = std::max(wait, l.rate->record(now, l.max_creation_rate));
   if (wait > 0) {
     ++l.throttled;
     l.throttled_ms += wait;
@@ -473,6 +488,9 @@ int64_t Server::record_connection_locked(Listener& l) {
 }
 
 bool Server::slot_available_locked(const Listener& l) const {
+  // As Kafka's ConnectionQuotas: the listener's own limit first, then the
+  // broker's (which the inter-broker listener is exempt from).
+  if (l.count >= l.max_connections) return false;
   return l.name == protected_listener_ || static_cast<int64_t>(conns_.size()) < max_connections_;
 }
 
@@ -608,9 +626,10 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
         sockets_moved_.fetch_add(1, std::memory_order_relaxed);
       }
       ++ip_counts_[addr];
+      ++l.count;
       o.gate = home->gate;
       c = std::make_shared<Connection>(std::move(socket), ++next_id_, std::move(o));
-      conns_[c->id()] = Live{c, home, addr};
+      conns_[c->id()] = Live{c, home, addr, &l};
     }
   }
   if (refused_at >= 0) {
@@ -641,6 +660,7 @@ void Server::on_connection_closed(uint64_t id) {
     if (it != conns_.end()) {
       auto ip = ip_counts_.find(it->second.address);
       if (ip != ip_counts_.end() && --ip->second <= 0) ip_counts_.erase(ip);
+      if (it->second.listener != nullptr) --it->second.listener->count;
       conns_.erase(it);
     }
     conns_cv_.notify_all();  // stop() waits for none left, a resize for none on the leaving threads

@@ -29,7 +29,10 @@
 //     until one closes. With more than one listener, the inter-broker
 //     listener is exempt from the wait (its connections still count), so
 //     followers reach a flooded leader. Unlike Kafka, no connection of
-//     another listener is closed to make room for it.
+//     another listener is closed to make room for it. Each listener also
+//     has its own limit on its own connections (Kafka's
+//     listener.name.<l>.max.connections, by default the broker's value),
+//     which binds the inter-broker listener too.
 //   - max.connections.per.ip, max.connections.per.ip.overrides: a
 //     connection from an address already at its limit is closed as soon as
 //     it is accepted, before anything is read.
@@ -41,14 +44,14 @@
 //     window) before handing it on, and accepts nothing meanwhile (new
 //     connections wait in the listen backlog), as Kafka's acceptor does.
 //     With more than one listener, the inter-broker listener counts only
-//     against its own listener's rate. Kafka's per-listener override
-//     (listener.name.<l>.max.connection.creation.rate) and per-IP rate
-//     quotas (client quotas) do not exist here.
-// The four are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
-// DynamicConnectionQuota: a change applies to the connections accepted
-// after it (a paused acceptor resumes when the new max.connections leaves
-// room; a connection held for the rate keeps its wait); connections
-// already open are kept, as in Kafka.
+//     against its own listener's rate. A listener's rate limit is its
+//     listener.name.<l>.max.connection.creation.rate, by default the
+//     broker's value. Per-IP rate quotas (client quotas) do not exist here.
+// All are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
+// DynamicConnectionQuota and listener reconfiguration: a change applies to
+// the connections accepted after it (a paused acceptor resumes when the new
+// max.connections leaves room; a connection held for the rate keeps its
+// wait); connections already open are kept, as in Kafka.
 // socket.send.buffer.bytes / socket.receive.buffer.bytes are set on each
 // accepted socket (socket_options.h).
 //
@@ -179,11 +182,18 @@ class Server {
     std::unique_ptr<asio::steady_timer> throttle;
     uint64_t throttled = 0;       // under conns_mu_
     int64_t throttled_ms = 0;     // under conns_mu_
+    // Under conns_mu_: its open connections, and its own max.connections
+    // and max.connection.creation.rate (a listener override, else the
+    // broker's value; apply_connection_limits()).
+    int64_t count = 0;
+    int64_t max_connections = 0;
+    int64_t max_creation_rate = 0;
   };
   struct Live {
     std::weak_ptr<Connection> connection;
     IoThread* thread = nullptr;
     asio::ip::address address;
+    Listener* listener = nullptr;
   };
 
   void accept(Listener& l);
@@ -198,8 +208,11 @@ class Server {
   int32_t max_per_ip_locked(const asio::ip::address& a) const;
   // max.connections.per.ip.overrides as addresses (names resolved now).
   bool resolve_ip_overrides(std::map<asio::ip::address, int32_t>* out, std::string* error) const;
-  // Re-reads the three connection limits (a dynamic config change).
+  // Re-reads the connection limits (a dynamic config change).
   void apply_connection_limits();
+  // l's own limits from the config, under conns_mu_.
+  void read_listener_limits_locked(Listener& l) const;
+  std::unique_ptr<ConnectionRate> new_rate() const;
   void resume(Listener& l);
   void on_connection_closed(uint64_t id);
   bool active_locked(const IoThread* t) const;
@@ -235,7 +248,7 @@ class Server {
   int32_t max_per_ip_;
   std::map<asio::ip::address, int32_t> ip_overrides_;
   int64_t max_creation_rate_;      // max.connection.creation.rate
-  ConnectionRate broker_rate_;     // every listener's connections but the protected one's
+  std::unique_ptr<ConnectionRate> broker_rate_;  // every listener's connections but the protected one's
   uint64_t config_subscription_ = 0;  // admin::DynamicConfigs::subscribe
   std::string protected_listener_;  // the inter-broker listener
 

@@ -497,6 +497,22 @@ def dynamic_configs(c):
             {"ResourceType": BROKER_RESOURCE, "ResourceName": "",
              "Configs": [{"Name": "message.max.bytes", "Value": str(5000 + v)}]}], "ValidateOnly": False})
         shows("", "message.max.bytes", str(5000 + v))
+    # A listener's own connection limits (listener.name.<l>.max.connections):
+    # per broker and for every broker, described with their synonyms.
+    listener_key = "listener.name.plaintext.max.connections"
+    inc("broker: a listener override", "0", [(listener_key, 0, "500")])
+    shows("0", listener_key, "500")
+    inc("every broker: a listener override", "", [("listener.name.plaintext.max.connection.creation.rate", 0, "400")])
+    shows("", "listener.name.plaintext.max.connection.creation.rate", "400")
+    describe("a listener override", "0", [listener_key, "listener.name.plaintext.max.connection.creation.rate",
+                                          "max.connections"])
+    inc("broker: a listener override below 1", "0", [(listener_key, 0, "0")])
+    inc("broker: a listener override not a number", "0", [(listener_key, 0, "many")])
+    inc("broker: delete a listener override", "0", [(listener_key, 1, None)])
+    shows("0", listener_key, None, absent=True)
+    inc("every broker: delete a listener override", "",
+        [("listener.name.plaintext.max.connection.creation.rate", 1, None)])
+    shows("", "listener.name.plaintext.max.connection.creation.rate", None, absent=True)
     inc("broker: delete", "0", [("log.retention.ms", 1, None), ("message.max.bytes", 1, None)])
     inc("every broker: delete", "", [("message.max.bytes", 1, None)])
     shows("", "message.max.bytes", None, absent=True)

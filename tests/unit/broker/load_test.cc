@@ -266,3 +266,85 @@ TEST_CASE("log.level and ciuic.log.format: log4j names, KAFKA_LOG4J_ROOT_LOGLEVE
   CHECK(fmt.find("xml") != std::string::npos);
   CHECK(load_ok(input("ciuic.log.format=JSON\n")).config.get_string("ciuic.log.format") == "JSON");
 }
+
+TEST_CASE("listener overrides: listener.name.<l>.max.connections and .max.connection.creation.rate") {
+  LoadedConfig l = load_ok(input("listeners=PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093\n"
+                                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\n"
+                                 "inter.broker.listener.name=INTERNAL\n"
+                                 "listener.name.internal.max.connections=7\n"
+                                 "max.connections=50\n",
+                                 {"listener.name.plaintext.max.connection.creation.rate=3"},
+                                 {{"KAFKA_LISTENER_NAME_INTERNAL_MAX_CONNECTIONS", "8"}}));
+  const BrokerConfig& c = l.config;
+  CHECK(l.warnings.empty());
+  // The environment beats the file; the listener's name in any case.
+  CHECK(c.listener_int("INTERNAL", "max.connections") == 8);
+  CHECK(c.listener_int("plaintext", "max.connection.creation.rate") == 3);
+  CHECK(c.listener_int("PLAINTEXT", "max.connections") == std::nullopt);  // the broker's 50 applies
+  CHECK(c.listener_overrides() == std::vector<std::string>{"listener.name.internal.max.connections",
+                                                           "listener.name.plaintext.max.connection.creation.rate"});
+  // Synonyms as Kafka lists them: the override, then its base key's.
+  auto syn = c.synonyms("listener.name.internal.max.connections");
+  REQUIRE(syn.size() == 3);
+  CHECK(syn[0].name == "listener.name.internal.max.connections");
+  CHECK(syn[0].value == "8");
+  CHECK(syn[0].source == ConfigSource::kEnvironment);
+  CHECK(syn[1].name == "max.connections");
+  CHECK(syn[1].value == "50");
+  CHECK(syn[2].source == ConfigSource::kDefault);
+  // The base key does not list the overrides.
+  REQUIRE(c.synonyms("max.connections").size() == 2);
+  CHECK(c.synonyms("max.connections")[0].name == "max.connections");
+
+  SECTION("a bad value names the whole key and the value") {
+    CHECK(load_error(input("listener.name.plaintext.max.connections=0\n")) ==
+          "invalid value \"0\" for listener.name.plaintext.max.connections: expected an integer >= 1 "
+          "(from server.properties:1)");
+    CHECK_THAT(load_error(input("", {"listener.name.plaintext.max.connection.creation.rate=fast"})),
+               Catch::Contains("\"fast\"") && Catch::Contains("listener.name.plaintext.max.connection.creation.rate"));
+  }
+  SECTION("a listener this broker lacks, or a name not in lower case, warns") {
+    LoadedConfig w = load_ok(input("listener.name.external.max.connections=5\nlistener.name.PLAINTEXT.max.connections=5\n"));
+    REQUIRE(w.warnings.size() == 2);
+    CHECK(w.warnings[0] ==
+          "unknown configuration key \"listener.name.PLAINTEXT.max.connections\" (from server.properties:2); ignored "
+          "(a listener override names its listener in lower case: listener.name.plaintext.max.connections)");
+    CHECK(w.warnings[1] ==
+          "listener.name.external.max.connections names no listener of this broker (PLAINTEXT); it has no effect "
+          "(from server.properties:1)");
+    CHECK(w.config.listener_int("PLAINTEXT", "max.connections") == std::nullopt);
+  }
+  SECTION("other listener-prefixed keys are not overrides") {
+    CHECK_FALSE(parse_listener_key("listener.name.plaintext.num.partitions"));
+    CHECK_FALSE(parse_listener_key("listener.name..max.connections"));
+    CHECK_FALSE(parse_listener_key("listener.name.max.connections"));
+    auto k = parse_listener_key("listener.name.client_1.max.connections");
+    REQUIRE(k);
+    CHECK(k->listener == "client_1");
+    CHECK(k->base->name == "max.connections");
+  }
+  SECTION("dynamic: the broker's own beats the cluster default, which beats the static value") {
+    BrokerConfig d = c;
+    REQUIRE(d.set_dynamic({{"listener.name.internal.max.connections", "20"},
+                           {"listener.name.other.max.connections", "4"}},
+                          {{"listener.name.plaintext.max.connection.creation.rate", "9"}}));
+    CHECK(d.listener_int("internal", "max.connections") == 20);
+    CHECK(d.listener_int("plaintext", "max.connection.creation.rate") == 9);
+    CHECK(d.listener_int("other", "max.connections") == 4);  // a cluster default may name another broker's listener
+    auto ds = d.synonyms("listener.name.internal.max.connections");
+    REQUIRE(ds.size() == 4);
+    CHECK(ds[0].source == ConfigSource::kDynamicDefault);
+    CHECK(ds[1].source == ConfigSource::kEnvironment);
+    CHECK(ds[1].value == "8");
+    CHECK(ds[2].name == "max.connections");
+    // A bad value is refused, naming the key, and nothing changes.
+    auto bad = d.set_dynamic({}, {{"listener.name.internal.max.connections", "-3"}});
+    REQUIRE_FALSE(bad);
+    CHECK_THAT(bad.error().message, Catch::Contains("listener.name.internal.max.connections") && Catch::Contains("-3"));
+    CHECK(d.listener_int("internal", "max.connections") == 20);
+    // Removed again: the static value is back.
+    REQUIRE(d.set_dynamic({}, {}));
+    CHECK(d.listener_int("internal", "max.connections") == 8);
+    CHECK(d.listener_int("other", "max.connections") == std::nullopt);
+  }
+}

@@ -334,6 +334,87 @@ TEST_CASE("max.connection.creation.rate holds a connection over the rate, then s
   CHECK_THAT(load_error({"quota.window.size.seconds=0"}), Catch::Contains("quota.window.size.seconds"));
 }
 
+// Two listeners: PLAINTEXT (bound_ports()[0]) and INTERNAL, the
+// inter-broker one ([1]).
+std::vector<std::string> two_listeners(std::vector<std::string> more) {
+  std::vector<std::string> o{"listeners=PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+                             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+                             "inter.broker.listener.name=INTERNAL"};
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
+TEST_CASE("listener.name.<l>.max.connections bounds one listener's connections - the other listener still accepts") {
+  ServerFixture fx(two_listeners({"listener.name.plaintext.max.connections=1"}));
+  const uint16_t plain = fx.server().bound_ports().at(0), internal = fx.server().bound_ports().at(1);
+  auto a = std::make_unique<RawClient>(plain);
+  REQUIRE(served(*a, 1));
+  RawClient b(plain);
+  REQUIRE(b.send_all(api_versions_request(2)));
+  REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 1; }));
+  CHECK(fx.server().connection_count() == 1);
+  RawClient i1(internal), i2(internal);
+  CHECK(served(i1, 3));
+  CHECK(served(i2, 4));
+  a.reset();  // PLAINTEXT's slot frees: b is accepted and answered
+  auto f = b.recv_frame();
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 2);
+  CHECK(fx.server().connection_count() == 3);
+  CHECK(fx.server().refused_per_ip() == 0);
+}
+
+TEST_CASE("The inter-broker listener is exempt from max.connections, not from its own limit (the broker's by default)") {
+  ServerFixture fx(two_listeners({"max.connections=1"}));
+  const uint16_t plain = fx.server().bound_ports().at(0), internal = fx.server().bound_ports().at(1);
+  RawClient p1(plain);
+  REQUIRE(served(p1, 1));
+  RawClient i1(internal);  // over the broker's limit, and served
+  CHECK(served(i1, 2));
+  // Its own limit is max.connections (Kafka's valuesWithPrefixOverride):
+  // a second inter-broker connection waits.
+  RawClient i2(internal);
+  REQUIRE(i2.send_all(api_versions_request(3)));
+  REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 1; }));
+  CHECK(fx.server().connection_count() == 2);
+  // Raised for that listener alone, live: it resumes; PLAINTEXT stays full.
+  auto& dyn = fx.broker().service<admin::DynamicConfigs>();
+  REQUIRE(dyn.replace(false, {{"listener.name.internal.max.connections", "3"}}, false).ok());
+  auto f = i2.recv_frame();
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 3);
+  RawClient p2(plain);
+  REQUIRE(p2.send_all(api_versions_request(4)));
+  REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 2; }));
+  CHECK(fx.server().connection_count() == 3);
+}
+
+TEST_CASE("listener.name.<l>.max.connection.creation.rate limits one listener's rate") {
+  // PLAINTEXT at 1 connection/s over two windows of 2 s: its third
+  // connection is held about a second; INTERNAL has the broker's (unlimited)
+  // rate and holds none.
+  ServerFixture fx(two_listeners({"listener.name.plaintext.max.connection.creation.rate=1", "quota.window.num=2",
+                                  "quota.window.size.seconds=2"}));
+  const uint16_t plain = fx.server().bound_ports().at(0), internal = fx.server().bound_ports().at(1);
+  std::vector<std::unique_ptr<RawClient>> in;
+  for (int i = 0; i < 5; ++i) {
+    in.push_back(std::make_unique<RawClient>(internal));
+    REQUIRE(served(*in.back(), 10 + i));
+  }
+  RawClient a(plain), b(plain);
+  REQUIRE(served(a, 1));
+  REQUIRE(served(b, 2));
+  CHECK(fx.server().connections_throttled() == 0);
+  RawClient c(plain, 10000);
+  REQUIRE(c.send_all(api_versions_request(3)));
+  REQUIRE(eventually([&] { return fx.server().connections_throttled() == 1; }));
+  auto f = c.recv_frame();  // held, then served
+  REQUIRE(f);
+  CHECK(be32(f->data()) == 3);
+  CHECK(fx.server().connection_count() == 8);
+  CHECK(fx.server().connections_throttled() == 1);
+}
+
 TEST_CASE("num.network.threads is dynamic: new threads take new connections and the leaving ones' connections close") {
   ServerFixture fx;  // 2 network threads
   auto& dyn = fx.broker().service<admin::DynamicConfigs>();

@@ -205,6 +205,50 @@ TEST_CASE("dynamic broker configs: refused keys and values change nothing", "[ad
   CHECK(f.broker().config().dynamic_broker().at("log.cleanup.policy") == "delete,compact");
 }
 
+TEST_CASE("dynamic broker configs: listener overrides of the connection limits are set, described and kept",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  const std::string key = "listener.name.plaintext.max.connections";
+  REQUIRE(inc(f, kBroker, "", {{key, kSet, "40"}}).responses[0].error_code == 0);
+  REQUIRE(inc(f, kBroker, me, {{key, kSet, "30"}, {"max.connections", kSet, "100"}}).responses[0].error_code == 0);
+  auto check_state = [&] {
+    CHECK(f.broker().config().listener_int("PLAINTEXT", "max.connections") == 30);
+    auto b = describe(f, kBroker, me, std::nullopt);
+    const auto* c = test::find_config(b, key);
+    REQUIRE(c != nullptr);
+    CHECK(c->value == std::optional<std::string>("30"));
+    CHECK(c->config_source == 2);  // DYNAMIC_BROKER_CONFIG
+    CHECK(c->read_only);           // as Kafka 3.9 says (the differential test compares)
+    // Kafka's order: the override and its base key at each source in turn.
+    REQUIRE(c->synonyms.size() == 4);
+    CHECK(c->synonyms[0].name == key);
+    CHECK(c->synonyms[1].name == "max.connections");
+    CHECK(c->synonyms[1].value == std::optional<std::string>("100"));
+    CHECK(c->synonyms[2].name == key);
+    CHECK(c->synonyms[2].source == 3);  // DYNAMIC_DEFAULT_BROKER_CONFIG
+    CHECK(c->synonyms[3].source == 5);  // the base key's default
+    auto d = describe(f, kBroker, "", std::nullopt);
+    REQUIRE(d.configs.size() == 1);
+    CHECK(value_of(d, key) == std::pair<std::string, int8_t>{"40", 3});
+  };
+  check_state();
+  f.restart();
+  check_state();
+  // Refused, naming the key: a value below 1, an APPEND to a number, and a
+  // key no listener override has.
+  auto bad = inc(f, kBroker, me, {{key, kSet, "0"}});
+  CHECK(bad.responses[0].error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(bad.responses[0].error_message.value_or(""), Catch::Contains(key) && Catch::Contains("\"0\""));
+  CHECK(inc(f, kBroker, me, {{key, kAppend, "1"}}).responses[0].error_code == code(ErrorCode::INVALID_CONFIG));
+  CHECK(inc(f, kBroker, me, {{"listener.name.plaintext.num.io.threads", kSet, "4"}}).responses[0].error_code ==
+        code(ErrorCode::INVALID_REQUEST));
+  CHECK(f.broker().config().listener_int("plaintext", "max.connections") == 30);
+  // Deleted here: the cluster default applies.
+  REQUIRE(inc(f, kBroker, me, {{key, kDelete, std::nullopt}}).responses[0].error_code == 0);
+  CHECK(f.broker().config().listener_int("plaintext", "max.connections") == 40);
+}
+
 TEST_CASE("dynamic broker configs: num.io.threads resizes the request handler pool within Kafka's rule",
           "[admin][dynamic_configs]") {
   test::BrokerFixture f;
