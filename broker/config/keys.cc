@@ -290,7 +290,9 @@ std::vector<KeyDef> detail::make_key_table() {
                   "Client connections the broker holds at once, all listeners together. When reached, the "
                   "broker stops accepting (new connections wait in the listen backlog) until one closes, as "
                   "Kafka's acceptor does. With more than one listener, the inter-broker listener is not held "
-                  "back by this limit (its connections still count). Each listener is also limited to this "
+                  "back by this limit (its connections still count); while more than this many are open (its "
+                  "connections, or a lower value set live), the least recently active connections of the other "
+                  "listeners are closed, as Kafka's do. Each listener is also limited to this "
                   "many connections of its own, or to listener.name.<listener>.max.connections (the "
                   "listener's name in lower case) where that is set.")
                   .valid(V::at_least(0)));

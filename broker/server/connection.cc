@@ -44,8 +44,8 @@ Connection::Connection(tcp::socket socket, uint64_t id, ConnectionOptions option
       id_(id),
       opt_(std::move(options)),
       idle_timer_(socket_.get_executor()),
-      last_activity_(std::chrono::steady_clock::now()),
       in_(kInputBuffer) {
+  touch();
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
   socket_.non_blocking(true, ec);
@@ -67,7 +67,7 @@ Connection::~Connection() {
 
 void Connection::start() {
   BusyScope busy;
-  last_activity_ = std::chrono::steady_clock::now();
+  touch();
   arm_idle_timer();
   process_input();
 }
@@ -305,7 +305,7 @@ void Connection::on_read(const boost::system::error_code& ec, size_t n, bool int
     }
     return;
   }
-  last_activity_ = std::chrono::steady_clock::now();
+  touch();
   if (into_frame) {
     frame_filled_ += n;
     if (frame_filled_ == static_cast<size_t>(frame_size_)) dispatch_frame_now();
@@ -349,7 +349,7 @@ void Connection::pump() {
         return;
       }
       writer_.reset();
-      last_activity_ = std::chrono::steady_clock::now();
+      touch();
       record_times(writer_timing_, last_activity_, true, writing_since_);
       continue;
     }

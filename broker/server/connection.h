@@ -104,6 +104,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   uint64_t id() const { return id_; }
   bool closed() const { return closed_; }
+  // When it last read or finished writing (steady clock, ns); any thread.
+  int64_t last_activity_ns() const { return last_activity_ns_.load(std::memory_order_relaxed); }
   asio::any_io_executor executor() { return socket_.get_executor(); }
 
  private:
@@ -139,6 +141,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_;
   asio::steady_timer idle_timer_;
   std::chrono::steady_clock::time_point last_activity_;
+  std::atomic<int64_t> last_activity_ns_{0};  // last_activity_ for other threads (the LRU choice)
+  void touch() {
+    last_activity_ = std::chrono::steady_clock::now();
+    last_activity_ns_.store(last_activity_.time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
   // Input: bytes read but not yet parsed, [in_begin_, in_end_) of in_.
   std::vector<uint8_t> in_;

@@ -2,6 +2,7 @@
 #include "broker/server/server.h"
 
 #include <algorithm>
+#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -345,6 +346,10 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
          "Times a connection stopped reading because its pipelined requests in flight reached the bound, or a "
          "request handled on the I/O pool held the later ones",
          prometheus::MetricType::Counter, static_cast<double>(pipeline_pauses()));
+  scalar("ciuic_network_connections_evicted_total",
+         "Open connections closed because more than max.connections were open (the least recently active of a "
+         "listener other than the inter-broker one)",
+         prometheus::MetricType::Counter, static_cast<double>(connections_evicted()));
   auto refused = family("ciuic_network_connections_refused_total",
                         "Connections closed as soon as they were accepted, by listener and the limit that refused "
                         "them",
@@ -444,6 +449,7 @@ void Server::apply_connection_limits() {
   const bool resolved = resolve_ip_overrides(&overrides, &error);
   if (!resolved) CK_LOG_WARN("network", "%s: the previous overrides stay", error.c_str());
   std::vector<Listener*> waiting;
+  std::vector<Live> victims;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
     max_connections_ = broker_.config().get_int("max.connections");
@@ -451,10 +457,13 @@ void Server::apply_connection_limits() {
     max_creation_rate_ = broker_.config().get_int("max.connection.creation.rate");
     for (Listener& l : listeners_) read_listener_limits_locked(l);
     if (resolved) ip_overrides_ = std::move(overrides);
-    if (!stopping_.load())
+    if (!stopping_.load()) {
       for (Listener& l : listeners_)
         if (l.paused && slot_available_locked(l)) waiting.push_back(&l);
+      victims = pick_excess_locked();
+    }
   }
+  close_excess(std::move(victims));
   // Acceptors belong to the first thread: resume there.
   for (Listener* l : waiting) asio::post(first_->ioc, [this, l] { resume(*l); });
 }
@@ -469,6 +478,45 @@ std::unique_ptr<ConnectionRate> Server::new_rate() const {
   const config::BrokerConfig& c = broker_.config();
   return std::make_unique<ConnectionRate>(c.get_int("quota.window.num"),
                                           int64_t{c.get_int("quota.window.size.seconds")} * 1000);
+}
+
+std::vector<Server::Live> Server::pick_excess_locked() {
+  std::vector<Live> out;
+  if (stopping_.load()) return out;
+  std::vector<Live*> candidates;
+  int64_t open = 0;
+  for (auto& [id, live] : conns_) {
+    if (live.evicting) continue;  // closing already
+    ++open;
+    if (live.listener != nullptr && live.listener->name != protected_listener_) candidates.push_back(&live);
+  }
+  const int64_t excess = std::min<int64_t>(open - max_connections_, static_cast<int64_t>(candidates.size()));
+  if (excess <= 0) return out;
+  auto last_active = [](const Live* l) {
+    auto c = l->connection.lock();
+    return c ? c->last_activity_ns() : std::numeric_limits<int64_t>::min();  // gone: first
+  };
+  std::vector<std::pair<int64_t, Live*>> by_age;
+  by_age.reserve(candidates.size());
+  for (Live* l : candidates) by_age.emplace_back(last_active(l), l);
+  std::partial_sort(by_age.begin(), by_age.begin() + excess, by_age.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (int64_t i = 0; i < excess; ++i) {
+    by_age[i].second->evicting = true;
+    out.push_back(*by_age[i].second);
+  }
+  return out;
+}
+
+void Server::close_excess(std::vector<Live> victims) {
+  for (Live& v : victims) {
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    asio::post(v.thread->ioc, [c = v.connection] {
+      if (auto conn = c.lock())
+        conn->close("more connections than max.connections are open; the least recently active one of a "
+                    "listener other than the inter-broker one is closed");
+    });
+  }
 }
 
 int64_t Server::record_connection_locked(Listener& l) {
@@ -600,6 +648,7 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
   std::shared_ptr<Connection> c;
   IoThread* home = &t;
   int32_t refused_at = -1;  // the per-IP limit that refused it
+  std::vector<Live> victims;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
     if (!slot_available_locked(l)) {
@@ -630,8 +679,11 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
       o.gate = home->gate;
       c = std::make_shared<Connection>(std::move(socket), ++next_id_, std::move(o));
       conns_[c->id()] = Live{c, home, addr, &l};
+      // The inter-broker listener may go past max.connections: room is made.
+      if (l.name == protected_listener_) victims = pick_excess_locked();
     }
   }
+  close_excess(std::move(victims));
   if (refused_at >= 0) {
     // Kafka closes such a connection at once (TooManyConnectionsException).
     // A flood from one address logs 5 lines per 10 s, then a count.

@@ -28,8 +28,11 @@
 //     stop accepting (new connections wait in the kernel's listen backlog)
 //     until one closes. With more than one listener, the inter-broker
 //     listener is exempt from the wait (its connections still count), so
-//     followers reach a flooded leader. Unlike Kafka, no connection of
-//     another listener is closed to make room for it. Each listener also
+//     followers reach a flooded leader. While more connections than the
+//     limit are open (the inter-broker listener's, or a limit lowered
+//     live), the least recently active connections of the other listeners
+//     are closed until the count is back at the limit, as Kafka's
+//     processors close their lowest-priority channel. Each listener also
 //     has its own limit on its own connections (Kafka's
 //     listener.name.<l>.max.connections, by default the broker's value),
 //     which binds the inter-broker listener too.
@@ -51,7 +54,8 @@
 // DynamicConnectionQuota and listener reconfiguration: a change applies to
 // the connections accepted after it (a paused acceptor resumes when the new
 // max.connections leaves room; a connection held for the rate keeps its
-// wait); connections already open are kept, as in Kafka.
+// wait); connections already open are kept, as in Kafka, except those over
+// a lowered max.connections (above).
 // socket.send.buffer.bytes / socket.receive.buffer.bytes are set on each
 // accepted socket (socket_options.h).
 //
@@ -77,6 +81,7 @@
 //   ciuic_network_requests_in_flight, ciuic_network_request_waits_total
 //   ciuic_network_pipeline_pauses_total
 //   ciuic_network_connections_refused_total{listener,reason}
+//   ciuic_network_connections_evicted_total
 //   ciuic_network_acceptor_paused{listener}, ciuic_network_acceptor_pauses_total{listener}
 //   ciuic_network_connections_throttled_total{listener},
 //   ciuic_network_connection_throttle_seconds_total{listener}
@@ -147,6 +152,8 @@ class Server {
   // Connections the acceptors held for max.connection.creation.rate, all
   // listeners together.
   uint64_t connections_throttled() const;
+  // Connections closed because more than max.connections were open.
+  uint64_t connections_evicted() const { return evicted_.load(std::memory_order_relaxed); }
   // Times a connection stopped reading because its pipeline was full
   // (max in flight) or a request held the later ones (connection.h).
   uint64_t pipeline_pauses() const { return pipeline_pauses_.load(std::memory_order_relaxed); }
@@ -194,6 +201,7 @@ class Server {
     IoThread* thread = nullptr;
     asio::ip::address address;
     Listener* listener = nullptr;
+    bool evicting = false;  // chosen by pick_excess_locked(), its close posted
   };
 
   void accept(Listener& l);
@@ -210,6 +218,13 @@ class Server {
   bool resolve_ip_overrides(std::map<asio::ip::address, int32_t>* out, std::string* error) const;
   // Re-reads the connection limits (a dynamic config change).
   void apply_connection_limits();
+  // While more than max.connections are open (the inter-broker listener's
+  // connections, or a limit lowered live): the least recently active
+  // connections of the other listeners, enough to come back to the limit,
+  // marked so that none is picked twice. close_excess() closes them on
+  // their threads (without conns_mu_).
+  std::vector<Live> pick_excess_locked();
+  void close_excess(std::vector<Live> victims);
   // l's own limits from the config, under conns_mu_.
   void read_listener_limits_locked(Listener& l) const;
   std::unique_ptr<ConnectionRate> new_rate() const;
@@ -266,6 +281,7 @@ class Server {
   std::thread resizer_;
   std::atomic<uint64_t> resizes_{0};
   std::atomic<uint64_t> sockets_moved_{0};
+  std::atomic<uint64_t> evicted_{0};
 
   // Declared last: destroyed first, listeners before the io_contexts they use.
   // threads_: the running threads (the vector changes under conns_mu_, only

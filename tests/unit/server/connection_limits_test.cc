@@ -369,15 +369,18 @@ TEST_CASE("The inter-broker listener is exempt from max.connections, not from it
   const uint16_t plain = fx.server().bound_ports().at(0), internal = fx.server().bound_ports().at(1);
   RawClient p1(plain);
   REQUIRE(served(p1, 1));
-  RawClient i1(internal);  // over the broker's limit, and served
+  RawClient i1(internal);  // over the broker's limit, and served ...
   CHECK(served(i1, 2));
+  CHECK(p1.closed_by_peer());  // ... and the client connection makes room
+  REQUIRE(eventually([&] { return fx.server().connection_count() == 1; }));
   // Its own limit is max.connections (Kafka's valuesWithPrefixOverride):
   // a second inter-broker connection waits.
   RawClient i2(internal);
   REQUIRE(i2.send_all(api_versions_request(3)));
   REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 1; }));
-  CHECK(fx.server().connection_count() == 2);
-  // Raised for that listener alone, live: it resumes; PLAINTEXT stays full.
+  CHECK(fx.server().connection_count() == 1);
+  // Raised for that listener alone, live: it resumes; PLAINTEXT stays full
+  // (nothing of another listener is left to close).
   auto& dyn = fx.broker().service<admin::DynamicConfigs>();
   REQUIRE(dyn.replace(false, {{"listener.name.internal.max.connections", "3"}}, false).ok());
   auto f = i2.recv_frame();
@@ -386,7 +389,39 @@ TEST_CASE("The inter-broker listener is exempt from max.connections, not from it
   RawClient p2(plain);
   REQUIRE(p2.send_all(api_versions_request(4)));
   REQUIRE(eventually([&] { return fx.server().acceptor_pauses() >= 2; }));
-  CHECK(fx.server().connection_count() == 3);
+  CHECK(fx.server().connection_count() == 2);
+  CHECK(fx.server().connections_evicted() == 1);
+}
+
+TEST_CASE("Inter-broker connections past max.connections close the least recently active client connection") {
+  ServerFixture fx(two_listeners({"max.connections=2"}));
+  const uint16_t plain = fx.server().bound_ports().at(0), internal = fx.server().bound_ports().at(1);
+  RawClient p1(plain), p2(plain);
+  REQUIRE(served(p1, 1));
+  REQUIRE(served(p2, 2));
+  REQUIRE(served(p1, 3));  // p2 is now the least recently active
+  RawClient i1(internal);
+  CHECK(served(i1, 4));    // not held back, and room is made
+  CHECK(p2.closed_by_peer());
+  CHECK(fx.server().connections_evicted() == 1);
+  REQUIRE(eventually([&] { return fx.server().connection_count() == 2; }));
+  CHECK(served(p1, 5));
+  CHECK(served(i1, 6));
+}
+
+TEST_CASE("max.connections lowered live closes the least recently active connections down to it") {
+  ServerFixture fx;
+  RawClient a(fx.port()), b(fx.port()), c(fx.port());
+  REQUIRE(served(a, 1));
+  REQUIRE(served(b, 2));
+  REQUIRE(served(c, 3));
+  REQUIRE(served(a, 4));  // oldest activity now: b, then c
+  REQUIRE(fx.broker().service<admin::DynamicConfigs>().replace(false, {{"max.connections", "1"}}, false).ok());
+  CHECK(b.closed_by_peer());
+  CHECK(c.closed_by_peer());
+  CHECK(served(a, 5));
+  CHECK(fx.server().connections_evicted() == 2);
+  REQUIRE(eventually([&] { return fx.server().connection_count() == 1; }));
 }
 
 TEST_CASE("listener.name.<l>.max.connection.creation.rate limits one listener's rate") {
