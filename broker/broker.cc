@@ -255,10 +255,10 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   // The first service, so every one that may run its work (the I/O pool)
   // stops before it does. Kafka snapshots the producer state at every roll
   // of a log; the listener runs under the log's append lock, so it only
-  // posts the work to the background thread.
+  // posts the work to the maintenance pool.
   (void)b->service<produce::ProduceService>();
   b->logs_->set_roll_listener([raw = b.get()](const storage::TopicPartition& tp, int64_t base) {
-    asio::post(raw->background_, [raw, tp, base] {
+    asio::post(raw->maintenance_.executor(), [raw, tp, base] {
       if (raw->shut_down_.load()) return;
       if (auto p = raw->topics().partition(tp.topic, tp.partition))
         raw->service<produce::ProduceService>().after_roll(p, base);
@@ -270,7 +270,8 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   b->log_metrics_id_ = register_log_metrics(*b);  // removed by shutdown()
   if (b->cluster_) b->cluster_->export_metrics(b->metrics_registry_);
 
-  b->tick_timer_ = std::make_unique<asio::steady_timer>(b->background_);
+  b->maintenance_.resize(b->config_.get_int("background.threads"));
+  b->tick_timer_ = std::make_unique<asio::steady_timer>(b->maintenance_.executor());
   b->schedule_tick();
   b->background_thread_ = std::thread([raw = b.get()] {
     auto guard = asio::make_work_guard(raw->background_);
@@ -344,6 +345,7 @@ bool Broker::shutdown() {
   }
   for (auto it = services.rbegin(); it != services.rend(); ++it)
     if (it->stop) it->stop();
+  maintenance_.stop();
   background_.stop();
   if (background_thread_.joinable()) background_thread_.join();
   if (log_metrics_id_ != 0) {

@@ -2,8 +2,10 @@
 //
 // Broker ties the pieces together: the resolved config, the log manager
 // (storage), the topic table, the metrics registry, the append listeners
-// (the fetch waiting room hangs off these) and a background thread for
-// timers (log manager ticks, waiting-room deadlines). Handlers reach
+// (the fetch waiting room hangs off these), a background thread for
+// the coordinators' timers and deferred work, and the maintenance pool
+// (background.threads, maintenance_pool.h) for the periodic disk work:
+// the log tick, checkpoints, producer snapshots. Handlers reach
 // everything through ctx.broker.
 //
 // Subsystems that belong to one area (the fetch session cache, producer
@@ -32,6 +34,7 @@
 #include "broker/config/broker_config.h"
 #include "broker/config/listeners.h"
 #include "broker/dir_lock.h"
+#include "broker/maintenance_pool.h"
 #include "broker/net/asio.h"
 #include "metrics/broker_metrics.h"
 #include "metrics/registry.h"
@@ -73,6 +76,9 @@ class Broker {
 
   // A thread for timers and deferred work; never blocks on I/O for long.
   asio::any_io_executor background() { return background_.get_executor(); }
+  // The maintenance pool (background.threads): periodic disk work.
+  asio::any_io_executor maintenance() { return maintenance_.executor(); }
+  MaintenancePool& maintenance_pool() { return maintenance_; }
 
   static int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -133,8 +139,9 @@ class Broker {
   uint64_t log_metrics_id_ = 0;  // the scrape-time log collector (log_metrics.h)
 
   asio::io_context background_;
-  std::unique_ptr<asio::steady_timer> tick_timer_;
   std::thread background_thread_;
+  MaintenancePool maintenance_;
+  std::unique_ptr<asio::steady_timer> tick_timer_;  // on maintenance_
 
   std::mutex services_mu_;
   std::vector<Service> services_;

@@ -72,8 +72,8 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     return {ErrorCode::INVALID_REQUEST, r.error().message};
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
   // shrinks by at most a factor of two per change.
-  for (const char* key :
-       {"num.io.threads", "num.network.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir"}) {
+  for (const char* key : {"num.io.threads", "num.network.threads", "num.replica.fetchers",
+                          "num.recovery.threads.per.data.dir", "background.threads"}) {
     const int64_t now = cfg.get_int(key), next = probe.get_int(key);
     if (next == now) continue;
     const std::string failed =
@@ -126,6 +126,7 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
   }
   broker_.topics().refresh_log_configs();
   broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
+  broker_.maintenance_pool().resize(cfg.get_int("background.threads"));
   if (broker_.cluster() != nullptr) {  // single-node: no followers, no fetchers to resize, no controller
     broker_.service<replica::ReplicaFetcherManager>().resize(cfg.get_int("num.replica.fetchers"));
     broker_.cluster()->set_unclean_leader_election_default(cfg.get_bool("unclean.leader.election.enable"));

@@ -53,17 +53,18 @@ bool is_empty_value(const Value& v) {
 }
 
 // Broker keys other than the topic-level defaults that take effect live:
-// Kafka's DynamicThreadPool keys num.io.threads, num.network.threads and
-// num.replica.fetchers
+// Kafka's DynamicThreadPool keys num.io.threads, num.network.threads,
+// num.replica.fetchers and background.threads
 // (admin/dynamic_configs.cc applies Kafka's half-to-double rule to a change,
-// server/io_pool.h and replica/fetcher_manager.h resize)
+// server/io_pool.h, replica/fetcher_manager.h and maintenance_pool.h resize)
 // and its DynamicConnectionQuota keys, max.connection.creation.rate
 // included (server/server.cc re-reads them), and
 // transaction.partition.verification.enable (read by each Produce), and
 // num.recovery.threads.per.data.dir, which only the next start-up's log
 // recovery uses, as in Kafka (broker.cc loads the dynamic configs before
 // it opens the logs).
-constexpr std::string_view kLiveBrokerKeys[] = {"num.io.threads",
+constexpr std::string_view kLiveBrokerKeys[] = {"background.threads",
+                                                "num.io.threads",
                                                 "num.network.threads",
                                                 "num.replica.fetchers",
                                                 "num.recovery.threads.per.data.dir",

@@ -210,6 +210,12 @@ std::vector<KeyDef> detail::make_key_table() {
                   "not exist."));
   k.push_back(key("delete.topic.enable", T::kBoolean, "true", S::kServer,
                   "Allow DeleteTopics. When false, deleting a topic fails."));
+  k.push_back(key("background.threads", T::kInt, "10", S::kServer,
+                  "Threads of the maintenance pool: the periodic disk work (log flushes by time, retention, "
+                  "checkpoints, producer snapshots at each roll, producer expiry), as Kafka's scheduler threads. "
+                  "The group and transaction coordinators keep a thread of their own. A dynamic broker config, "
+                  "within half and double the current value.")
+                  .valid(V::at_least(1)));
   k.push_back(key("num.recovery.threads.per.data.dir", T::kInt, "1", S::kServer,
                   "Threads per log directory that open (and, after a crash, recover) the logs at start-up. A "
                   "dynamic broker config: a change is used by the next start-up, within half and double the "

@@ -261,7 +261,7 @@ std::optional<int64_t> ProduceService::retention_bound(Partition& p) {
   // Loaded only where a snapshot (or the pre-Kafka file) exists: every
   // partition that rolled since it was created has one, and one written
   // by producers with ids may have transactions open. The load scans the
-  // log from the snapshot (up to a segment): not on the background thread
+  // log from the snapshot (up to a segment): not on the maintenance pool
   // that asks. It is queued for the I/O pool and nothing is deleted until
   // a later check finds the state loaded. Without a snapshot,
   // last_stable_offset answers the HW.
@@ -448,7 +448,7 @@ void ProduceService::after_append(const std::shared_ptr<PartitionState>& st, int
   if (now_ms - st->last_snapshot_ms < kSnapshotIntervalMs) return;
   st->snapshot_queued = true;
   std::weak_ptr<PartitionState> weak = st;
-  asio::post(broker_.background(), [this, weak, alive = alive_] {
+  asio::post(broker_.maintenance(), [this, weak, alive = alive_] {
     std::lock_guard<std::mutex> guard(alive->mu);
     if (!alive->alive) return;
     auto s = weak.lock();

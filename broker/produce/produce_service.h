@@ -22,7 +22,7 @@
 // a table not loaded yet is loaded first, on the I/O pool, one partition
 // at a time; so a partition only plain producers write gets one too, and a
 // load after a crash scans about one segment, not the whole log). They are
-// written from the background thread (or the pool after its load); the
+// written from the maintenance pool (or the I/O pool after its load); the
 // .txnindex files are fsynced first, and after a new snapshot only it and
 // the newest older one are kept (a crash that cuts the log below the newer
 // one leaves the older one usable). The pre-Kafka file
@@ -155,7 +155,7 @@ class ProduceService : public ReplicaRoleListener {
   // Writes a snapshot of every loaded partition (synchronously).
   void stop();
 
-  // The broker's tick (background thread): every
+  // The broker's tick (the maintenance pool, one at a time): every
   // producer.id.expiration.check.interval.ms, expire_producers(now_ms).
   void tick(int64_t now_ms);
   // Drops, in every loaded table, the producers idle for longer than
@@ -174,7 +174,7 @@ class ProduceService : public ReplicaRoleListener {
   // st.mu held: after an idempotent append; queues a snapshot when due.
   void after_append(const std::shared_ptr<PartitionState>& st, int64_t now_ms);
 
-  // The background thread, after p's log rolled to a segment at base (the
+  // The maintenance pool, after p's log rolled to a segment at base (the
   // LogManager's roll listener): on a leader, a snapshot (a table not
   // loaded yet is loaded on the I/O pool first, once: it may scan the
   // whole log). Followers keep no table.
@@ -192,7 +192,7 @@ class ProduceService : public ReplicaRoleListener {
   // load false (read_uncommitted only reports it): a state not loaded yet
   // is not loaded for this, and the HW is answered.
   std::optional<int64_t> last_stable_offset(Partition& p, bool load = true);
-  // For retention (the LogManager's tick, on the background thread): p's
+  // For retention (the LogManager's tick, on the maintenance pool): p's
   // LSO once its state is loaded; without a producer snapshot, the HW.
   // With one and the state not loaded, nullopt (nothing is deleted yet)
   // and the load (the snapshot and the log's tail) is queued on the I/O
@@ -281,7 +281,7 @@ class ProduceService : public ReplicaRoleListener {
 
   Broker& broker_;
   std::mutex mu_;  // guards states_
-  int64_t last_expiry_ms_ = -1;  // tick() only (the background thread)
+  int64_t last_expiry_ms_ = -1;  // tick() only (serial: one timer)
   std::unordered_map<const storage::Log*, std::shared_ptr<PartitionState>> states_;
 
   // Background snapshot tasks check this (under its mutex) before touching

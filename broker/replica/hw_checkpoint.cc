@@ -49,7 +49,7 @@ HwCheckpoints::~HwCheckpoints() { stop(); }
 void HwCheckpoints::schedule() {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
-  timer_ = std::make_unique<asio::steady_timer>(broker_.background(), std::chrono::milliseconds(interval_ms_));
+  timer_ = std::make_unique<asio::steady_timer>(broker_.maintenance(), std::chrono::milliseconds(interval_ms_));
   timer_->async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
     if (ec || !alive.lock()) return;
     {

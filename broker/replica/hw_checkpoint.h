@@ -6,7 +6,7 @@
 // the leader side call restore() from became_leader / became_follower), so a
 // single node never writes the file. From then on it writes the file in
 // every log dir every replica.high.watermark.checkpoint.interval.ms (a timer
-// on the broker's background thread) and once more at stop() (clean
+// on the broker's maintenance pool, background.threads) and once more at stop() (clean
 // shutdown, before the logs close), with the HW of every partition whose log
 // lives in that dir.
 //

@@ -5,7 +5,10 @@
 // effect (a topic's logs and Produce) and survive a restart, and the errors.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <string>
 #include <vector>
@@ -289,6 +292,69 @@ TEST_CASE("dynamic broker configs: num.io.threads resizes the request handler po
   // Deleting the broker's value returns to the default resource's, then the static 8.
   REQUIRE(inc(f, kBroker, me, {{"num.io.threads", kDelete, std::nullopt}}).responses[0].error_code == 0);
   CHECK(pool.size() == 8);
+}
+
+bool wait_until(const std::function<bool()>& cond) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // polling an event, not timing one
+  }
+  return true;
+}
+
+// n tasks posted to the maintenance pool, each waiting (up to 10 s) for all
+// n to have started: true when the pool ran them all at once.
+bool run_at_once(Broker& b, int n) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0, finished = 0, saw_all = 0;
+  for (int i = 0; i < n; ++i)
+    asio::post(b.maintenance(), [&] {
+      std::unique_lock<std::mutex> lock(mu);
+      ++started;
+      cv.notify_all();
+      if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == n; })) ++saw_all;
+      ++finished;
+      cv.notify_all();
+    });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return finished == n; });
+  return saw_all == n;
+}
+
+TEST_CASE("dynamic broker configs: background.threads sizes the maintenance pool within Kafka's rule",
+          "[admin][dynamic_configs]") {
+  test::BrokerFixture f;
+  const std::string me = std::to_string(f.broker().node_id());
+  MaintenancePool& pool = f.broker().maintenance_pool();
+  CHECK(pool.threads() == 10);  // Kafka's default
+  CHECK(run_at_once(f.broker(), 10));
+  auto set = [&](const std::string& v) { return inc(f, kBroker, me, {{"background.threads", kSet, v}}).responses[0]; };
+  auto r = set("21");
+  CHECK(r.error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(r.error_message.value_or(""), Catch::Contains("background.threads=21") &&
+                                               Catch::Contains("not be greater than double the current value 10"));
+  CHECK(set("4").error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK(pool.threads() == 10);
+  REQUIRE(set("13").error_code == 0);
+  CHECK(pool.threads() == 13);
+  CHECK(run_at_once(f.broker(), 13));
+  const auto d = describe(f, kBroker, me, std::vector<std::string>{"background.threads"});
+  CHECK(value_of(d, "background.threads") == std::make_pair(std::string("13"), int8_t{2}));
+  CHECK_FALSE(test::find_config(d, "background.threads")->read_only);
+  // Shrunk: the surplus threads leave; the pool still runs its work.
+  REQUIRE(set("7").error_code == 0);
+  CHECK(pool.threads() == 7);
+  CHECK(wait_until([&] { return pool.alive() == 7; }));
+  CHECK(run_at_once(f.broker(), 7));
+  f.restart();  // kept, and used at start-up
+  CHECK(f.broker().maintenance_pool().threads() == 7);
+  config::ConfigInput bad;
+  bad.overrides = {"background.threads=0"};
+  auto loaded = config::load_config(bad);
+  REQUIRE_FALSE(loaded);
+  CHECK_THAT(loaded.error().message, Catch::Contains("background.threads") && Catch::Contains("\"0\""));
 }
 
 TEST_CASE("dynamic broker configs: num.replica.fetchers changes live within Kafka's rule", "[admin][dynamic_configs]") {

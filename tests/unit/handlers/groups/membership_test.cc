@@ -6,6 +6,7 @@
 // issue 5.
 #include <catch2/catch.hpp>
 
+#include <future>
 #include <thread>
 
 #include "protocol/error_code.h"
@@ -219,6 +220,35 @@ TEST_CASE("a member that stops heartbeating is evicted", "[groups]") {
   clock.advance(401);
   c.tick_now();
   CHECK(describe(f, "g3").group_state == "Empty");
+}
+
+TEST_CASE("the coordinator's timers and writes go on while the maintenance pool is blocked", "[groups]") {
+  auto o = overrides();
+  o.push_back("background.threads=1");
+  BrokerFixture f(o);
+  groups::ManualGroupClock clock;
+  auto& c = coordinator(f);
+  // The only maintenance thread (the log tick, checkpoints, producer
+  // snapshots: a slow fsync there) is held for the whole test.
+  std::promise<void> release, blocked;
+  std::shared_future<void> released = release.get_future().share();
+  asio::post(f.broker().maintenance(), [&blocked, released] {
+    blocked.set_value();
+    released.wait();
+  });
+  blocked.get_future().wait();
+  struct Release {
+    std::promise<void>& p;
+    ~Release() { p.set_value(); }
+  } on_exit{release};
+  std::string a;
+  auto pa = start_join(f, "gm", 400, &a);
+  REQUIRE(pa.get().error_code == 0);
+  REQUIRE(sync(f, "gm", 1, a, {{a, "x"}}).error_code == 0);  // the group's record is written
+  REQUIRE(heartbeat(f, "gm", 1, a) == 0);
+  clock.advance(401);
+  c.tick_now();  // the session expiry runs on the coordinators' own thread
+  CHECK(describe(f, "gm").group_state == "Empty");
 }
 
 TEST_CASE("static membership: a restarted instance takes its place without a rebalance", "[groups]") {
