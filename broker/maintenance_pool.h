@@ -59,7 +59,7 @@ class MaintenancePool {
     }
   }
 
-  // Threads running or leaving (not yet joined).
+  // The threads it is sized for: running, less those asked to leave.
   size_t threads() const {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<size_t>(running_locked());
@@ -69,9 +69,7 @@ class MaintenancePool {
   // waits for a shrink to finish on it.
   size_t alive() const {
     std::lock_guard<std::mutex> lock(mu_);
-    size_t n = 0;
-    for (const auto& w : workers_) n += w->done ? 0 : 1;
-    return n;
+    return static_cast<size_t>(alive_locked());
   }
 
   void stop() {
@@ -100,12 +98,12 @@ class MaintenancePool {
     w.done = true;
   }
 
-  // Threads not done, less those asked to leave.
-  int64_t running_locked() const {
+  int64_t alive_locked() const {
     int64_t n = 0;
     for (const auto& w : workers_) n += w->done ? 0 : 1;
-    return n - leaving_;
+    return n;
   }
+  int64_t running_locked() const { return alive_locked() - leaving_; }
 
   // Joins the threads that left (their loop has ended: join returns at once).
   void reap_locked() {

@@ -158,13 +158,11 @@ inline std::vector<DescribedConfig> describe_broker_configs(const config::Broker
   for (const std::string& name : cfg.listener_overrides()) {
     if (!wanted(keys, name)) continue;
     const config::Entry* e = cfg.listener_entry(name);
-    if (cluster_default) {
-      auto v = defaults.find(name);
-      if (v == defaults.end()) continue;
-    }
+    auto in_default = defaults.find(name);
+    if (cluster_default && in_default == defaults.end()) continue;
     DescribedConfig d;
     d.name = name;
-    d.value = cluster_default ? std::optional<std::string>(defaults.at(name)) : config::format_value(e->value);
+    d.value = cluster_default ? std::optional<std::string>(in_default->second) : config::format_value(e->value);
     d.source = cluster_default ? config::DescribeSource::kDynamicDefaultBrokerConfig : config::describe_source(e->source);
     // Kafka 3.9 says read-only of these (its check looks the prefixed name
     // up among its dynamic keys), although they change live there as here.

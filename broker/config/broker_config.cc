@@ -41,7 +41,7 @@ std::string_view trim(std::string_view s) {
 // A value given by one source, before parsing.
 struct Raw {
   std::string text;
-  ConfigSource source;
+  ConfigSource source = ConfigSource::kDefault;
   std::string origin;
   int rank = 0;  // within the environment: KAFKA_CFG_ (1) beats KAFKA_ (0)
 };
@@ -414,25 +414,19 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
   std::map<std::string, Raw> raw_listener;  // listener overrides, by name
   auto offer = [&](std::string_view name, std::string text, ConfigSource source, std::string origin, int rank) {
     const KeyDef* k = find_key(name);
-    if (!k && parse_listener_key(name)) {
-      auto [it, inserted] = raw_listener.try_emplace(std::string(name));
-      if (!inserted && it->second.source == source && it->second.rank > rank) return;
-      it->second = Raw{std::move(text), source, std::move(origin), rank};
-      return;
-    }
-    if (!k) {
+    if (!k && !parse_listener_key(name)) {
       std::string hint;
-      if (auto lk = parse_listener_key(lower(name)); lk && name.starts_with(kListenerPrefix))
+      if (parse_listener_key(lower(name)) && name.starts_with(kListenerPrefix))
         hint = " (a listener override names its listener in lower case: " + lower(name) + ")";
       out.warnings.push_back("unknown configuration key \"" + std::string(name) + "\" (from " + origin +
                              "); ignored" + hint);
       return;
     }
-    auto [it, inserted] = raw.try_emplace(key_index(*k));
+    Raw& slot = k ? raw[key_index(*k)] : raw_listener[std::string(name)];
     // Sources are offered lowest first; within the environment a lower rank
     // does not replace a higher one.
-    if (!inserted && it->second.source == source && it->second.rank > rank) return;
-    it->second = Raw{std::move(text), source, std::move(origin), rank};
+    if (!slot.origin.empty() && slot.source == source && slot.rank > rank) return;
+    slot = Raw{std::move(text), source, std::move(origin), rank};
   };
 
   const std::string file_name = input.file_name.empty() ? "properties file" : input.file_name;
