@@ -11,7 +11,10 @@ the broker runs and one over its data directory after a clean stop:
   kafka-topics          create (with a config), list, describe, alter
                         partitions, delete
   kafka-configs         alter/describe/delete topic configs, describe a
-                        broker's configs
+                        broker's configs, set/describe/delete dynamic
+                        broker configs (its own and every broker's;
+                        background.threads and a listener's own
+                        max.connections among them)
   console producer      keyed lines in; console consumer with a group out
   kafka-consumer-groups list, describe with lag, reset offsets, delete
   kafka-get-offsets     latest and earliest
@@ -157,13 +160,16 @@ def online(ctx, b, cp):
     # described, refused for a static key, then deleted (nothing else here
     # depends on them: larger limits only).
     BRK, DFLT = ("--entity-type", "brokers", "--entity-name", "0"), ("--entity-type", "brokers", "--entity-default")
-    k.add("configs_broker_alter", CONFIGS, *B, *BRK, "--alter", "--add-config", "message.max.bytes=2000000")
+    k.add("configs_broker_alter", CONFIGS, *B, *BRK, "--alter", "--add-config",
+          "message.max.bytes=2000000,background.threads=12,listener.name.plaintext.max.connections=1000")
     k.add("configs_default_alter", CONFIGS, *B, *DFLT, "--alter", "--add-config",
           "message.max.bytes=3000000,log.segment.delete.delay.ms=60001")
     k.add("configs_broker_dynamic", CONFIGS, *B, *BRK, "--describe")
     k.add("configs_default_describe", CONFIGS, *B, *DFLT, "--describe")
     k.add("configs_broker_static", CONFIGS, *B, *BRK, "--alter", "--add-config", "num.partitions=3")
-    k.add("configs_broker_unset", CONFIGS, *B, *BRK, "--alter", "--delete-config", "message.max.bytes")
+    k.add("configs_broker_unset", CONFIGS, *B, *BRK, "--alter", "--delete-config",
+          "message.max.bytes,background.threads,listener.name.plaintext.max.connections")
+    k.add("configs_broker_after", CONFIGS, *B, *BRK, "--describe")
     k.add("configs_default_unset", CONFIGS, *B, *DFLT, "--alter", "--delete-config",
           "message.max.bytes,log.segment.delete.delay.ms")
     k.add("configs_default_after", CONFIGS, *B, *DFLT, "--describe")
@@ -228,6 +234,14 @@ def online(ctx, b, cp):
         r"^\s+message\.max\.bytes=2000000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:message\.max\.bytes=2000000, "
         r"DYNAMIC_DEFAULT_BROKER_CONFIG:message\.max\.bytes=3000000, DEFAULT_CONFIG:message\.max\.bytes=1048588\}$", bd, re.M),
           "kafka-configs --describe of broker 0's dynamic configs:\n" + bd)
+    # The maintenance pool's size and a listener's own connection limit, set
+    # live by Kafka's tool, with Kafka's synonyms.
+    check(re.search(r"^\s+background\.threads=12 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:background\.threads=12, "
+                    r"DEFAULT_CONFIG:background\.threads=10\}$", bd, re.M) and
+          re.search(r"^\s+listener\.name\.plaintext\.max\.connections=1000 sensitive=false synonyms=\{"
+                    r"DYNAMIC_BROKER_CONFIG:listener\.name\.plaintext\.max\.connections=1000, "
+                    r"DEFAULT_CONFIG:max\.connections=2147483647\}$", bd, re.M),
+          "kafka-configs --describe of broker 0's background.threads and listener override:\n" + bd)
     dd = k.out("configs_default_describe")
     check(dd.startswith("Default configs for brokers in the cluster are:") and
           re.search(r"^\s+message\.max\.bytes=3000000 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:", dd, re.M) and
@@ -239,6 +253,8 @@ def online(ctx, b, cp):
     check("InvalidRequestException" in st and "Cannot update num.partitions dynamically" in st,
           "a static key is refused (INVALID_REQUEST, naming it):\n" + st[-3000:])
     k.out("configs_broker_unset")
+    check(k.out("configs_broker_after").strip() == "Dynamic configs for broker 0 are:",
+          "nothing left of broker 0's dynamic configs:\n" + k.out("configs_broker_after"))
     k.out("configs_default_unset")
     check(k.out("configs_default_after").strip() == "Default configs for brokers in the cluster are:",
           "nothing left after --delete-config:\n" + k.out("configs_default_after"))
