@@ -449,7 +449,7 @@ void ProduceService::after_append(const std::shared_ptr<PartitionState>& st, int
   st->snapshot_queued = true;
   std::weak_ptr<PartitionState> weak = st;
   asio::post(broker_.maintenance(), [this, weak, alive = alive_] {
-    std::lock_guard<std::mutex> guard(alive->mu);
+    std::shared_lock<std::shared_mutex> guard(alive->mu);
     if (!alive->alive) return;
     auto s = weak.lock();
     if (!s) return;
@@ -469,7 +469,7 @@ void ProduceService::after_roll(const std::shared_ptr<Partition>& p, int64_t bas
     loaded = st->loaded;
   }
   if (loaded) {
-    std::lock_guard<std::mutex> guard(alive_->mu);
+    std::shared_lock<std::shared_mutex> guard(alive_->mu);
     if (alive_->alive) (void)write_snapshot(*st, log, Broker::now_ms(), base);
     return;
   }
@@ -526,7 +526,7 @@ void ProduceService::run_next_load() {
       loaded = ensure_loaded(*s, *l);  // false: writes of a dropped table in flight; asked again later
     }
     if (loaded) {
-      std::lock_guard<std::mutex> guard(alive_->mu);
+      std::shared_lock<std::shared_mutex> guard(alive_->mu);
       if (alive_->alive) (void)write_snapshot(*s, l, Broker::now_ms(), job.snapshot_at);
     }
   }
@@ -620,7 +620,7 @@ size_t ProduceService::expire_producers(int64_t now_ms) {
 
 void ProduceService::stop() {
   {
-    std::lock_guard<std::mutex> guard(alive_->mu);
+    std::unique_lock<std::shared_mutex> guard(alive_->mu);  // waits for the snapshot writes in progress
     alive_->alive = false;
   }
   std::vector<std::shared_ptr<PartitionState>> all;

@@ -77,6 +77,7 @@
 #include <optional>
 #include <vector>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -284,10 +285,12 @@ class ProduceService : public ReplicaRoleListener {
   int64_t last_expiry_ms_ = -1;  // tick() only (serial: one timer)
   std::unordered_map<const storage::Log*, std::shared_ptr<PartitionState>> states_;
 
-  // Background snapshot tasks check this (under its mutex) before touching
-  // the service, which stop() marks gone.
+  // Snapshot tasks (the maintenance pool's, the I/O pool's) check this,
+  // holding its lock shared, before touching the service, which stop()
+  // marks gone holding it exclusively: writes of different partitions run
+  // at once, and none is in progress after stop().
   struct Alive {
-    std::mutex mu;
+    std::shared_mutex mu;
     bool alive = true;
   };
   std::shared_ptr<Alive> alive_ = std::make_shared<Alive>();

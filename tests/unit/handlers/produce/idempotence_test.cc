@@ -417,6 +417,43 @@ int64_t loaded_from(BrokerFixture& f, const std::string& topic) {
 
 }  // namespace
 
+TEST_CASE("producer snapshots of different partitions are written at once: one held does not hold the others") {
+  BrokerFixture f;
+  create_topic(f, "a", 1, {{"segment.bytes", "1024"}});
+  create_topic(f, "b", 1, {{"segment.bytes", "1024"}});
+  auto pa = f.broker().topics().partition("a", 0);
+  auto pb = f.broker().topics().partition("b", 0);
+  const std::string b_dir = pb->log().dir();
+  const int64_t pid = init_producer_id(f);
+  // An idempotent write loads each partition's table.
+  REQUIRE(produce_one(f, "a", idem_batch(pid, 0, 0)).error_code == 0);
+  REQUIRE(produce_one(f, "b", idem_batch(pid, 0, 0)).error_code == 0);
+  auto sa = f.broker().service<ciuickafka::broker::produce::ProduceService>().existing_state(*pa);
+  REQUIRE(sa);
+  auto roll = [&](const std::string& topic, ciuickafka::broker::Partition& p) {
+    const size_t segments = p.log().segment_count();
+    while (p.log().segment_count() == segments) REQUIRE(produce_one(f, topic, make_batch({.records = 2})).error_code == 0);
+    return p.log().segments()->back()->base_offset();
+  };
+  {
+    // a's snapshot file is held, as by a write that takes long (a slow
+    // fsync): its roll's snapshot task waits for it on a pool thread, once
+    // it has taken its offset.
+    std::unique_lock<std::mutex> hold(sa->file_mu);
+    const int64_t a_active = roll("a", *pa);
+    REQUIRE(wait_for([&] {
+      std::lock_guard<std::mutex> lock(sa->mu);
+      return sa->snapshot_offset >= a_active;
+    }));
+    // b's roll is snapshotted meanwhile.
+    const int64_t b_active = roll("b", *pb);
+    CHECK(wait_for([&] { return newest_snapshot(b_dir) >= b_active; }));
+  }
+  // Released: a's snapshot is written too.
+  const std::string a_dir = pa->log().dir();
+  CHECK(wait_for([&] { return newest_snapshot(a_dir) >= pa->log().segments()->back()->base_offset(); }));
+}
+
 TEST_CASE("a leader snapshots the producer state at every roll: a load after a crash scans the active segment only") {
   BrokerFixture f;
   create_topic(f, "plain", 1, {{"segment.bytes", "1024"}});
