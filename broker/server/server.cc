@@ -483,22 +483,24 @@ std::unique_ptr<ConnectionRate> Server::new_rate() const {
 std::vector<Server::Live> Server::pick_excess_locked() {
   std::vector<Live> out;
   if (stopping_.load()) return out;
-  std::vector<Live*> candidates;
-  int64_t open = 0;
-  for (auto& [id, live] : conns_) {
-    if (live.evicting) continue;  // closing already
-    ++open;
-    if (live.listener != nullptr && live.listener->name != protected_listener_) candidates.push_back(&live);
-  }
-  const int64_t excess = std::min<int64_t>(open - max_connections_, static_cast<int64_t>(candidates.size()));
-  if (excess <= 0) return out;
-  auto last_active = [](const Live* l) {
-    auto c = l->connection.lock();
-    return c ? c->last_activity_ns() : std::numeric_limits<int64_t>::min();  // gone: first
+  // Candidates: the other listeners' connections not closing already.
+  auto candidate = [&](const Live& l) {
+    return !l.evicting && l.listener != nullptr && l.listener->name != protected_listener_;
   };
-  std::vector<std::pair<int64_t, Live*>> by_age;
-  by_age.reserve(candidates.size());
-  for (Live* l : candidates) by_age.emplace_back(last_active(l), l);
+  int64_t open = 0, candidates = 0;
+  for (const auto& [id, live] : conns_) {
+    open += live.evicting ? 0 : 1;
+    candidates += candidate(live) ? 1 : 0;
+  }
+  const int64_t excess = std::min(open - max_connections_, candidates);
+  if (excess <= 0) return out;  // the usual case: nothing is looked at further
+  std::vector<std::pair<int64_t, Live*>> by_age;  // by last activity, one gone already first
+  by_age.reserve(static_cast<size_t>(candidates));
+  for (auto& [id, live] : conns_) {
+    if (!candidate(live)) continue;
+    auto c = live.connection.lock();
+    by_age.emplace_back(c ? c->last_activity_ns() : std::numeric_limits<int64_t>::min(), &live);
+  }
   std::partial_sort(by_age.begin(), by_age.begin() + excess, by_age.end(),
                     [](const auto& a, const auto& b) { return a.first < b.first; });
   for (int64_t i = 0; i < excess; ++i) {
