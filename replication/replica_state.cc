@@ -39,7 +39,8 @@ bool follower_caught_up(const FollowerState& f, int64_t leader_leo, int64_t now_
 
 ReplicaState ReplicaState::become_leader(int32_t local_id, int32_t leader_epoch, int32_t partition_epoch,
                                          std::vector<int32_t> replicas, std::vector<int32_t> isr, int64_t leader_leo,
-                                         int64_t high_watermark, int64_t now_ms, const ReplicaState* previous) {
+                                         int64_t high_watermark, int64_t now_ms, const ReplicaState* previous,
+                                         std::optional<int64_t> epoch_start) {
   ReplicaState s;
   s.leader_id_ = local_id;
   s.leader_epoch_ = leader_epoch;
@@ -49,7 +50,7 @@ ReplicaState ReplicaState::become_leader(int32_t local_id, int32_t leader_epoch,
   s.recovery_ = LeaderRecoveryState::kRecovered;  // makeLeader marks a RECOVERING partition RECOVERED
   s.leader_leo_ = leader_leo;
   s.hw_ = high_watermark;
-  s.epoch_start_ = leader_leo;  // maybeAssignEpochStartOffset(epoch, LEO)
+  s.epoch_start_ = epoch_start.value_or(leader_leo);  // maybeAssignEpochStartOffset(epoch, LEO)
   for (int32_t id : s.replicas_) {
     if (id == local_id) continue;
     const bool in_sync = contains(s.isr_, id);

@@ -99,10 +99,13 @@ class ReplicaState {
   // Partition.makeLeader with a new leader epoch. Followers are reset as
   // Replica.resetReplicaState does: ISR members caught up at now_ms, others
   // at 0; a newly elected leader forgets their offsets, a re-elected one keeps
-  // them. The epoch starts at leader_leo; the recovery state becomes RECOVERED.
+  // them. The epoch starts at epoch_start, else at leader_leo (the leader's
+  // log records it; it is past leader_leo when writes of the previous epoch
+  // were in flight); the recovery state becomes RECOVERED.
   static ReplicaState become_leader(int32_t local_id, int32_t leader_epoch, int32_t partition_epoch,
                                     std::vector<int32_t> replicas, std::vector<int32_t> isr, int64_t leader_leo,
-                                    int64_t high_watermark, int64_t now_ms, const ReplicaState* previous = nullptr);
+                                    int64_t high_watermark, int64_t now_ms, const ReplicaState* previous = nullptr,
+                                    std::optional<int64_t> epoch_start = std::nullopt);
 
   int32_t leader_id() const { return leader_id_; }
   int32_t leader_epoch() const { return leader_epoch_; }

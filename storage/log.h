@@ -279,6 +279,14 @@ class Log : public std::enable_shared_from_this<Log> {
   // Becoming leader (Kafka's maybeAssignEpochStartOffset): records that
   // epoch starts at start_offset (normally the LEO).
   Status assign_epoch_start_offset(int32_t epoch, int64_t start_offset);
+  // The same at the end of everything appended so far, writes in flight
+  // included (next_offset(), taken under the append lock, so no append
+  // lands between the read and the assignment), when epoch is newer than
+  // the cache's latest; returns that offset. A leader that starts an epoch
+  // at the readable LEO while a write of the old epoch is in flight would
+  // put that write after the new epoch's start, and its followers would
+  // truncate it and fetch it back forever.
+  Result<int64_t> assign_epoch_start_at_end(int32_t epoch);
   // The epoch cache (reads only; the log changes it).
   const LeaderEpochCache& leader_epochs() const { return *epochs_; }
   // OffsetForLeaderEpoch: the cache's answer against the current LEO.

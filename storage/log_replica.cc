@@ -74,6 +74,14 @@ Status Log::assign_epoch_start_offset(int32_t epoch, int64_t start_offset) {
   return epochs_->assign(epoch, start_offset);
 }
 
+Result<int64_t> Log::assign_epoch_start_at_end(int32_t epoch) {
+  std::lock_guard lock(append_mu_);
+  if (closed_) return Status::invalid_argument(dir_ + ": epoch assignment on a closed log");
+  const auto latest = epochs_->latest_epoch();
+  if (!latest || *latest < epoch) CK_RETURN_IF_ERROR(epochs_->assign(epoch, next_offset_));
+  return next_offset_;
+}
+
 Status Log::check_truncatable_locked(int64_t offset) const {
   if (closed_) return Status::invalid_argument(dir_ + ": truncation of a closed log");
   if (!broken_.is_ok()) return broken_;

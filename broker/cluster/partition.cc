@@ -6,6 +6,8 @@
 #include <mutex>
 #include <string>
 
+#include "metrics/log/log.h"
+
 namespace ciuickafka::broker {
 
 Partition::Partition(storage::TopicPartition tp, protocol::Uuid topic_id,
@@ -27,9 +29,17 @@ std::shared_ptr<const PartitionRoleState> Partition::role_state() const {
   return role_state_;
 }
 
-void Partition::set_role(PartitionRoleState state) {
-  auto next = std::make_shared<const PartitionRoleState>(std::move(state));
+void Partition::set_role(PartitionRoleState state, bool starts_epoch) {
   std::lock_guard<std::mutex> appends(append_role_mu_);  // waits for leader appends assigning offsets
+  if (starts_epoch) {
+    auto start = log_->assign_epoch_start_at_end(state.leader_epoch);
+    if (!start.is_ok()) {
+      CK_LOG_WARN("replication", "%s-%d: start of leader epoch %d not recorded: %s", tp_.topic.c_str(),
+                  tp_.partition, state.leader_epoch, start.status().to_string().c_str());
+    }
+    state.leader_epoch_start_offset = start.is_ok() ? start.value() : log_->next_offset();
+  }
+  auto next = std::make_shared<const PartitionRoleState>(std::move(state));
   std::lock_guard<std::mutex> lock(role_mu_);
   leader_epoch_.store(next->leader_epoch, std::memory_order_release);
   role_.store(next->role, std::memory_order_release);

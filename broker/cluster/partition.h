@@ -98,7 +98,15 @@ class Partition {
   bool is_leader() const { return role() == ReplicaRole::kLeader; }
   // Installs a new role; leader_epoch() follows state.leader_epoch. The
   // caller (the replica manager) checks epochs and serialises the calls.
-  void set_role(PartitionRoleState state);
+  // starts_epoch (a LeaderAndIsr making this broker leader at an epoch new
+  // to it): the epoch starts at the end of everything appended, writes in
+  // flight included (Kafka's maybeAssignEpochStartOffset under the
+  // partition's write lock), recorded in the log's epoch cache and in
+  // state.leader_epoch_start_offset. Both happen under the lock leader
+  // appends hold while they take the epoch and their offsets, so every
+  // batch of the old epoch lies below the new epoch's start and every batch
+  // of the new one at or above it.
+  void set_role(PartitionRoleState state, bool starts_epoch = false);
   // When (steady clock, ms) the controller last spoke about this partition
   // (a LeaderAndIsr that named it, applied or at the epoch it already has);
   // 0 before any. The leadership fence compares it with a session expiry.

@@ -253,9 +253,9 @@ ErrorCode ReplicaManager::apply_one(const PartitionRequest& pr, const LeaderAndI
     for (ReplicaRoleListener* l : listeners_) l->will_lead(p);
   // Every epoch applied here is new to this process (older ones were
   // refused above), as Kafka's isNewLeaderEpoch after a restart: the
-  // epoch's start is the LEO now that no follower append is in flight.
-  if (leader) role.leader_epoch_start_offset = p->log_end_offset();
-  p->set_role(std::move(role));
+  // epoch starts at the log's end, taken by set_role under the lock leader
+  // appends hold (a leader staying leader may have appends in flight).
+  p->set_role(std::move(role), /*starts_epoch=*/leader);
   p->set_confirmed_ms(LeadershipFence::steady_ms());
   applied_epoch_[key] = st.leader_epoch;
   if (leader) {

@@ -132,13 +132,10 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
   auto rs = p->role_state();
   const bool others = std::any_of(rs->replicas.begin(), rs->replicas.end(), [&](int32_t r) { return r != node_id_; });
   const int64_t leo = p->log_end_offset();
-  // Kafka's maybeAssignEpochStartOffset: the new epoch starts at the LEO.
-  auto latest = p->log().leader_epochs().latest_epoch();
-  if (!latest || *latest < rs->leader_epoch) {
-    if (auto s = p->log().assign_epoch_start_offset(rs->leader_epoch, leo); !s.is_ok())
-      CK_LOG_WARN("replication", "%s-%d: epoch start not recorded: %s", p->topic().c_str(), p->index(),
-                  s.to_string().c_str());
-  }
+  // Where the epoch starts: set_role recorded it (Kafka's
+  // maybeAssignEpochStartOffset) at the end of the log, past any write in
+  // flight then (so possibly past leo for now).
+  const int64_t epoch_start = rs->leader_epoch_start_offset >= 0 ? rs->leader_epoch_start_offset : leo;
   std::shared_ptr<Entry> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -160,10 +157,10 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
   if (old) {
     std::lock_guard<std::mutex> lock(old->mu);
     e->st = ReplicaState::become_leader(node_id_, rs->leader_epoch, rs->partition_epoch, rs->replicas, rs->isr, leo,
-                                        p->high_watermark(), now, &old->st);
+                                        p->high_watermark(), now, &old->st, epoch_start);
   } else {
     e->st = ReplicaState::become_leader(node_id_, rs->leader_epoch, rs->partition_epoch, rs->replicas, rs->isr, leo,
-                                        p->high_watermark(), now);
+                                        p->high_watermark(), now, nullptr, epoch_start);
   }
   p->set_hw_follows_leo(false);
   {

@@ -570,7 +570,8 @@ def run_test(fn, total_timeout=120):
                 b.kill()
     if ok:
         print("PASS (%.1fs)" % (time.monotonic() - t0), flush=True)
-        shutil.rmtree(args.work, ignore_errors=True)
+        if not os.environ.get("CK_KEEP_WORK"):
+            shutil.rmtree(args.work, ignore_errors=True)
         sys.exit(0)
     print("work directory kept: %s" % args.work, flush=True)
     sys.exit(1)

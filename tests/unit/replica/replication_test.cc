@@ -117,7 +117,7 @@ struct Pair {
 
   // As the replica manager will: set_role, then the listener.
   void make_leader(int32_t epoch, std::vector<int32_t> isr = {1, 2}) {
-    lp->set_role(role(ReplicaRole::kLeader, 1, epoch, std::move(isr)));
+    lp->set_role(role(ReplicaRole::kLeader, 1, epoch, std::move(isr)), /*starts_epoch=*/true);
     leader.broker().service<replica::ReplicaRolesListener>().became_leader(lp);
   }
   void make_follower(int32_t epoch) {
@@ -439,7 +439,7 @@ TEST_CASE("num.replica.fetchers resized: partitions move between fetcher threads
     for (int32_t i = 0; i < 8; ++i) (f == &pr.leader ? lead : follow).push_back(c.topic->partition(i));
   }
   for (auto& p : lead) {
-    p->set_role(role(ReplicaRole::kLeader, 1, 1, {1, 2}));
+    p->set_role(role(ReplicaRole::kLeader, 1, 1, {1, 2}), /*starts_epoch=*/true);
     pr.leader.broker().service<replica::ReplicaRolesListener>().became_leader(p);
   }
   for (auto& p : follow) {
@@ -523,7 +523,7 @@ TEST_CASE("an ISR shrink goes to the controller as AlterPartition and a committe
   FakeKafkaServer controller([&](int fd, int) { serve_alter_partition(fd, {1}, 8, &seen, &seen_version); });
   Pair pr({"replica.lag.time.max.ms=200"});
   pr.leaders().set_controller_endpoint(replica::ControllerEndpoint{9, "127.0.0.1", controller.port()});
-  pr.lp->set_role(role(ReplicaRole::kLeader, 1, 4, {1, 2}, {1, 2}, 7));
+  pr.lp->set_role(role(ReplicaRole::kLeader, 1, 4, {1, 2}, {1, 2}, 7), /*starts_epoch=*/true);
   pr.leaders().became_leader(pr.lp);
   REQUIRE(pr.produce(batch(1, "x"), 1).error_code == 0);  // the follower (never fetching) falls behind
   REQUIRE(eventually([&] { return pr.lp->role_state()->isr == std::vector<int32_t>{1}; }));
@@ -727,6 +727,52 @@ TEST_CASE("idempotent producer state survives an epoch change with writes in fli
     CHECK(c.verdict == produce::SeqVerdict::kDuplicate);
     CHECK(c.duplicate.first_offset == 1);
   }
+}
+
+TEST_CASE("a new leader epoch starts past the previous epoch's writes in flight, so the follower keeps them",
+          "[replica]") {
+  auto ring = storage::io::Ring::create(64);
+  REQUIRE(ring.is_ok());
+  Pair pair;
+  pair.make_leader(1);
+  pair.make_follower(1);
+  REQUIRE(append_to(*pair.lp, batch(3, "a")));
+  REQUIRE(eventually([&] { return pair.lp->high_watermark() == 3; }));
+
+  // A produce of epoch 1 has its offsets but is not readable yet when the
+  // controller's next epoch arrives (in ZooKeeper mode an ISR change made by
+  // the controller, as in a controlled shutdown, bumps the leader epoch).
+  auto inflight = batch(2, "b");
+  auto r = pair.lp->append_async(inflight, Broker::now_ms(), ring.value().get(), [](storage::Status) {},
+                                 /*validated=*/false);
+  REQUIRE(r.is_ok());
+  REQUIRE(pair.lp->log().next_offset() == 5);
+  REQUIRE(pair.lp->log_end_offset() == 3);
+
+  pair.make_leader(2);
+  // Epoch 2 starts after the in-flight batch of epoch 1, not at the readable
+  // LEO (3): there the batch at 3 would be epoch 1's data past epoch 1's end,
+  // which the follower truncates and fetches back for ever.
+  auto latest = pair.lp->log().leader_epochs().latest_entry();
+  REQUIRE(latest.has_value());
+  CHECK(latest->epoch == 2);
+  CHECK(latest->start_offset == 5);
+  CHECK(pair.lp->role_state()->leader_epoch_start_offset == 5);
+  auto st = pair.leaders().state(pair.lp->tp());
+  REQUIRE(st.has_value());
+  CHECK(st->leader_epoch_start_offset() == 5);
+
+  pair.make_follower(2);
+  while (ring.value()->in_flight() > 0) REQUIRE(ring.value()->wait_completions(1).is_ok());
+  REQUIRE(pair.lp->log_end_offset() == 5);
+  CHECK(pair.lp->log().end_offset_for_epoch(1).end_offset == 5);
+  REQUIRE(append_to(*pair.lp, batch(1, "c")));  // epoch 2, at 5
+  REQUIRE(eventually([&] { return pair.fp->log_end_offset() == 6 && pair.lp->high_watermark() == 6; }));
+  CHECK(all_bytes(*pair.fp) == all_bytes(*pair.lp));
+  auto follower_latest = pair.fp->log().leader_epochs().latest_entry();
+  REQUIRE(follower_latest.has_value());
+  CHECK(follower_latest->epoch == 2);
+  CHECK(follower_latest->start_offset == 5);
 }
 
 }  // namespace ciuickafka::broker::test

@@ -50,6 +50,36 @@ TEST_CASE("log epochs: leader appends record each new epoch's start, persisted",
   CHECK(file_text(t.fs, dir + "/leader-epoch-checkpoint") == checkpoint_text(want));
 }
 
+TEST_CASE("log epochs: a new epoch starts at the end of the writes in flight, only when newer",
+          "[storage][log][epoch][uring]") {
+  require_io_uring();
+  auto ring_r = io::Ring::create(64);
+  REQUIRE(ring_r.is_ok());
+  auto ring = std::move(ring_r).value();
+  PosixFs t;
+  std::shared_ptr<Log> log(open_log(t.fs, t.root() + "/n-0", LogConfig{}));
+  Bytes first = make_batch(3, 10, 10);
+  append_ok(*log, first, 1);
+  Bytes second = make_batch(2, 10, 10);
+  bool written = false;
+  REQUIRE(log->append_async(second, 1, 0, ring.get(), [&](Status s) { written = s.is_ok(); }).is_ok());
+  if (!written) CHECK(log->log_end_offset() == 3);  // queued, not reaped
+  auto start = log->assign_epoch_start_at_end(2);
+  REQUIRE(start.is_ok());
+  CHECK(start.value() == 5);
+  CHECK(log->leader_epochs().entries() == Entries{{1, 0}, {2, 5}});
+  // The same epoch again, or an older one, changes nothing.
+  REQUIRE(log->assign_epoch_start_at_end(2).is_ok());
+  REQUIRE(log->assign_epoch_start_at_end(1).is_ok());
+  CHECK(log->leader_epochs().entries() == Entries{{1, 0}, {2, 5}});
+  while (ring->in_flight() > 0) REQUIRE(ring->wait_completions(1).is_ok());
+  CHECK(written);
+  CHECK(log->end_offset_for_epoch(1) == EpochEndOffset{1, 5});
+  CHECK(log->end_offset_for_epoch(2) == EpochEndOffset{2, 5});
+  REQUIRE(log->close().is_ok());
+  CHECK(log->assign_epoch_start_at_end(3).status().code() == StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("log epochs: a missing or corrupt checkpoint is rebuilt from the batches",
           "[storage][log][epoch]") {
   for (const char* damage : {"missing", "corrupt", "non-monotonic"}) {
