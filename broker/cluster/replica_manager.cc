@@ -336,6 +336,24 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
   return resp;
 }
 
+size_t ReplicaManager::step_down_after_controlled_shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& topic : broker_.topics().list()) {
+    for (const auto& p : topic->partitions) {
+      if (!p || !p->is_leader()) continue;
+      PartitionRoleState st = *p->role_state();
+      if (st.replicas.size() < 2) continue;  // nowhere to move: still served until the stop
+      st.role = ReplicaRole::kOffline;
+      p->set_role(std::move(st));
+      p->set_hw_follows_leo(false);
+      for (ReplicaRoleListener* l : listeners_) l->stopped(p->tp(), false);
+      ++n;
+    }
+  }
+  return n;
+}
+
 protocol::UpdateMetadataResponse ReplicaManager::update_metadata(const protocol::UpdateMetadataRequest& req,
                                                                  int16_t version) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -63,6 +63,17 @@ class ReplicaManager {
   MetadataCache& metadata_cache() { return cache_; }
   void add_role_listener(ReplicaRoleListener* l);
 
+  // After a controlled shutdown the controller answered with no partition
+  // remaining: every leadership here of a partition with other replicas has
+  // moved, but the LeaderAndIsr saying so may never arrive (the controller
+  // may be this broker, its channel to itself cut when the listeners stop).
+  // Each such partition stops being served here, as StopReplica without
+  // delete: acks=all produces waiting on it, and new ones, get
+  // NOT_LEADER_OR_FOLLOWER and go to the new leader, instead of waiting for
+  // followers that now follow someone else until the shutdown's grace ends.
+  // Returns how many partitions stepped down.
+  size_t step_down_after_controlled_shutdown();
+
   // The topic config overrides for a log LeaderAndIsr creates; nullopt when
   // they cannot be read (the log then takes the broker defaults). Default:
   // broker.cluster()->read_topic_config. Tests inject their own.

@@ -13,12 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/produce/produce_service.h"
 #include "broker/replica/fetcher_manager.h"
 #include "broker/replica/hw_checkpoint.h"
@@ -314,6 +316,40 @@ TEST_CASE("acks=all completes after the follower caught up, times out without it
   CHECK(pr.lp->log_end_offset() == 5);
   // acks=1 is unaffected.
   CHECK(pr.produce(batch(1, "z"), 1).error_code == 0);
+}
+
+// The controller moved every replicated leadership away (ControlledShutdown
+// answered nothing remaining) but its LeaderAndIsr never reached this broker
+// (its own controller channel cut by the stop): the partitions step down
+// here, so an acks=all produce waiting for a follower that follows someone
+// else now is answered at once, not when the shutdown's grace runs out.
+TEST_CASE("after a controlled shutdown replicated leaderships step down: waiting acks=all answered NOT_LEADER",
+          "[replica]") {
+  Pair pr;
+  auto& rm = pr.leader.broker().service<ReplicaManager>();
+  rm.add_role_listener(&pr.leader.broker().service<replica::ReplicaRolesListener>());
+  pr.make_leader(1);  // ISR [1, 2]; the follower never fetches
+  auto c = pr.leader.broker().topics().create("solo", 1, 1, {}, false, Broker::now_ms());
+  REQUIRE(c.error.ok());
+  auto solo = c.topic->partition(0);
+  solo->set_role(role(ReplicaRole::kLeader, 1, 1, {1}, {1}), /*starts_epoch=*/true);
+  pr.leaders().became_leader(solo);
+
+  auto waiting = std::async(std::launch::async, [&] { return pr.produce(batch(1, "x"), -1, 60000); });
+  REQUIRE(eventually([&] { return pr.lp->log_end_offset() == 1; }));  // appended, waiting for the follower
+  CHECK(waiting.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);
+
+  CHECK(rm.step_down_after_controlled_shutdown() == 1);  // t-0; solo has nowhere to go
+  auto r = waiting.get();
+  CHECK(r.error_code == protocol::to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  CHECK_FALSE(pr.lp->is_leader());
+  CHECK(pr.lp->role_state()->leader_epoch == 1);
+  CHECK_FALSE(pr.leaders().state(pr.lp->tp()).has_value());
+  CHECK(solo->is_leader());
+  // New produces go elsewhere too; nothing more is written here.
+  CHECK(pr.produce(batch(1, "y"), -1).error_code == protocol::to_wire(ErrorCode::NOT_LEADER_OR_FOLLOWER));
+  CHECK(pr.lp->log_end_offset() == 1);
+  CHECK(rm.step_down_after_controlled_shutdown() == 0);
 }
 
 // ciuic.acks.all.fsync on a replicated partition: the answer comes only once
