@@ -329,7 +329,10 @@ bool Broker::controlled_shutdown() {
   metrics::log::writef(r.succeeded ? metrics::log::Level::kInfo : metrics::log::Level::kWarn, "cluster",
                        "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up",
                        r.attempts, static_cast<long long>(r.elapsed_ms));
-  if (r.succeeded) {
+  // The controller answered (attempts > 0) that nothing remains: the
+  // leaderships moved. With no other broker registered nothing moved and
+  // this broker keeps serving until its stop.
+  if (r.succeeded && r.attempts > 0) {
     const size_t n = service<ReplicaManager>().step_down_after_controlled_shutdown();
     if (n > 0) CK_LOG_INFO("cluster", "controlled shutdown: %zu partition(s) no longer led here", n);
   }
