@@ -20,7 +20,10 @@ Scenarios:
               pzxid of /brokers/ids), so the move came from ControlledShutdown,
               not from the broker leaving. The SIGTERM-to-new-leader time of
               partition 0 is printed. The producer loses no acknowledged
-              record (a consumer reads all back at their offsets). The broker
+              record (a consumer reads all back at their offsets); the
+              SIGTERM'd broker timed no produce out (it steps down once its
+              leaderships moved) and no survivor truncated a partition more
+              than 3 times (no truncate-and-refetch loop). The broker
               restarts and rejoins every ISR; ElectLeaders (preferred) on a
               broker that is not the controller answers NOT_CONTROLLER per
               partition; on the controller it moves each partition whose
@@ -148,7 +151,13 @@ def run_controlled(ctx, zk, victim_is_controller):
     check(t_new_leader is not None, "partition %d's new leader was not seen before the broker exited" % first)
     print("[test] SIGTERM to new leader of partition %d: %.3fs; SIGTERM to exit: %.3fs (session timeout %.1fs)" %
           (first, t_new_leader - t_term, t_exit - t_term, SESSION_MS / 1000), flush=True)
-    check("controlled shutdown: succeeded" in victim.log_text(), "the broker's log does not say it succeeded")
+    victim_log = victim.log_text()
+    check("controlled shutdown: succeeded" in victim_log, "the broker's log does not say it succeeded")
+    # Once its leaderships moved it answers NOT_LEADER_OR_FOLLOWER at once: it
+    # never holds an acks=all produce until the stop's grace runs out.
+    check("REQUEST_TIMED_OUT" not in victim_log,
+          "the SIGTERM'd broker timed an acks=all produce out: %s" %
+          [ln for ln in victim_log.splitlines() if "REQUEST_TIMED_OUT" in ln][:2])
 
     t.join(120)
     check(not t.is_alive(), "the producer did not finish")
@@ -158,6 +167,18 @@ def run_controlled(ctx, zk, victim_is_controller):
     missing = [k for k in acked if got.get(k) != acked[k]]
     check(not missing, "%d acknowledged records lost or changed, e.g. %s" % (len(missing), missing[:5]))
     print("[test] all %d acknowledged records read back" % len(acked), flush=True)
+    # A follower truncates a partition once per leadership change at most; a
+    # loop (a re-elected leader's epoch starting below a write in flight: the
+    # follower truncating and fetching it back every few ms) would log it
+    # thousands of times.
+    for b in survivors:
+        counts = {}
+        for ln in b.log_text().splitlines():
+            for p in range(PARTITIONS):
+                if ("replica fetcher %s-%d: truncating from" % (topic, p)) in ln:
+                    counts[p] = counts.get(p, 0) + 1
+        check(all(n <= 3 for n in counts.values()),
+              "broker %s truncated partitions over and over: %s" % (b.name, counts))
 
     victim.start()
     wait_until(lambda: all(sorted(state_with_stat(kz, topic, p)[0]["isr"]) == [1, 2, 3] for p in range(PARTITIONS)),
