@@ -134,8 +134,9 @@ void LeaderReplicas::became_leader(const std::shared_ptr<Partition>& p) {
   const int64_t leo = p->log_end_offset();
   // Where the epoch starts: set_role recorded it (Kafka's
   // maybeAssignEpochStartOffset) at the end of the log, past any write in
-  // flight then (so possibly past leo for now).
-  const int64_t epoch_start = rs->leader_epoch_start_offset >= 0 ? rs->leader_epoch_start_offset : leo;
+  // flight then (so possibly past leo for now); unset, the LEO.
+  std::optional<int64_t> epoch_start;
+  if (rs->leader_epoch_start_offset >= 0) epoch_start = rs->leader_epoch_start_offset;
   std::shared_ptr<Entry> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
