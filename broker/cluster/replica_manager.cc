@@ -305,12 +305,7 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
       err = ErrorCode::FENCED_LEADER_EPOCH;
     } else {
       std::shared_ptr<Partition> p = broker_.topics().partition(s.topic, s.partition);
-      if (p) {
-        PartitionRoleState st = *p->role_state();
-        st.role = ReplicaRole::kOffline;
-        p->set_role(std::move(st));
-        p->set_hw_follows_leo(false);
-      }
+      if (p) take_offline(*p);
       if (s.delete_partition) {
         applied_epoch_.erase(key);
         if (p) {
@@ -336,17 +331,21 @@ StopReplicaResponse ReplicaManager::stop_replica(const StopReplicaRequest& req, 
   return resp;
 }
 
+void ReplicaManager::take_offline(Partition& p) {
+  PartitionRoleState st = *p.role_state();
+  st.role = ReplicaRole::kOffline;
+  p.set_role(std::move(st));
+  p.set_hw_follows_leo(false);
+}
+
 size_t ReplicaManager::step_down_after_controlled_shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (const auto& topic : broker_.topics().list()) {
     for (const auto& p : topic->partitions) {
       if (!p || !p->is_leader()) continue;
-      PartitionRoleState st = *p->role_state();
-      if (st.replicas.size() < 2) continue;  // nowhere to move: still served until the stop
-      st.role = ReplicaRole::kOffline;
-      p->set_role(std::move(st));
-      p->set_hw_follows_leo(false);
+      if (p->role_state()->replicas.size() < 2) continue;  // nowhere to move: still served until the stop
+      take_offline(*p);
       for (ReplicaRoleListener* l : listeners_) l->stopped(p->tp(), false);
       ++n;
     }

@@ -112,6 +112,9 @@ class ReplicaManager {
     protocol::Uuid topic_id{};
     const protocol::LeaderAndIsrRequest::LeaderAndIsrPartitionState* state = nullptr;
   };
+  // Stops serving p here (StopReplica's role change): offline, the HW no
+  // longer following the LEO. The caller tells the listeners.
+  static void take_offline(Partition& p);
   protocol::ErrorCode apply_one(const PartitionRequest& pr, const protocol::LeaderAndIsrRequest& req,
                                 int64_t now_ms);
   LeaderEndpoint leader_endpoint(int32_t leader, const protocol::LeaderAndIsrRequest& req) const;

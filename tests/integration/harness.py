@@ -490,6 +490,12 @@ def go_build(ctx, client, exe_name):
     return out
 
 
+def rdkafka_debug_conf():
+    """librdkafka's debug contexts from CK_RDKAFKA_DEBUG, for a client config ({} when unset)."""
+    contexts = os.environ.get("CK_RDKAFKA_DEBUG")
+    return {"debug": contexts} if contexts else {}
+
+
 def run_test(fn, total_timeout=120):
     """Entry point for a test script. Exit 0 = passed, 1 = failed."""
     ap = argparse.ArgumentParser()

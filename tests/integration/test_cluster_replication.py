@@ -252,7 +252,7 @@ def produce(brokers, topic, start, count, acked, pace=0.0):
     p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
                   "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
                   "broker.address.family": "v4", "retries": 1000000, "retry.backoff.ms": 100,
-                  **({"debug": os.environ["CK_RDKAFKA_DEBUG"]} if os.environ.get("CK_RDKAFKA_DEBUG") else {})})
+                  **harness.rdkafka_debug_conf()})
 
     def dr(err, m):
         if err is None:

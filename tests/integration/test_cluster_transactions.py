@@ -99,7 +99,7 @@ def producer(brokers, tid):
     p = Producer({"bootstrap.servers": bootstrap(brokers), "transactional.id": tid, "acks": "all",
                   "broker.address.family": "v4", "transaction.timeout.ms": 60000,
                   "message.timeout.ms": 60000, "socket.timeout.ms": 10000,
-                  **({"debug": os.environ["CK_RDKAFKA_DEBUG"]} if os.environ.get("CK_RDKAFKA_DEBUG") else {})})
+                  **harness.rdkafka_debug_conf()})
     p.init_transactions(60)
     return p
 
