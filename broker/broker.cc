@@ -11,6 +11,7 @@
 #include "broker/txn/coordinator.h"
 #include "broker/log_metrics.h"
 #include "broker/produce/produce_service.h"
+#include "broker/quotas/client_quotas.h"
 #include "broker/replica/replica_roles_listener.h"
 
 #include <prometheus/metric_family.h>
@@ -170,6 +171,10 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
   if (!b->cluster_) {
     if (auto s = admin::DynamicConfigs::load(*b->fs_, dirs.front(), b->config_); !s.is_ok()) {
       *error = "cannot load the dynamic broker configs: " + s.to_string();
+      return nullptr;
+    }
+    if (auto s = b->service<quotas::ClientQuotas>().load(dirs.front()); !s.is_ok()) {
+      *error = "cannot load the client quotas: " + s.to_string();
       return nullptr;
     }
   } else if (auto session = b->cluster_->session()) {

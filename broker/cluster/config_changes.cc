@@ -10,6 +10,7 @@
 #include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
+#include "broker/quotas/client_quotas.h"
 #include "metrics/log/log.h"
 #include "replication/zk_data.h"
 
@@ -98,6 +99,9 @@ bool ConfigChangeListener::process(bool first) {
   admin::DynamicConfigs& dynamic = broker_.service<admin::DynamicConfigs>();
   // At start: the dynamic broker configs as ZooKeeper has them now.
   if (first && !synced_ && !dynamic.apply_from_zk(*session)) return false;
+  // And the client quotas.
+  auto& client_quotas = broker_.service<quotas::ClientQuotas>();
+  if (first && !synced_ && !client_quotas.apply_from_zk(*session)) return false;
   std::vector<std::pair<int64_t, std::string>> changes;
   for (const auto& k : kids)
     if (int64_t seq = sequence_of(k); seq >= 0) changes.emplace_back(seq, k);
@@ -118,6 +122,8 @@ bool ConfigChangeListener::process(bool first) {
         apply_topic(entity.value().substr(7), "a config change notification");
       } else if (entity.value() == dynamic.entity(true) || entity.value() == dynamic.entity(false)) {
         if (!dynamic.apply_from_zk(*session)) return false;
+      } else if (quotas::ClientQuotas::is_quota_entity_path(entity.value())) {
+        if (!client_quotas.apply_from_zk(*session)) return false;
       }
       last_seq_ = seq;
     }

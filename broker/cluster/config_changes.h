@@ -14,8 +14,10 @@
 // applied too. Notifications older than 15 minutes are deleted (Kafka's
 // changeExpirationMs), by whichever broker sees them first. A notification
 // for brokers/<default> or brokers/<this id> re-reads the dynamic broker
-// configs (admin/dynamic_configs.h), which are also read at start; other
-// entity types (clients, users, ips, other brokers) are skipped (no quotas here).
+// configs (admin/dynamic_configs.h), which are also read at start; one for
+// users/..., clients/... or ips/... re-reads the client quotas
+// (quotas/client_quotas.h), also read at start; other brokers' are
+// skipped.
 //
 // ZooKeeper is called only on this service's thread. The watch is re-armed
 // after each event and on every new session (after an expiry the watches

@@ -4,7 +4,8 @@
 // overrides znode replaced and a /config/changes notification made in one
 // step; an unknown topic, a bad value or validate_only writes nothing.
 // Dynamic broker configs the same way (admin/dynamic_configs.h), and what
-// another tool wrote there applied, less what this broker refuses.
+// another tool wrote there applied, less what this broker refuses; client
+// quotas (quotas/client_quotas.h) in Kafka's znodes likewise.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
+#include "broker/quotas/client_quotas.h"
 #include "replication/zk_data.h"
 #include "tests/unit/handlers/cluster/cluster_fixture.h"
 
@@ -138,6 +140,98 @@ TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /c
   CHECK(c.broker().config().dynamic_broker().empty());
   CHECK(c.broker().config().log_retention_ms() == 7200000);
   CHECK(c.broker().config().get_int("message.max.bytes") == 1048588);
+}
+
+}  // namespace ciuickafka::broker::test
+
+namespace ciuickafka::broker::test {
+
+TEST_CASE("client quotas in ZooKeeper: Kafka's /config/users, /config/clients, /config/ips and notifications") {
+  using namespace quotas;
+  ClusterFixture c;
+  std::unique_ptr<zk::Client> client;
+  auto s = session(c, client);
+  REQUIRE(zk::ensure_path(*s, "/config/changes") == zk::Code::kOk);
+  ClientQuotas& q = c.broker().service<ClientQuotas>();
+  const std::optional<std::string> dflt;
+  // A user znode another tool made (SCRAM credentials): kept as it is.
+  REQUIRE(zk::ensure_path(*s, "/config/users") == zk::Code::kOk);
+  REQUIRE(s->create("/config/users/alice", replication::encode_entity_config({{"SCRAM-SHA-256", "salt=x"}}),
+                    zk::CreateMode::kPersistent) == zk::Code::kOk);
+
+  auto results = q.alter_in_zk(*s,
+                               {Alteration{Entity{{kUser, std::string("alice")}, {kClientId, dflt}},
+                                           {Op{kProducerByteRate, 1024.0}}},
+                                Alteration{Entity{{kClientId, std::string("a b")}}, {Op{kConsumerByteRate, 2048.0}}},
+                                Alteration{Entity{{kIp, dflt}}, {Op{kConnectionCreationRate, 5.0}}},
+                                Alteration{Entity{{kUser, std::string("alice")}}, {Op{kProducerByteRate, 10.0}}},
+                                Alteration{Entity{{kClientId, std::string("x")}}, {Op{kProducerByteRate, 0.5}}}},
+                               false);
+  REQUIRE(results.size() == 5);
+  for (size_t i = 0; i < 4; ++i) CHECK(results[i].error.ok());
+  CHECK(results[4].error.code == ErrorCode::INVALID_REQUEST);
+
+  std::string data;
+  REQUIRE(s->get("/config/users/alice/clients/<default>", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"producer_byte_rate", "1024"}}));
+  REQUIRE(s->get("/config/clients/a%20b", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"consumer_byte_rate", "2048"}}));
+  REQUIRE(s->get("/config/ips/<default>", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"connection_creation_rate", "5"}}));
+  REQUIRE(s->get("/config/users/alice", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"SCRAM-SHA-256", "salt=x"}, {"producer_byte_rate", "10"}}));
+  CHECK(s->exists("/config/clients/x") == zk::Code::kNoNode);
+  std::vector<std::string> paths;
+  for (const auto& k : changes(*s)) {
+    REQUIRE(s->get("/config/changes/" + k, &data) == zk::Code::kOk);
+    paths.push_back(data);
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> want;
+  for (const char* p : {"users/alice/clients/<default>", "clients/a%20b", "ips/<default>", "users/alice"})
+    want.push_back(replication::encode_config_change(p));
+  std::sort(want.begin(), want.end());
+  CHECK(paths == want);
+  // Applied here at once.
+  auto t = q.table();
+  CHECK(t->size() == 4);
+  CHECK(find(*t, kProducerByteRate, "alice", "any")->limit == 1024);
+  CHECK(find_ip(*t, "10.0.0.1") == 5.0);
+
+  // validate_only and a refused key write nothing.
+  const size_t before = changes(*s).size();
+  CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kClientId, std::string("v")}}, {Op{kProducerByteRate, 1.0}}}}, true)[0]
+            .error.ok());
+  CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kClientId, std::string("v")}}, {Op{kRequestPercentage, 1.0}}}}, false)[0]
+            .error.code == ErrorCode::INVALID_REQUEST);
+  CHECK(s->exists("/config/clients/v") == zk::Code::kNoNode);
+  CHECK(changes(*s).size() == before);
+
+  // Removing a user's quota keeps its other keys.
+  CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kUser, std::string("alice")}}, {Op{kProducerByteRate, std::nullopt}}}},
+                      false)[0]
+            .error.ok());
+  REQUIRE(s->get("/config/users/alice", &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"SCRAM-SHA-256", "salt=x"}}));
+  CHECK(changes(*s).size() == before + 1);
+
+  // What another tool wrote (Kafka writes doubles as "200.0"): read back, a
+  // value that is not a number skipped; is_quota_entity_path routes it.
+  REQUIRE(s->set("/config/clients/a%20b",
+                 replication::encode_entity_config({{"consumer_byte_rate", "4096.0"}, {"producer_byte_rate", "x"}}),
+                 -1) == zk::Code::kOk);
+  REQUIRE(s->create("/config/clients/<default>", replication::encode_entity_config({{"producer_byte_rate", "300"}}),
+                    zk::CreateMode::kPersistent) == zk::Code::kOk);
+  CHECK(ClientQuotas::is_quota_entity_path("clients/a%20b"));
+  CHECK(ClientQuotas::is_quota_entity_path("users/u/clients/c"));
+  CHECK(ClientQuotas::is_quota_entity_path("ips/1.2.3.4"));
+  CHECK_FALSE(ClientQuotas::is_quota_entity_path("topics/t"));
+  REQUIRE(q.apply_from_zk(*s));
+  t = q.table();
+  CHECK(t->at(Entity{{kClientId, std::string("a b")}}) == Values{{kConsumerByteRate, 4096}});
+  CHECK(t->at(Entity{{kClientId, dflt}}) == Values{{kProducerByteRate, 300}});
+  CHECK(t->count(Entity{{kUser, std::string("alice")}}) == 0);
+  CHECK(t->size() == 4);
 }
 
 }  // namespace ciuickafka::broker::test

@@ -1,0 +1,152 @@
+// broker/quotas/client_quotas.h: client quotas (KIP-13, KIP-55, KIP-546,
+// KIP-612), a Broker service: `broker.service<quotas::ClientQuotas>()`.
+//
+// Holds the quotas (quota_table.h), persists them, and measures clients
+// against them as Kafka's ClientQuotaManager does:
+// - producer_byte_rate: a Produce request's size is recorded against the
+//   rate its client shares (quota_table.h: find); over the quota the
+//   response carries throttle_time_ms = (rate - quota) / quota * the span
+//   the rate is taken over (quota.window.num samples of
+//   quota.window.size.seconds), and the connection reads nothing more for
+//   that long (KIP-219; server/connection.h).
+// - consumer_byte_rate: a consumer Fetch's response size likewise; a
+//   throttled fetch is answered with no records (its bytes are taken back
+//   from the rate, Kafka's "unrecord"), and a fetch never asks for more than
+//   quota * (quota.window.num - 1) * window seconds, the most one window may
+//   take without a certain throttle. Fetches of follower replicas are not
+//   limited.
+// - connection_creation_rate ({ip} or {ip default}): the acceptor records
+//   each new connection of an address; one over the rate is not served:
+//   it is closed after the throttle time (at most one window), and not
+//   counted (Kafka's delayed close of a throttled connection), beside
+//   max.connection.creation.rate (server/server.h).
+// - request_percentage and controller_mutation_rate are refused by
+//   AlterClientQuotas (INVALID_REQUEST naming the key, README "Differences
+//   from Kafka"): this broker does not measure request thread time or
+//   partition mutations per client, and does not accept a quota it would
+//   not enforce.
+// Without SASL every client's user is ANONYMOUS (Kafka's principal for an
+// unauthenticated connection), so {user=ANONYMOUS} and {user default}
+// quotas apply to everyone.
+//
+// Nothing is measured until a quota has been set at least once (Kafka's
+// quotasEnabled): until then the hot paths pay one relaxed atomic load.
+// Rates idle for all their windows are forgotten, so client ids that come
+// and go do not grow memory.
+//
+// Single node: `__ciuickafka_client_quotas.pb` in the first log dir
+// (client_quotas.proto), written atomically before a change is answered
+// (the handler runs on the I/O pool), read by Broker::open.
+// Cluster mode: Kafka's ZooKeeper layout, /config/users/<u>,
+// /config/users/<u>/clients/<c>, /config/clients/<c>, /config/ips/<ip>
+// ({"version":1,"config":{...}}, names sanitized, `<default>`), each change
+// with a /config/changes notification naming the entity path; every broker
+// re-reads the whole tree on such a notification (cluster/config_changes.h)
+// and at start. Keys another tool wrote there that are not quotas (SCRAM
+// credentials) are ignored; a quota value that is not a number is skipped
+// with a warning.
+//
+// Thread-safety: all methods may be called from any thread; ZooKeeper calls
+// block (the admin worker or the config change listener call them).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "broker/quotas/quota_table.h"
+#include "broker/server/connection_rate.h"
+#include "storage/status.h"
+
+namespace ciuickafka::broker {
+class Broker;
+}
+namespace ciuickafka::replication::zk {
+class Session;
+}
+
+namespace ciuickafka::broker::quotas {
+
+inline constexpr const char* kClientQuotasFile = "__ciuickafka_client_quotas.pb";
+inline constexpr const char* kAnonymousUser = "ANONYMOUS";
+
+enum class Kind { kProduce = 0, kFetch = 1 };
+
+// The clock rates are measured on (monotonic milliseconds).
+inline int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class ClientQuotas {
+ public:
+  explicit ClientQuotas(Broker& broker);
+
+  // The quotas now.
+  std::shared_ptr<const Table> table() const;
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+
+  // Single node: validates and applies; unless validate_only, persists
+  // before it applies (a write failure: KAFKA_STORAGE_ERROR for every
+  // entity that would have changed, nothing applied).
+  std::vector<AlterResult> alter(const std::vector<Alteration>& alterations, bool validate_only);
+  // Reads the file in dir (none: no quotas); an error names the file.
+  storage::Status load(const std::string& dir);
+
+  // Cluster mode: the same against ZooKeeper's tree (read fresh first);
+  // REQUEST_TIMED_OUT for the entities not written when ZooKeeper fails.
+  std::vector<AlterResult> alter_in_zk(replication::zk::Session& zk, const std::vector<Alteration>& alterations,
+                                       bool validate_only);
+  // Reads the whole tree from ZooKeeper into *out; false (and *error) on
+  // a ZooKeeper failure.
+  static bool read_zk(replication::zk::Session& zk, Table* out, std::string* error);
+  // Reads it and applies it here; false when ZooKeeper could not be read.
+  bool apply_from_zk(replication::zk::Session& zk);
+  // Whether a config change notification's entity path is a quota's.
+  static bool is_quota_entity_path(const std::string& entity_path);
+
+  // Measuring. user is kAnonymousUser until SASL exists. Each returns the
+  // throttle time in ms (0: within the quota or no quota).
+  int64_t record(Kind kind, const std::string& client_id, double value, int64_t now_ms);
+  void unrecord(Kind kind, const std::string& client_id, double value, int64_t now_ms);
+  // The most bytes one fetch may take (quota * (samples - 1) * window s),
+  // or -1 without a consumer quota.
+  int64_t max_value_in_window(Kind kind, const std::string& client_id) const;
+  // A new connection from ip: the time to hold it before closing it, 0 to
+  // serve it.
+  int64_t record_connection(const std::string& ip, int64_t now_ms);
+
+  // Counters for metrics and tests: throttled responses and their total
+  // throttle time by kind, and connections closed for an ip quota.
+  uint64_t throttled(Kind kind) const { return throttled_[static_cast<int>(kind)].load(); }
+  uint64_t throttled_ms(Kind kind) const { return throttled_ms_[static_cast<int>(kind)].load(); }
+  uint64_t connections_throttled() const { return conn_throttled_.load(); }
+
+ private:
+  void install(Table next, const char* why);
+  ConnectionRate& rate_locked(const std::tuple<int, std::string, std::string>& key, int64_t now_ms);
+
+  Broker& broker_;
+  const int samples_;
+  const int64_t window_ms_;
+
+  mutable std::mutex mu_;  // table_, changes
+  std::shared_ptr<const Table> table_;
+  std::atomic<bool> enabled_{false};
+
+  std::mutex rates_mu_;
+  std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or 2 for ip, user, client)
+  uint64_t records_since_sweep_ = 0;
+
+  std::atomic<uint64_t> throttled_[2] = {0, 0};
+  std::atomic<uint64_t> throttled_ms_[2] = {0, 0};
+  std::atomic<uint64_t> conn_throttled_{0};
+};
+
+}  // namespace ciuickafka::broker::quotas
