@@ -37,6 +37,14 @@
 // to their HW, and a leader with replica.selector.class may answer with a
 // preferred read replica instead of records (fetch/read_replica.h).
 //
+// A consumer over its consumer_byte_rate quota (quotas/client_quotas.h):
+// no fetch asks for more than one quota window allows, and a fetch whose
+// records would put the client over it is answered empty with the throttle
+// time (fetch_throttled below); the connection then reads nothing more for
+// that long. The bytes counted are the records', not the whole response's
+// (Kafka counts the response's size: the difference is its few framing
+// bytes per partition).
+//
 // Topics are named (v0-12) or by id (v13+). Metrics: bytes out per topic
 // (and all topics) for consumers, replication bytes out (all topics) for
 // followers, failed fetches per topic for partition errors.
@@ -59,6 +67,7 @@
 #include "broker/fetch/session_cache.h"
 #include "broker/fetch/waiting_room.h"
 #include "broker/handlers/codec.h"
+#include "broker/quotas/client_quotas.h"
 #include "broker/handlers/registry.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/io_pool.h"
@@ -198,6 +207,31 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
   return d;
 }
 
+// consumer_byte_rate (quotas/client_quotas.h): the records a consumer's
+// fetch would carry count against its client's quota; over it, the fetch
+// is answered with the throttle time and no partitions (the bytes are taken
+// back, the fetch session is left as the request made it, no new session
+// is made), and the connection reads nothing more for that long, as
+// Kafka's throttled fetch. True when it answered so.
+bool fetch_throttled(PendingFetch& pf) {
+  auto& q = pf.ctx.broker->service<quotas::ClientQuotas>();
+  if (!q.enabled()) return false;
+  uint64_t bytes = 0;
+  for (const PartitionOutcome& o : pf.outcomes) bytes += o.converted.empty() ? o.read.bytes : o.converted.size();
+  const std::string client = pf.ctx.header.client_id.value_or("");
+  const int64_t now = quotas::steady_ms();
+  const int64_t throttle = q.record(quotas::Kind::kFetch, client, static_cast<double>(bytes), now);
+  if (throttle <= 0) return false;
+  q.unrecord(quotas::Kind::kFetch, client, static_cast<double>(bytes), now);
+  FetchResponse resp;
+  resp.throttle_time_ms = static_cast<int32_t>(throttle);
+  resp.session_id = pf.mode == SessionMode::kIncremental ? pf.session_id : 0;
+  Response r = make_response(pf.ctx, resp);
+  r.throttle_ms = throttle;
+  pf.ctx.respond(std::move(r));
+  return true;
+}
+
 void respond(const std::shared_ptr<PendingFetch>& pfp) {
   PendingFetch& pf = *pfp;
   Broker& broker = *pf.ctx.broker;
@@ -245,6 +279,8 @@ void respond(const std::shared_ptr<PendingFetch>& pfp) {
       converted += static_cast<int64_t>(o.converted.size());
     }
   }
+
+  if (!pf.opts.from_replica && fetch_throttled(pf)) return;
 
   std::vector<fetch::PartitionSummary> summaries;
   summaries.reserve(pf.outcomes.size());
@@ -350,6 +386,17 @@ void handle_fetch(RequestContext&& ctx) {
   pf->opts.response_limit = pf->version >= 3;
   const int64_t broker_max = broker.config().get_int("fetch.max.bytes");
   pf->opts.max_bytes = pf->opts.response_limit ? std::min<int64_t>(req.max_bytes, broker_max) : broker_max;
+  if (!pf->opts.from_replica) {
+    // A consumer quota caps what one fetch asks for at what one window
+    // allows (Kafka's getMaxValueInQuotaWindow), min_bytes with it.
+    if (auto& q = broker.service<quotas::ClientQuotas>(); q.enabled()) {
+      const int64_t window = q.max_value_in_window(quotas::Kind::kFetch, ctx.header.client_id.value_or(""));
+      if (window >= 0) {
+        pf->opts.max_bytes = std::min<int64_t>(pf->opts.max_bytes, window);
+        if (window < pf->min_bytes) pf->min_bytes = static_cast<int32_t>(window);
+      }
+    }
+  }
   if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
   else pf->opts.producers = &broker.service<produce::ProduceService>();
   if (!pf->opts.from_replica && pf->version >= 11) {  // KIP-392 client metadata

@@ -60,6 +60,10 @@
 // offset), so with the option on an acknowledged record is on the disk of
 // every ISR member. Single-node partitions are unchanged.
 //
+// A client over its producer_byte_rate quota (quotas/client_quotas.h) gets
+// its answer at once with throttle_time_ms set, and its connection reads no
+// further request for that long (acks=0 too, with no answer).
+//
 // Every refused partition is logged at WARN when the answer goes out
 // (partition, Kafka's error name, client id and peer), rate-limited to 5
 // lines per client, topic and error in 10 s (metrics/log/rate_limit.h).
@@ -83,6 +87,7 @@
 #include "broker/produce/prepare.h"
 #include "broker/produce/produce_service.h"
 #include "broker/produce/topic_settings.h"
+#include "broker/quotas/client_quotas.h"
 #include "broker/replica/leader_replicas.h"
 #include "broker/server/disk_ring.h"
 #include "broker/server/io_pool.h"
@@ -401,6 +406,25 @@ void log_rejections(const RequestContext& ctx, const ProduceResponse& resp, int1
 
 // Every write completed (on whichever thread saw the last one): answer, or
 // wait for the fsync first.
+// producer_byte_rate (quotas/client_quotas.h): the request's size counts
+// against its client's quota when it is answered (as Kafka records it);
+// over the quota, the response says for how long the client is throttled
+// and the connection reads nothing more meanwhile.
+int64_t produce_throttle(const RequestContext& ctx) {
+  auto& q = ctx.broker->service<quotas::ClientQuotas>();
+  if (!q.enabled()) return 0;
+  const double size = static_cast<double>(ctx.frame ? ctx.frame->size() : ctx.body.size());
+  return q.record(quotas::Kind::kProduce, ctx.header.client_id.value_or(""), size, quotas::steady_ms());
+}
+
+void respond_produce(const std::shared_ptr<PendingProduce>& pp) {
+  const int64_t throttle = produce_throttle(pp->ctx);
+  pp->resp.throttle_time_ms = static_cast<int32_t>(throttle);
+  Response r = make_response(pp->ctx, pp->resp, first_error(pp->resp));
+  r.throttle_ms = throttle;
+  pp->ctx.respond(std::move(r));
+}
+
 void finish(const std::shared_ptr<PendingProduce>& pp) {
   std::vector<std::pair<size_t, size_t>> slots;  // (topic, partition) of each durable target
   std::vector<produce::DurableTarget> targets;
@@ -438,7 +462,13 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
   RequestContext& ctx = pp->ctx;
   if (pp->acks == 0) {
     log_rejections(ctx, pp->resp, pp->acks);
-    ctx.respond(first_error(pp->resp) != 0 ? Response::close() : Response::none());
+    if (first_error(pp->resp) != 0) {
+      ctx.respond(Response::close());
+      return;
+    }
+    Response none = Response::none();
+    none.throttle_ms = produce_throttle(ctx);  // no answer, but the connection is still muted
+    ctx.respond(std::move(none));
     return;
   }
   // Replicated partitions next (after any fsync wait): their HW, within
@@ -448,7 +478,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
                         replica_targets = std::move(replica_targets)]() mutable {
     if (replica_targets.empty()) {
       log_rejections(pp->ctx, pp->resp, pp->acks);
-      pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+      respond_produce(pp);
       return;
     }
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -463,7 +493,7 @@ void finish(const std::shared_ptr<PendingProduce>& pp) {
             set_error(pr, results[i]);
           }
           log_rejections(pp->ctx, pp->resp, pp->acks);
-          pp->ctx.respond(make_response(pp->ctx, pp->resp, first_error(pp->resp)));
+          respond_produce(pp);
         });
   };
   if (pp->acks == 1 || !pp->fsync || targets.empty()) {

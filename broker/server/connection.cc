@@ -44,6 +44,7 @@ Connection::Connection(tcp::socket socket, uint64_t id, ConnectionOptions option
       id_(id),
       opt_(std::move(options)),
       idle_timer_(socket_.get_executor()),
+      mute_timer_(socket_.get_executor()),
       in_(kInputBuffer) {
   touch();
   boost::system::error_code ec;
@@ -85,6 +86,7 @@ void Connection::close(const char* why) {
                 static_cast<unsigned long long>(id_), peer_.c_str(), why);
   boost::system::error_code ec;
   idle_timer_.cancel(ec);
+  mute_timer_.cancel(ec);
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (opt_.budget != nullptr) {
@@ -120,6 +122,7 @@ void Connection::process_input() {
         return;
       }
       pipeline_paused_ = false;
+      if (muted()) return;  // a client quota's throttle: the timer resumes
       if (in_end_ - in_begin_ < 4) break;
       const uint8_t* p = in_.data() + in_begin_;
       const int32_t size = static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -360,6 +363,7 @@ void Connection::pump() {
     Response::Timing timing = r.timing;
     if (timing.metrics.valid()) timing.times.response_queue = now - timing.answered;
     if (r.action == Response::Action::kNoResponse) {
+      if (r.throttle_ms > 0) mute_for(now, r.throttle_ms);  // an acks=0 produce over its quota
       record_times(timing, now, false, now);
       continue;
     }
@@ -368,6 +372,7 @@ void Connection::pump() {
       close(nullptr);  // dispatch said why
       return;
     }
+    if (r.throttle_ms > 0) mute_for(now, r.throttle_ms);
     writer_timing_ = timing;
     writing_since_ = now;
     writer_.emplace(socket_.native_handle(), std::move(r));
@@ -389,6 +394,31 @@ void Connection::on_writable(const boost::system::error_code& ec) {
 
 void Connection::maybe_finish() {
   if (!closed_ && input_done_ && slots_.empty() && !writer_) close(nullptr);
+}
+
+// --- client quota throttling (KIP-219)
+
+void Connection::mute_for(std::chrono::steady_clock::time_point now, int64_t ms) {
+  muted_until_ = std::max(muted_until_, now + std::chrono::milliseconds(ms));
+}
+
+bool Connection::muted() {
+  if (muted_until_ == std::chrono::steady_clock::time_point{}) return false;
+  if (std::chrono::steady_clock::now() >= muted_until_) {
+    muted_until_ = {};
+    return false;
+  }
+  if (!mute_armed_) {
+    mute_armed_ = true;
+    mute_timer_.expires_at(muted_until_);
+    mute_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      BusyScope busy;
+      self->mute_armed_ = false;
+      if (ec == asio::error::operation_aborted || self->closed_) return;
+      self->process_input();
+    });
+  }
+  return true;
 }
 
 // --- idle timeout

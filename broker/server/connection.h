@@ -29,6 +29,11 @@
 // dispatched meanwhile, so nothing overtakes it. Each stop of reading for
 // max_in_flight or a hold is counted (ConnectionOptions::pipeline_pauses).
 //
+// Throttling: a response with a throttle_ms (a client over its quota,
+// quotas/client_quotas.h) is sent at once, then the connection dispatches
+// no request for that long, reading nothing more than its input buffer
+// holds (Kafka mutes the channel, KIP-219).
+//
 // Closing: on a read or write error, a bad frame, a kClose response, idle
 // for connections.max.idle.ms with nothing in flight, or Server::stop. At
 // end of stream (the client half-closed or went away) reading stops and the
@@ -132,6 +137,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Tells the broker's ConnectionEvents, once (end of stream, error, close).
   void report_gone();
   // Idle timer.
+  // A response carrying a client quota's throttle time mutes the
+  // connection: no further request is read or dispatched until it is over
+  // (Kafka mutes the channel the same way, KIP-219). muted() arms the timer
+  // that resumes reading.
+  void mute_for(std::chrono::steady_clock::time_point now, int64_t ms);
+  bool muted();
+
   void arm_idle_timer();
   void on_idle_timer(const boost::system::error_code& ec);
 
@@ -140,6 +152,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionOptions opt_;
   std::string peer_;
   asio::steady_timer idle_timer_;
+  asio::steady_timer mute_timer_;
+  std::chrono::steady_clock::time_point muted_until_{};  // {}: not muted
+  bool mute_armed_ = false;
   std::chrono::steady_clock::time_point last_activity_;
   std::atomic<int64_t> last_activity_ns_{0};  // last_activity_ for other threads (the LRU choice)
   void touch() {

@@ -48,6 +48,26 @@ class ConnectionRate {
     return std::min<int64_t>(window_ms_, static_cast<int64_t>(std::llround(wait)));
   }
 
+  // Records value at now_ms (a negative value takes an earlier record
+  // back, as Kafka's unrecord of a throttled fetch) and measures the rate
+  // after it against quota (per second): the time (ms) that would bring the
+  // rate back within it, (rate - quota) / quota * the span, uncapped; 0 when
+  // the rate is within it. Client quotas (quotas/client_quotas.h) record
+  // bytes this way.
+  int64_t record_value(int64_t now_ms, double value, double quota) {
+    Sample* cur = current(now_ms);
+    cur->count += value;
+    cur->last = now_ms;
+    const double span_ms = static_cast<double>(window_size(now_ms));
+    const double rate = total(now_ms) * 1000.0 / span_ms;
+    if (rate <= quota) return 0;
+    if (quota <= 0) return window_ms_;
+    return static_cast<int64_t>(std::llround((rate - quota) / quota * span_ms));
+  }
+
+  // When the last record was (0: never), to forget idle rates.
+  int64_t last_record_ms() const { return list_.empty() ? 0 : list_[cur_].last; }
+
   // The rate at now_ms, connections per second (metrics, tests).
   double rate(int64_t now_ms) {
     return total(now_ms) * 1000.0 / static_cast<double>(window_size(now_ms));

@@ -42,6 +42,9 @@ struct Response {
   std::vector<Splice> splices;  // ascending `at`
   Action action = Action::kSend;
   int16_t error_code = 0;       // top-level or first error, for metrics (0 = none)
+  // A client quota's throttle (ms): once this response is on its way the
+  // connection reads no more requests for that long (KIP-219).
+  int64_t throttle_ms = 0;
 
   struct Timing {
     metrics::RequestMetrics metrics;  // not valid(): not recorded

@@ -14,6 +14,7 @@
 #include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/fetch/waiting_room.h"
+#include "broker/quotas/client_quotas.h"
 #include "broker/server/dispatch.h"
 #include "broker/server/listen.h"
 #include "broker/server/socket_options.h"
@@ -398,6 +399,32 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   out.push_back(std::move(pauses));
   out.push_back(std::move(throttled));
   out.push_back(std::move(throttle_time));
+
+  // Client quotas (quotas/client_quotas.h).
+  auto& q = broker_.service<quotas::ClientQuotas>();
+  auto quota_throttled = family("ciuic_client_quota_throttled_total",
+                                "Responses that told a client it is throttled for going over its quota, by quota "
+                                "(producer_byte_rate: produce, consumer_byte_rate: fetch)",
+                                prometheus::MetricType::Counter);
+  auto quota_time = family("ciuic_client_quota_throttle_seconds_total",
+                           "Throttle time given to clients over a byte-rate quota (their connections read "
+                           "nothing meanwhile), by quota",
+                           prometheus::MetricType::Counter);
+  for (const auto& [kind, name] : {std::pair{quotas::Kind::kProduce, "produce"}, std::pair{quotas::Kind::kFetch, "fetch"}}) {
+    prometheus::ClientMetric n;
+    n.label = {{"type", name}};
+    n.counter.value = static_cast<double>(q.throttled(kind));
+    quota_throttled.metric.push_back(std::move(n));
+    prometheus::ClientMetric t;
+    t.label = {{"type", name}};
+    t.counter.value = static_cast<double>(q.throttled_ms(kind)) / 1000.0;
+    quota_time.metric.push_back(std::move(t));
+  }
+  out.push_back(std::move(quota_throttled));
+  out.push_back(std::move(quota_time));
+  scalar("ciuic_client_quota_connections_throttled_total",
+         "Connections closed unserved because their address went over its connection_creation_rate quota",
+         prometheus::MetricType::Counter, static_cast<double>(q.connections_throttled()));
 }
 
 void Server::run_thread(IoThread& t) {
@@ -622,6 +649,15 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
   if (admit(l, t, std::move(socket))) accept(l);
 }
 
+int64_t Server::ip_quota_wait(const asio::ip::address& a) {
+  auto& q = broker_.service<quotas::ClientQuotas>();
+  if (!q.enabled()) return 0;
+  const asio::ip::address ip =
+      a.is_v6() && a.to_v6().is_v4_mapped() ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()))
+                                            : a;
+  return q.record_connection(ip.to_string(), quotas::steady_ms());
+}
+
 bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
   boost::system::error_code ec;
   const tcp::endpoint remote = socket.remote_endpoint(ec);
@@ -630,6 +666,17 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
     return true;
   }
   const asio::ip::address addr = remote.address();
+  if (const int64_t wait = ip_quota_wait(addr); wait > 0) {
+    // connection_creation_rate of this address (client quotas): not
+    // served, closed after the throttle time (as Kafka's delayed close).
+    auto held = std::make_shared<tcp::socket>(std::move(socket));
+    auto timer = std::make_shared<asio::steady_timer>(t.ioc, std::chrono::milliseconds(wait));
+    timer->async_wait([held, timer](const boost::system::error_code&) {
+      boost::system::error_code ignored;
+      held->close(ignored);
+    });
+    return true;
+  }
   const auto& cfg = broker_.config();
   if (const int err = apply_socket_buffers(socket.native_handle(), cfg.get_int("socket.send.buffer.bytes"),
                                            cfg.get_int("socket.receive.buffer.bytes"));

@@ -49,7 +49,12 @@
 //     With more than one listener, the inter-broker listener counts only
 //     against its own listener's rate. A listener's rate limit is its
 //     listener.name.<l>.max.connection.creation.rate, by default the
-//     broker's value. Per-IP rate quotas (client quotas) do not exist here.
+//     broker's value.
+//   - connection_creation_rate client quotas ({ip} or {ip default},
+//     quotas/client_quotas.h): after those waits, a connection that puts
+//     its address over its rate is not served: it is closed after the
+//     throttle time (at most one window) and not counted, as Kafka's
+//     delayed close; the acceptor goes on meanwhile.
 // All are dynamic broker configs (admin/dynamic_configs.h), as Kafka's
 // DynamicConnectionQuota and listener reconfiguration: a change applies to
 // the connections accepted after it (a paused acceptor resumes when the new
@@ -209,6 +214,9 @@ class Server {
   // Admits (or refuses) an accepted socket; false when it was parked because
   // max.connections is reached (the acceptor then pauses).
   bool admit(Listener& l, IoThread& t, asio::ip::tcp::socket socket);
+  // The connection_creation_rate client quota's throttle for a new
+  // connection from a (0: serve it).
+  int64_t ip_quota_wait(const asio::ip::address& a);
   bool slot_available_locked(const Listener& l) const;
   // Records a connection accepted on l in its rate and the broker's; the
   // wait (ms) max.connection.creation.rate asks for.

@@ -7,7 +7,8 @@ written from Kafka's message schemas and the record-batch format (facts, not
 code, taken from Kafka) and covers only:
 
   ApiVersions v0, Metadata v1, Produce v3, Fetch v4, CreateTopics v2,
-  ListOffsets v1, RecordBatch v2 (with CRC32C), a record-batch walker.
+  ListOffsets v1, DescribeClientQuotas v0, AlterClientQuotas v0,
+  RecordBatch v2 (with CRC32C), a record-batch walker.
 
 All of these versions are "classic" (non-flexible): request header v1,
 response header v0. Standard library only. Not thread-safe per Conn; use one
@@ -20,6 +21,7 @@ import zlib
 
 API_PRODUCE, API_FETCH, API_LIST_OFFSETS, API_METADATA = 0, 1, 2, 3
 API_API_VERSIONS, API_CREATE_TOPICS = 18, 19
+API_DESCRIBE_CLIENT_QUOTAS, API_ALTER_CLIENT_QUOTAS = 48, 49
 
 # Kafka error codes the tests look at.
 NONE = 0
@@ -327,6 +329,26 @@ def create_topics_v2(topics, timeout_ms=10000, validate_only=False):
     return array(topics, topic) + i32(timeout_ms) + i8(1 if validate_only else 0)
 
 
+def alter_client_quotas_v0(entries, validate_only=False):
+    """entries: [([(entity_type, name or None)], [(key, value or None to remove)])]"""
+    def entity(e):
+        return string(e[0]) + string(e[1])
+
+    def op(o):
+        return string(o[0]) + struct.pack(">d", o[1] or 0.0) + i8(1 if o[1] is None else 0)
+
+    def entry(e):
+        return array(e[0], entity) + array(e[1], op)
+    return array(entries, entry) + i8(1 if validate_only else 0)
+
+
+def describe_client_quotas_v0(components, strict=False):
+    """components: [(entity_type, match_type, match or None)]"""
+    def comp(c):
+        return string(c[0]) + i8(c[1]) + string(c[2])
+    return array(components, comp) + i8(1 if strict else 0)
+
+
 def list_offsets_v1(topics):
     """topics: [(name, [(partition, timestamp)])]; -1 latest, -2 earliest."""
     def part(p):
@@ -361,6 +383,28 @@ def parse_metadata_v1(d):
         return {"error": err, "name": name, "internal": internal,
                 "partitions": d.array(part)}
     return {"brokers": brokers, "controller": controller, "topics": d.array(topic)}
+
+
+def parse_alter_client_quotas_v0(d):
+    """[(error, message, {entity_type: name})]"""
+    d.i32()  # throttle
+
+    def entry(d):
+        err, msg = d.i16(), d.string()
+        return err, msg, dict(d.array(lambda d: (d.string(), d.string())))
+    return d.array(entry)
+
+
+def parse_describe_client_quotas_v0(d):
+    """(error, message, [({entity_type: name}, {key: value})] or None)"""
+    d.i32()  # throttle
+    err, msg = d.i16(), d.string()
+
+    def entry(d):
+        entity = dict(d.array(lambda d: (d.string(), d.string())))
+        values = dict(d.array(lambda d: (d.string(), struct.unpack(">d", d.take(8))[0])))
+        return entity, values
+    return err, msg, d.array(entry)
 
 
 def parse_produce_v3(d):
@@ -427,10 +471,12 @@ class ConnectionClosed(Exception):
 class Conn:
     """One TCP connection; request() sends and waits for the matching answer."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, client_id="ck-it", source=None):
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.corr = 0
+        self.client_id = client_id
 
     def close(self):
         try:
@@ -464,7 +510,7 @@ class Conn:
 
     def send(self, api_key, version, body):
         self.corr += 1
-        self.send_raw(request_frame(api_key, version, self.corr, body))
+        self.send_raw(request_frame(api_key, version, self.corr, body, self.client_id))
         return self.corr
 
     def receive(self, corr):
@@ -492,6 +538,14 @@ class Conn:
 
     def create_topics(self, topics, **kw):
         return parse_create_topics_v2(self.request(API_CREATE_TOPICS, 2, create_topics_v2(topics, **kw)))
+
+    def alter_client_quotas(self, entries, validate_only=False):
+        return parse_alter_client_quotas_v0(self.request(API_ALTER_CLIENT_QUOTAS, 0,
+                                                         alter_client_quotas_v0(entries, validate_only)))
+
+    def describe_client_quotas(self, components, strict=False):
+        return parse_describe_client_quotas_v0(self.request(API_DESCRIBE_CLIENT_QUOTAS, 0,
+                                                            describe_client_quotas_v0(components, strict)))
 
     def list_offsets(self, topics):
         return parse_list_offsets_v1(self.request(API_LIST_OFFSETS, 1, list_offsets_v1(topics)))
