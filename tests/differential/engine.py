@@ -163,7 +163,10 @@ MACHINE = {"TotalBytes", "UsableBytes"}
 # appears twice is still compared twice (a duplicate entry is a finding).
 ELEMENT_KEYS = [("ResourceType", "ResourceName"), ("Name",), ("Topic",), ("TopicName",), ("TopicId",),
                 ("GroupId",), ("TransactionalId",), ("PartitionIndex",), ("Partition",), ("Index",),
-                ("MemberId",), ("ApiKey",)]
+                ("MemberId",), ("ApiKey",), ("EntityType",), ("Key",), ("User",)]
+# Struct arrays whose elements Kafka keeps in a map by their entity (client
+# quota entries: a HashMap keyed by ClientQuotaEntity), matched by it.
+ENTITY_KEYED = {(48, "Entries"), (49, "Entries")}
 # Primitive arrays that are sets in Kafka (a partition set per topic).
 UNORDERED = {(65, "Partitions")}
 
@@ -256,6 +259,14 @@ def normalise_struct(side, fields, value, version):
                     k = "[%s]" % _key_of({kk: _norm_value(side, next(ff for ff in f.struct_fields()
                                                                      if ff.name == kk), raw.get(kk), version)
                                           for kk in keys}, keys)
+                    while k in d:
+                        k += "+"
+                    d[k] = x
+                out[f.name] = d
+            elif (side.api, f.name) in ENTITY_KEYED:
+                d = {}
+                for x in items:
+                    k = "[Entity=%s]" % json.dumps(x.get("Entity"), sort_keys=True, default=str)
                     while k in d:
                         k += "+"
                     d[k] = x

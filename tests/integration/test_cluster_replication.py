@@ -42,7 +42,11 @@ Scenarios:
               applied when it restarts. Dynamic broker configs the same way:
               /config/brokers/<default> (every broker) and /config/brokers/2
               (broker2 only), as each broker's own config and as a topic's
-              default; a key read only at start-up is refused.
+              default; a key read only at start-up is refused. Client
+              quotas: AlterClientQuotas on a broker that does not lead
+              cfg-0 writes /config/clients/cq and a notification,
+              DescribeClientQuotas on another broker shows it, and cfg-0's
+              leader throttles client cq's produce once it applied it.
   reassign    partition reassignment (KIP-455). Two replication-factor-2
               topics on brokers [1, 2], 1,000 acknowledged records each.
               Kafka 3.9's own kafka-reassign-partitions (Java AdminClient:
@@ -70,6 +74,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import kafka_wire  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
 
@@ -466,6 +471,41 @@ def scenario_configs(ctx, zk):
           "broker1 refuses a change of broker2's configs")
     check(incremental_alter(brokers[0], "", "socket.request.max.bytes", "4096", rtype=4) == 42,
           "a key read only at start-up is INVALID_REQUEST")
+
+    # Client quotas (Kafka's /config/clients/<c> and a notification): set on
+    # a broker that does not lead cfg-0, seen by DescribeClientQuotas on
+    # another, enforced by cfg-0's leader once its listener applied it (it
+    # measures nothing before any quota exists: a throttle proves the change
+    # arrived).
+    leader = metadata(brokers[0], "cfg")[0][0]
+    setter = next(b for i, b in enumerate(brokers) if i + 1 != leader)
+    teller = next(b for i, b in enumerate(brokers) if i + 1 != leader and b is not setter)
+    with setter.conn() as c:
+        res = c.alter_client_quotas([([("client-id", "cq")], [("producer_byte_rate", 10000.0)])])
+    check(res == [(0, None, {"client-id": "cq"})], "AlterClientQuotas: %r" % (res,))
+    conf = json.loads(kz.get("/config/clients/cq")[0].decode())
+    check(conf == {"version": 1, "config": {"producer_byte_rate": "10000"}}, "/config/clients/cq: %s" % conf)
+    notes = sorted(kz.get_children("/config/changes"))
+    check(json.loads(kz.get("/config/changes/" + notes[-1])[0].decode()) ==
+          {"version": 2, "entity_path": "clients/cq"}, "no change notification for clients/cq")
+    with teller.conn() as c:
+        err, _, entries = c.describe_client_quotas([("client-id", 0, "cq")])
+    check(err == 0 and entries == [({"client-id": "cq"}, {"producer_byte_rate": 10000.0})],
+          "DescribeClientQuotas on another broker: %r" % (entries,))
+    batch = kafka_wire.record_batch([(None, b"q" * 1000) for _ in range(120)])
+    throttles = []
+
+    def throttled():
+        # A rate is taken over 10 s at least (11 windows of 1 s): 120 KB puts
+        # a 10 KB/s quota over at once.
+        with kafka_wire.Conn(brokers[leader - 1].port, client_id="cq") as c:
+            d = c.request(kafka_wire.API_PRODUCE, 3, kafka_wire.produce_v3(1, 10000, [("cfg", [(0, batch)])]))
+            throttles.append(int.from_bytes(d.buf[-4:], "big", signed=True))
+        return throttles[-1] > 0
+    wait_until(throttled, 20, "broker%d to throttle client cq" % leader, interval=0.2)
+    print("[test] client quota set on broker%d, described on broker%d, throttled by broker%d (%d ms) after %d "
+          "produce(s)" % (brokers.index(setter) + 1, brokers.index(teller) + 1, leader, throttles[-1],
+                          len(throttles)), flush=True)
 
     # A change while broker3 is down reaches it when it restarts (a topic's
     # and every broker's).
