@@ -74,6 +74,8 @@ Values quota_values(const Entity& entity, const replication::ConfigEntries& conf
       CK_LOG_WARN("quotas", "%s: %s=%s skipped: not a positive number", path.c_str(), k.c_str(), v.c_str());
       continue;
     }
+    if (unenforced(k))
+      CK_LOG_WARN("quotas", "%s: %s=%s is shown but not enforced by this broker", path.c_str(), k.c_str(), v.c_str());
     out[k] = d;
   }
   return out;
@@ -129,11 +131,13 @@ std::shared_ptr<const Table> ClientQuotas::table() const {
 }
 
 void ClientQuotas::install(Table next, const char* why) {
-  // Under mu_.
-  if (*table_ == next) return;
+  // Under change_mu_.
+  if (*table() == next) return;
   CK_LOG_INFO("quotas", "client quotas (%s): %s", why, text(next).c_str());
   if (!next.empty()) enabled_.store(true, std::memory_order_relaxed);
-  table_ = std::make_shared<const Table>(std::move(next));
+  auto t = std::make_shared<const Table>(std::move(next));
+  std::lock_guard<std::mutex> lock(mu_);
+  table_ = std::move(t);
 }
 
 namespace {
@@ -170,10 +174,11 @@ std::vector<AlterResult> alter_table(Table* table, const std::vector<Alteration>
 }  // namespace
 
 std::vector<AlterResult> ClientQuotas::alter(const std::vector<Alteration>& alterations, bool validate_only) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Table next = *table_;
+  std::lock_guard<std::mutex> lock(change_mu_);
+  const std::shared_ptr<const Table> current = table();
+  Table next = *current;
   std::vector<AlterResult> results = alter_table(&next, alterations);
-  if (validate_only || next == *table_) return results;
+  if (validate_only || next == *current) return results;
   const std::string dir = broker_.config().log_dirs().front();
   if (storage::Status s = persist(broker_.fs(), dir, next); !s.is_ok()) {
     for (AlterResult& r : results)
@@ -201,7 +206,7 @@ storage::Status ClientQuotas::load(const std::string& dir) {
     Values values(e.values().begin(), e.values().end());
     if (!entity.empty() && !values.empty()) t[std::move(entity)] = std::move(values);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(change_mu_);
   install(std::move(t), path.c_str());
   return storage::Status::ok();
 }
@@ -242,7 +247,7 @@ bool ClientQuotas::apply_from_zk(zk::Session& zk) {
     CK_LOG_WARN("quotas", "client quotas not read from ZooKeeper: %s", error.c_str());
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(change_mu_);
   install(std::move(t), "from ZooKeeper");
   return true;
 }
@@ -253,7 +258,7 @@ bool ClientQuotas::is_quota_entity_path(const std::string& p) {
 
 std::vector<AlterResult> ClientQuotas::alter_in_zk(zk::Session& zk, const std::vector<Alteration>& alterations,
                                                    bool validate_only) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(change_mu_);
   auto fail_all = [&](const std::string& why) {
     std::vector<AlterResult> out;
     for (const Alteration& a : alterations)

@@ -44,7 +44,8 @@
 // re-reads the whole tree on such a notification (cluster/config_changes.h)
 // and at start. Keys another tool wrote there that are not quotas (SCRAM
 // credentials) are ignored; a quota value that is not a number is skipped
-// with a warning.
+// with a warning; a request_percentage or controller_mutation_rate written
+// there by another tool is described but not enforced (with a warning).
 //
 // Thread-safety: all methods may be called from any thread; ZooKeeper calls
 // block (the admin worker or the config change listener call them).
@@ -136,8 +137,12 @@ class ClientQuotas {
   const int samples_;
   const int64_t window_ms_;
 
-  mutable std::mutex mu_;  // table_, changes
-  std::shared_ptr<const Table> table_;
+  // change_mu_ serialises changes (held across their file or ZooKeeper
+  // I/O); mu_ guards only the pointer swap, so the hot paths' table() never
+  // waits for a disk or ZooKeeper.
+  std::mutex change_mu_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Table> table_;  // under mu_
   std::atomic<bool> enabled_{false};
 
   std::mutex rates_mu_;
