@@ -135,9 +135,11 @@ void ClientQuotas::install(Table next, const char* why) {
   if (*table() == next) return;
   CK_LOG_INFO("quotas", "client quotas (%s): %s", why, text(next).c_str());
   if (!next.empty()) enabled_.store(true, std::memory_order_relaxed);
+  auto ips = std::make_shared<const IpRates>(resolve_ip_rates(next));  // (may resolve host names)
   auto t = std::make_shared<const Table>(std::move(next));
   std::lock_guard<std::mutex> lock(mu_);
   table_ = std::move(t);
+  ip_rates_ = std::move(ips);
 }
 
 namespace {
@@ -373,8 +375,12 @@ int64_t ClientQuotas::max_value_in_window(Kind kind, const std::string& client_i
 
 int64_t ClientQuotas::record_connection(const std::string& ip, int64_t now_ms) {
   if (!enabled()) return 0;
-  const std::shared_ptr<const Table> t = table();
-  const std::optional<double> limit = find_ip(*t, ip);
+  std::shared_ptr<const IpRates> rates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rates = ip_rates_;
+  }
+  const std::optional<double> limit = find_ip(*rates, ip);
   if (!limit) return 0;
   int64_t throttle = 0;
   {

@@ -15,7 +15,9 @@
 //   quota * (quota.window.num - 1) * window seconds, the most one window may
 //   take without a certain throttle. Fetches of follower replicas are not
 //   limited.
-// - connection_creation_rate ({ip} or {ip default}): the acceptor records
+// - connection_creation_rate ({ip} or {ip default}; an {ip} named by a
+//   host name counts for the addresses it resolves to when the quotas are
+//   applied, quota_table.h: resolve_ip_rates): the acceptor records
 //   each new connection of an address; one over the rate is not served:
 //   it is closed after the throttle time (at most one window), and not
 //   counted (Kafka's delayed close of a throttled connection), beside
@@ -143,6 +145,7 @@ class ClientQuotas {
   std::mutex change_mu_;
   mutable std::mutex mu_;
   std::shared_ptr<const Table> table_;  // under mu_
+  std::shared_ptr<const IpRates> ip_rates_ = std::make_shared<const IpRates>();  // under mu_, resolved from table_
   std::atomic<bool> enabled_{false};
 
   std::mutex rates_mu_;

@@ -207,13 +207,62 @@ std::optional<Match> find(const Table& table, std::string_view key, const std::s
   return std::nullopt;
 }
 
-std::optional<double> find_ip(const Table& table, const std::string& ip) {
-  for (const Entity& e : {Entity{{kIp, ip}}, Entity{{kIp, std::nullopt}}}) {
-    auto it = table.find(e);
-    if (it == table.end()) continue;
-    if (auto v = it->second.find(kConnectionCreationRate); v != it->second.end()) return v->second;
-  }
+std::optional<std::string> canonical_address(const std::string& text) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  in_addr a4{};
+  in6_addr a6{};
+  if (inet_pton(AF_INET, text.c_str(), &a4) == 1 && inet_ntop(AF_INET, &a4, buf, sizeof buf) != nullptr)
+    return std::string(buf);
+  if (inet_pton(AF_INET6, text.c_str(), &a6) == 1 && inet_ntop(AF_INET6, &a6, buf, sizeof buf) != nullptr)
+    return std::string(buf);
   return std::nullopt;
+}
+
+namespace {
+
+std::vector<std::string> addresses_of(const std::string& host) {
+  std::vector<std::string> out;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return out;
+  for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    const void* addr = p->ai_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(p->ai_addr)->sin_addr)
+                                               : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(p->ai_addr)->sin6_addr);
+    if ((p->ai_family == AF_INET || p->ai_family == AF_INET6) && inet_ntop(p->ai_family, addr, buf, sizeof buf))
+      out.emplace_back(buf);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+IpRates resolve_ip_rates(const Table& table) {
+  IpRates out;
+  std::map<std::string, double> by_name;
+  for (const auto& [entity, values] : table) {
+    auto ip = entity.find(kIp);
+    if (ip == entity.end()) continue;
+    auto v = values.find(kConnectionCreationRate);
+    if (v == values.end()) continue;
+    if (!ip->second) {
+      out.fallback = v->second;
+    } else if (auto c = canonical_address(*ip->second)) {
+      out.by_address[*c] = v->second;
+    } else {
+      for (const std::string& a : addresses_of(*ip->second)) by_name.emplace(a, v->second);
+    }
+  }
+  for (const auto& [a, rate] : by_name) out.by_address.emplace(a, rate);  // a literal entity wins
+  return out;
+}
+
+std::optional<double> find_ip(const IpRates& rates, const std::string& address) {
+  if (auto it = rates.by_address.find(address); it != rates.by_address.end()) return it->second;
+  return rates.fallback;
 }
 
 std::string sanitize(std::string_view name) {

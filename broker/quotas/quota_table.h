@@ -36,7 +36,8 @@
 // "clients/<c>", "ips/<ip>" under /config.
 //
 // Pure: no I/O except that an ip entity's name that is not a literal
-// address is resolved (getaddrinfo), as Kafka's isValidIpEntity does.
+// address is resolved (getaddrinfo), as Kafka's isValidIpEntity and
+// ConnectionQuotas do (alter, resolve_ip_rates).
 #pragma once
 
 #include <cstdint>
@@ -119,8 +120,26 @@ struct Match {
 };
 std::optional<Match> find(const Table& table, std::string_view key, const std::string& user,
                           const std::string& client_id);
-// The connection_creation_rate of an ip ({ip} then {ip default}).
-std::optional<double> find_ip(const Table& table, const std::string& ip);
+// The connection_creation_rate quotas by address, as Kafka's
+// ConnectionQuotas keeps them by InetAddress: an {ip} entity named by a
+// literal address counts for that address (in its canonical text, so
+// "::0001" is "::1"); one named by a host name for every address the name
+// resolves to when the quotas are applied (getaddrinfo: this blocks, so it
+// runs where changes are applied, never on a network thread; a literal
+// entity wins over a name for the same address); {ip default} for every
+// other address.
+struct IpRates {
+  std::map<std::string, double> by_address;
+  std::optional<double> fallback;  // {ip default}
+  bool empty() const { return by_address.empty() && !fallback; }
+};
+IpRates resolve_ip_rates(const Table& table);
+// The rate for a connection from `address` (canonical text): its own, or
+// the default.
+std::optional<double> find_ip(const IpRates& rates, const std::string& address);
+// An address's canonical text ("::ffff:1.2.3.4" stays as it is); nullopt
+// when text is not a literal address.
+std::optional<std::string> canonical_address(const std::string& text);
 
 // Kafka's type of a key for an entity, or nullopt when the key is not one
 // of that entity's.

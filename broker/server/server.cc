@@ -655,7 +655,7 @@ int64_t Server::ip_quota_wait(const asio::ip::address& a) {
   const asio::ip::address ip =
       a.is_v6() && a.to_v6().is_v4_mapped() ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()))
                                             : a;
-  return q.record_connection(ip.to_string(), quotas::steady_ms());
+  return q.record_connection(ip.to_string(), quotas::steady_ms());  // (asio's text is inet_ntop's, as the quotas')
 }
 
 bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {

@@ -196,7 +196,7 @@ TEST_CASE("client quotas in ZooKeeper: Kafka's /config/users, /config/clients, /
   auto t = q.table();
   CHECK(t->size() == 4);
   CHECK(find(*t, kProducerByteRate, "alice", "any")->limit == 1024);
-  CHECK(find_ip(*t, "10.0.0.1") == 5.0);
+  CHECK(find_ip(resolve_ip_rates(*t), "10.0.0.1") == 5.0);
 
   // validate_only and a refused key write nothing.
   const size_t before = changes(*s).size();

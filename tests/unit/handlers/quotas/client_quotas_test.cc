@@ -122,8 +122,17 @@ TEST_CASE("quota model: AlterClientQuotas validation as Kafka 3.9's controller")
     CHECK(one(&t, set(ip(std::string("::1")), kConnectionCreationRate, 5)).ok());
     CHECK(one(&t, set(ip(kDefault), kConnectionCreationRate, 5)).ok());
     CHECK(one(&t, set(ip(std::string("localhost")), kConnectionCreationRate, 5)).ok());
-    CHECK(find_ip(t, "10.1.2.3") == 5.0);
-    CHECK(find_ip(t, "10.9.9.9") == 5.0);  // the default
+    REQUIRE(one(&t, set(ip(std::string("10.1.2.4")), kConnectionCreationRate, 7)).ok());
+    REQUIRE(one(&t, set(ip(std::string("::0:2")), kConnectionCreationRate, 8)).ok());
+    const IpRates rates = resolve_ip_rates(t);
+    CHECK(find_ip(rates, "10.1.2.3") == 5.0);
+    CHECK(find_ip(rates, "10.1.2.4") == 7.0);
+    CHECK(find_ip(rates, "::2") == 8.0);  // canonical text
+    CHECK(find_ip(rates, "10.9.9.9") == 5.0);  // the default
+    // A host name counts for the addresses it resolves to.
+    CHECK(rates.by_address.count("127.0.0.1") == 1);
+    CHECK(canonical_address("::0001") == "::1");
+    CHECK_FALSE(canonical_address("localhost"));
   }
 }
 
