@@ -164,6 +164,8 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     }
   }
 
+  b->client_quotas_ = &b->service<quotas::ClientQuotas>();
+
   // The dynamic broker configs before anything reads them: the log
   // recovery below takes num.recovery.threads.per.data.dir from them, as
   // Kafka's does (a single node's from its file, a cluster's from
@@ -173,7 +175,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
       *error = "cannot load the dynamic broker configs: " + s.to_string();
       return nullptr;
     }
-    if (auto s = b->service<quotas::ClientQuotas>().load(dirs.front()); !s.is_ok()) {
+    if (auto s = b->client_quotas().load(dirs.front()); !s.is_ok()) {
       *error = "cannot load the client quotas: " + s.to_string();
       return nullptr;
     }

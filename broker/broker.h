@@ -42,6 +42,9 @@
 #include "storage/log_manager.h"
 
 namespace ciuickafka::broker {
+namespace quotas {
+class ClientQuotas;
+}
 
 class Broker {
  public:
@@ -113,6 +116,10 @@ class Broker {
   // shutdown reported an error (the marker is then not written).
   bool shutdown();
 
+  // The client quotas (quotas/client_quotas.h) without service()'s lock:
+  // produce, fetch, the acceptor and every response ask them.
+  quotas::ClientQuotas& client_quotas() { return *client_quotas_; }
+
  private:
   explicit Broker(config::BrokerConfig config);
   void schedule_tick();
@@ -124,6 +131,7 @@ class Broker {
   };
 
   config::BrokerConfig config_;
+  quotas::ClientQuotas* client_quotas_ = nullptr;  // service<>()'s, from open()
   config::Listeners listeners_;
   int32_t node_id_ = 1;
   std::string cluster_id_;

@@ -208,19 +208,24 @@ FetchResponse::PartitionData partition_data(const PendingFetch& pf, const FetchP
 }
 
 // consumer_byte_rate (quotas/client_quotas.h): the records a consumer's
-// fetch would carry count against its client's quota; over it, the fetch
-// is answered with the throttle time and no partitions (the bytes are taken
-// back, the fetch session is left as the request made it, no new session
-// is made), and the connection reads nothing more for that long, as
-// Kafka's throttled fetch. True when it answered so.
+// fetch would carry count against its client's quota; over it, or over its
+// request_percentage quota, the fetch is answered with the throttle time
+// and no partitions (the bytes are taken back, the fetch session is left as
+// the request made it, no new session is made), and the connection reads
+// nothing more for that long, as Kafka's throttled fetch. True when it
+// answered so.
 bool fetch_throttled(PendingFetch& pf) {
-  auto& q = pf.ctx.broker->service<quotas::ClientQuotas>();
+  auto& q = pf.ctx.broker->client_quotas();
   if (!q.enabled()) return false;
   uint64_t bytes = 0;
   for (const PartitionOutcome& o : pf.outcomes) bytes += o.converted.empty() ? o.read.bytes : o.converted.size();
   const std::string client = pf.ctx.header.client_id.value_or("");
   const int64_t now = quotas::steady_ms();
-  const int64_t throttle = q.record(quotas::Kind::kFetch, client, static_cast<double>(bytes), now);
+  // request_percentage first (counted once: make_response below skips it).
+  const int64_t request_throttle = request_quota_throttle(pf.ctx);
+  pf.ctx.quota_exempt = true;
+  const int64_t throttle =
+      std::max(request_throttle, q.record(quotas::Kind::kFetch, client, static_cast<double>(bytes), now));
   if (throttle <= 0) return false;
   q.unrecord(quotas::Kind::kFetch, client, static_cast<double>(bytes), now);
   FetchResponse resp;
@@ -389,7 +394,7 @@ void handle_fetch(RequestContext&& ctx) {
   if (!pf->opts.from_replica) {
     // A consumer quota caps what one fetch asks for at what one window
     // allows (Kafka's getMaxValueInQuotaWindow), min_bytes with it.
-    if (auto& q = broker.service<quotas::ClientQuotas>(); q.enabled()) {
+    if (auto& q = broker.client_quotas(); q.enabled()) {
       const int64_t window = q.max_value_in_window(quotas::Kind::kFetch, ctx.header.client_id.value_or(""));
       if (window >= 0) {
         pf->opts.max_bytes = std::min<int64_t>(pf->opts.max_bytes, window);
@@ -397,6 +402,7 @@ void handle_fetch(RequestContext&& ctx) {
       }
     }
   }
+  ctx.quota_exempt = pf->opts.from_replica;  // followers: not a client's request time
   if (pf->opts.from_replica) pf->opts.leaders = &broker.service<replica::LeaderReplicas>();
   else pf->opts.producers = &broker.service<produce::ProduceService>();
   if (!pf->opts.from_replica && pf->version >= 11) {  // KIP-392 client metadata

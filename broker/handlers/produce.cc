@@ -62,7 +62,9 @@
 //
 // A client over its producer_byte_rate quota (quotas/client_quotas.h) gets
 // its answer at once with throttle_time_ms set, and its connection reads no
-// further request for that long (acks=0 too, with no answer).
+// further request for that long (acks=0 too, with no answer); over its
+// request_percentage quota likewise (the larger throttle; acks=0 is exempt
+// from that one, as in Kafka).
 //
 // Every refused partition is logged at WARN when the answer goes out
 // (partition, Kafka's error name, client id and peer), rate-limited to 5
@@ -411,7 +413,7 @@ void log_rejections(const RequestContext& ctx, const ProduceResponse& resp, int1
 // over the quota, the response says for how long the client is throttled
 // and the connection reads nothing more meanwhile.
 int64_t produce_throttle(const RequestContext& ctx) {
-  auto& q = ctx.broker->service<quotas::ClientQuotas>();
+  auto& q = ctx.broker->client_quotas();
   if (!q.enabled()) return 0;
   const double size = static_cast<double>(ctx.frame ? ctx.frame->size() : ctx.body.size());
   return q.record(quotas::Kind::kProduce, ctx.header.client_id.value_or(""), size, quotas::steady_ms());
@@ -420,8 +422,8 @@ int64_t produce_throttle(const RequestContext& ctx) {
 void respond_produce(const std::shared_ptr<PendingProduce>& pp) {
   const int64_t throttle = produce_throttle(pp->ctx);
   pp->resp.throttle_time_ms = static_cast<int32_t>(throttle);
-  Response r = make_response(pp->ctx, pp->resp, first_error(pp->resp));
-  r.throttle_ms = throttle;
+  Response r = make_response(pp->ctx, pp->resp, first_error(pp->resp));  // (request_percentage: the larger)
+  r.throttle_ms = std::max(r.throttle_ms, throttle);
   pp->ctx.respond(std::move(r));
 }
 

@@ -20,15 +20,25 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int kIpRates = 2;  // the kind slot of per-ip connection rates
+constexpr int kIpRates = 3;  // the kind slot of per-ip connection rates
 
 // The keys AlterClientQuotas refuses here: Kafka accepts them, this broker
 // would not enforce them (client_quotas.h).
-bool unenforced(const std::string& key) { return key == kRequestPercentage || key == kControllerMutationRate; }
+bool unenforced(const std::string& key) { return key == kControllerMutationRate; }
 
 std::string path_in(const std::string& dir) { return dir + "/" + kClientQuotasFile; }
 
-const char* key_of(Kind kind) { return kind == Kind::kProduce ? kProducerByteRate : kConsumerByteRate; }
+const char* key_of(Kind kind) {
+  switch (kind) {
+    case Kind::kProduce:
+      return kProducerByteRate;
+    case Kind::kFetch:
+      return kConsumerByteRate;
+    case Kind::kRequest:
+      return kRequestPercentage;
+  }
+  return kProducerByteRate;
+}
 
 storage::Status persist(storage::io::FileSystem& fs, const std::string& dir, const Table& table) {
   pb::ClientQuotas m;
@@ -158,8 +168,8 @@ std::vector<AlterResult> alter_table(Table* table, const std::vector<Alteration>
     refused.push_back({a.entity,
                        {ErrorCode::INVALID_REQUEST, "Quota " + bad->key +
                                                         " is not supported by this broker (CiuicKafka enforces "
-                                                        "producer_byte_rate, consumer_byte_rate and "
-                                                        "connection_creation_rate)"}});
+                                                        "producer_byte_rate, consumer_byte_rate, "
+                                                        "request_percentage and connection_creation_rate)"}});
   }
   std::vector<AlterResult> results = alter(table, passed);
   for (AlterResult& r : refused) {
@@ -347,6 +357,7 @@ int64_t ClientQuotas::record(Kind kind, const std::string& client_id, double val
     throttle = rate_locked({static_cast<int>(kind), m->user_tag, m->client_tag}, now_ms)
                    .record_value(now_ms, value, m->limit);
   }
+  if (kind == Kind::kRequest) throttle = std::min(throttle, window_ms_);  // Kafka's bound for request quotas
   if (throttle > 0) {
     throttled_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
     throttled_ms_[static_cast<int>(kind)].fetch_add(static_cast<uint64_t>(throttle), std::memory_order_relaxed);

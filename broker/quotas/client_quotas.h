@@ -22,11 +22,19 @@
 //   it is closed after the throttle time (at most one window), and not
 //   counted (Kafka's delayed close of a throttled connection), beside
 //   max.connection.creation.rate (server/server.h).
-// - request_percentage and controller_mutation_rate are refused by
-//   AlterClientQuotas (INVALID_REQUEST naming the key, README "Differences
-//   from Kafka"): this broker does not measure request thread time or
-//   partition mutations per client, and does not accept a quota it would
-//   not enforce.
+// - request_percentage: the time each request held a thread (from dispatch
+//   until its handler returned, or answered if sooner: handlers/codec.h;
+//   what a handler then does on the I/O pool is not counted), in Kafka's
+//   unit (percent of one thread: nanoseconds * 100 / 1e9), recorded when
+//   the request is answered; over the quota the answer's throttle_time_ms
+//   is the larger of the byte-rate one and this one (at most one window, as
+//   Kafka bounds it), and the connection is muted for it. A Fetch over it
+//   is answered empty, as Kafka's. Exempt: followers' fetches and the
+//   other cluster actions (handlers/codec.h), acks=0 produces (no answer).
+// - controller_mutation_rate is refused by AlterClientQuotas
+//   (INVALID_REQUEST naming the key, README "Differences from Kafka"): this
+//   broker does not count partition mutations per client, and does not
+//   accept a quota it would not enforce.
 // Without SASL every client's user is ANONYMOUS (Kafka's principal for an
 // unauthenticated connection), so {user=ANONYMOUS} and {user default}
 // quotas apply to everyone.
@@ -46,8 +54,8 @@
 // re-reads the whole tree on such a notification (cluster/config_changes.h)
 // and at start. Keys another tool wrote there that are not quotas (SCRAM
 // credentials) are ignored; a quota value that is not a number is skipped
-// with a warning; a request_percentage or controller_mutation_rate written
-// there by another tool is described but not enforced (with a warning).
+// with a warning; a controller_mutation_rate written there by another tool
+// is described but not enforced (with a warning).
 //
 // Thread-safety: all methods may be called from any thread; ZooKeeper calls
 // block (the admin worker or the config change listener call them).
@@ -79,7 +87,7 @@ namespace ciuickafka::broker::quotas {
 inline constexpr const char* kClientQuotasFile = "__ciuickafka_client_quotas.pb";
 inline constexpr const char* kAnonymousUser = "ANONYMOUS";
 
-enum class Kind { kProduce = 0, kFetch = 1 };
+enum class Kind { kProduce = 0, kFetch = 1, kRequest = 2 };
 
 // The clock rates are measured on (monotonic milliseconds).
 inline int64_t steady_ms() {
@@ -115,7 +123,8 @@ class ClientQuotas {
   static bool is_quota_entity_path(const std::string& entity_path);
 
   // Measuring. user is kAnonymousUser until SASL exists. Each returns the
-  // throttle time in ms (0: within the quota or no quota).
+  // throttle time in ms (0: within the quota or no quota); kRequest's is
+  // at most one window (Kafka's bound).
   int64_t record(Kind kind, const std::string& client_id, double value, int64_t now_ms);
   void unrecord(Kind kind, const std::string& client_id, double value, int64_t now_ms);
   // The most bytes one fetch may take (quota * (samples - 1) * window s),
@@ -149,11 +158,11 @@ class ClientQuotas {
   std::atomic<bool> enabled_{false};
 
   std::mutex rates_mu_;
-  std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or 2 for ip, user, client)
+  std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or 3 for ip, user, client)
   uint64_t records_since_sweep_ = 0;
 
-  std::atomic<uint64_t> throttled_[2] = {0, 0};
-  std::atomic<uint64_t> throttled_ms_[2] = {0, 0};
+  std::atomic<uint64_t> throttled_[3] = {0, 0, 0};
+  std::atomic<uint64_t> throttled_ms_[3] = {0, 0, 0};
   std::atomic<uint64_t> conn_throttled_{0};
 };
 

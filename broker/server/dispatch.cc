@@ -89,6 +89,8 @@ void dispatch_frame(RequestContext ctx) {
     r.timing.answered = now;
     inner(std::move(r));
   };
+  ctx.dispatched = started;
+  ctx.handler_returned = returned;
   h->fn(std::move(ctx));
   returned->store(std::max<Clock::rep>(1, Clock::now().time_since_epoch().count()), std::memory_order_release);
 }

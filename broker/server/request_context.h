@@ -16,6 +16,7 @@
 // be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,17 @@ struct RequestContext {
   // keep the producer's later requests from being dispatched. Answers
   // still go out in request order. Empty where nothing is pipelined.
   std::function<void()> release_later_requests;
+  // For the request_percentage client quota (quotas/client_quotas.h,
+  // handlers/codec.h): when dispatch called the handler, and when the
+  // handler returned (steady-clock ticks, 0 until then; set by dispatch).
+  // The time between is the time the request held a thread; an answer
+  // given later (a long poll, acks=all) does not count its wait.
+  std::chrono::steady_clock::time_point dispatched{};
+  std::shared_ptr<const std::atomic<std::chrono::steady_clock::rep>> handler_returned;
+  // Not measured against request_percentage: a follower's fetch (Kafka
+  // exempts cluster actions), or a request already counted (Fetch counts
+  // before it decides to answer empty).
+  bool quota_exempt = false;
 
   int16_t api_key() const { return header.request_api_key; }
   int16_t api_version() const { return header.request_api_version; }

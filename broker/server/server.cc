@@ -401,16 +401,18 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   out.push_back(std::move(throttle_time));
 
   // Client quotas (quotas/client_quotas.h).
-  auto& q = broker_.service<quotas::ClientQuotas>();
+  auto& q = broker_.client_quotas();
   auto quota_throttled = family("ciuic_client_quota_throttled_total",
                                 "Responses that told a client it is throttled for going over its quota, by quota "
-                                "(producer_byte_rate: produce, consumer_byte_rate: fetch)",
+                                "(producer_byte_rate: produce, consumer_byte_rate: fetch, request_percentage: "
+                                "request)",
                                 prometheus::MetricType::Counter);
   auto quota_time = family("ciuic_client_quota_throttle_seconds_total",
-                           "Throttle time given to clients over a byte-rate quota (their connections read "
-                           "nothing meanwhile), by quota",
+                           "Throttle time given to clients over a quota (their connections read nothing "
+                           "meanwhile), by quota",
                            prometheus::MetricType::Counter);
-  for (const auto& [kind, name] : {std::pair{quotas::Kind::kProduce, "produce"}, std::pair{quotas::Kind::kFetch, "fetch"}}) {
+  for (const auto& [kind, name] : {std::pair{quotas::Kind::kProduce, "produce"}, std::pair{quotas::Kind::kFetch, "fetch"},
+                                    std::pair{quotas::Kind::kRequest, "request"}}) {
     prometheus::ClientMetric n;
     n.label = {{"type", name}};
     n.counter.value = static_cast<double>(q.throttled(kind));
@@ -650,7 +652,7 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
 }
 
 int64_t Server::ip_quota_wait(const asio::ip::address& a) {
-  auto& q = broker_.service<quotas::ClientQuotas>();
+  auto& q = broker_.client_quotas();
   if (!q.enabled()) return 0;
   const asio::ip::address ip =
       a.is_v6() && a.to_v6().is_v4_mapped() ? asio::ip::address(asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()))

@@ -599,8 +599,9 @@ def client_quotas(c):
             {"Entity": entity(("client-id", cid + "-d")), "Ops": [op("producer_byte_rate", 6.0)]}],
             "ValidateOnly": False})
         alter(v, "remove a key never set", entity(("client-id", cid)), op("controller_mutation_rate"))
-        # Kafka stores these; this broker refuses what it would not enforce
-        # (README): set on an entity of its own, then removed from both.
+        # request_percentage is enforced by both; controller_mutation_rate
+        # Kafka stores, this broker refuses (README): set on an entity of
+        # its own, then removed from both.
         alter(v, "request_percentage", entity(("client-id", cid + "-rp")), op("request_percentage", 50.0))
         alter(v, "controller_mutation_rate", entity(("client-id", cid + "-rp")), op("controller_mutation_rate", 5.0))
         alter(v, "remove them again", entity(("client-id", cid + "-rp")), op("request_percentage"),

@@ -13,6 +13,9 @@ a rate is taken over at least 2 s and the test stays short.
    throttle time; an ApiVersions sent right behind it on the same
    connection is not answered before that time is over, while another
    client's ApiVersions sent after it is answered first.
+   2b. request_percentage=0.000001 for client id "busy": its next answer
+   carries one window's throttle (Kafka's bound) and its connection waits
+   that long before the request after it is answered.
 3. librdkafka (confluent-kafka): a producer with client.id "slow-producer"
    and producer_byte_rate=100000 writes 600 KB: every record is acked,
    librdkafka's statistics report the broker's throttle, the broker counts
@@ -73,10 +76,10 @@ def apis(b):
                     ([("user", None)], [("producer_byte_rate", 4096.0)]),
                     ([("client-id", "c2")], [("producer_byte_rate", 1.5)]),
                     ([("ip", "127.0.0.9"), ("user", "u")], [("connection_creation_rate", 1.0)]),
-                    ([("client-id", "c3")], [("request_percentage", 50.0)])])
+                    ([("client-id", "c3")], [("controller_mutation_rate", 50.0)])])
     check([r[0] for r in res] == [0, 0, INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST], "alter: %r" % (res,))
     check(res[2][1] == "producer_byte_rate cannot be a fractional value.", "fractional: %r" % (res[2],))
-    check("request_percentage" in res[4][1], "request_percentage refused with its name: %r" % (res[4],))
+    check("controller_mutation_rate" in res[4][1], "controller_mutation_rate refused with its name: %r" % (res[4],))
     err, _, entries = describe(b, [("client-id", EXACT, "c1")], strict=True)
     check(err == 0 and entries == [({"client-id": "c1"}, {"consumer_byte_rate": 2048.0, "producer_byte_rate": 1024.0})],
           "describe c1: %r" % (entries,))
@@ -122,6 +125,27 @@ def muting(b):
     finally:
         a.close()
         other.close()
+
+
+def request_quota(b):
+    print("[test] 2b. request_percentage: a client over it is throttled and muted", flush=True)
+    res = alter(b, [([("client-id", "busy")], [("request_percentage", 0.000001)])])
+    check(res[0][0] == 0, "set: %r" % (res,))
+    with kafka_wire.Conn(b.port, client_id="busy") as c:
+        d = c.request(kafka_wire.API_DESCRIBE_CLIENT_QUOTAS, 0, kafka_wire.describe_client_quotas_v0([]))
+        answered = time.monotonic()
+        throttle_ms = d.i32()  # the first field
+        # (1e-6 percent: any request puts it over; the throttle is one window, 1 s here)
+        check(throttle_ms == 1000, "request_percentage throttle %d ms, want one window (1000)" % throttle_ms)
+        c.api_versions()
+        waited = time.monotonic() - answered
+    check(waited >= 0.95, "the next request was answered after %.0f ms, within the throttle" % (waited * 1000))
+    counted = quota_metric(b, "ciuic_client_quota_throttled_total", 'type="request"')
+    print("[test] request_percentage: throttle %d ms, next answer after %.0f ms, %s counted"
+          % (throttle_ms, waited * 1000, counted), flush=True)
+    check(counted and counted >= 1, "no throttled request counted")
+    res = alter(b, [([("client-id", "busy")], [("request_percentage", None)])])
+    check(res[0][0] == 0, "remove: %r" % (res,))
 
 
 def stats_throttle(stats_json):
@@ -211,6 +235,7 @@ def main(ctx):
     b.create_topic(TOPIC, 2)
     apis(b)
     muting(b)
+    request_quota(b)
     real_clients(b)
     connection_rate(b)
     print("[test] 5. a restart keeps the quotas", flush=True)

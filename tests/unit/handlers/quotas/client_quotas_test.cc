@@ -2,10 +2,10 @@
 // (broker/quotas/): the model (AlterClientQuotas' validation,
 // DescribeClientQuotas' filters, Kafka's precedence and the rate a client
 // shares, ZooKeeper names), the two APIs on a single node (persisted across
-// a restart, validate_only, the keys refused), and the enforcement of
+// a restart, validate_only, the key refused), and the enforcement of
 // producer_byte_rate and consumer_byte_rate through Produce and Fetch
 // (throttle_time_ms, a throttled fetch answered empty, a fetch capped at
-// one window's bytes). The connection's muting is proven with a real
+// one window's bytes) and of request_percentage on any response. The connection's muting is proven with a real
 // socket by the integration test (tests/integration/test_quotas.py).
 #include <catch2/catch.hpp>
 
@@ -18,6 +18,7 @@
 #include "broker/quotas/quota_table.h"
 #include "protocol/generated/alter_client_quotas.h"
 #include "protocol/generated/describe_client_quotas.h"
+#include "protocol/generated/describe_cluster.h"
 #include "protocol/generated/describe_user_scram_credentials.h"
 #include "protocol/generated/produce.h"
 #include "tests/unit/handlers/fetch/fetch_helpers.h"
@@ -291,12 +292,10 @@ TEST_CASE("AlterClientQuotas and DescribeClientQuotas on a single node: persiste
   CHECK(r.entries[0].error_code == 0);
   CHECK(f.broker().service<ClientQuotas>().enabled());
 
-  // Keys this broker would not enforce are refused, naming the key.
-  for (const char* key : {kRequestPercentage, kControllerMutationRate}) {
-    r = alter_quota(f, kClientId, std::string("c1"), key, 50);
-    CHECK(r.entries[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
-    CHECK(r.entries[0].error_message.value_or("").find(key) != std::string::npos);
-  }
+  // A key this broker would not enforce is refused, naming the key.
+  r = alter_quota(f, kClientId, std::string("c1"), kControllerMutationRate, 50);
+  CHECK(r.entries[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
+  CHECK(r.entries[0].error_message.value_or("").find(kControllerMutationRate) != std::string::npos);
   r = alter_quota(f, kClientId, std::string("c1"), kProducerByteRate, -1);
   CHECK(r.entries[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
   CHECK(r.entries[0].error_message == "Quota producer_byte_rate must be greater than 0");
@@ -374,7 +373,7 @@ protocol::ProduceResponse produce(test::BrokerFixture& f, const std::string& top
   return f.call<protocol::ProduceResponse>(req, 9);
 }
 
-TEST_CASE("producer_byte_rate: over the quota the answer carries the throttle; the records are kept") {
+TEST_CASE("producer_byte_rate: over the quota the answer carries the throttle, and the records are kept") {
   QuotaFixture f;
   test::create_topic(f, "q");
   // No quota: never throttled.
@@ -448,6 +447,39 @@ TEST_CASE("consumer_byte_rate: a fetch capped at one window's bytes, then thrott
   r = f.call<protocol::FetchResponse>(req, 12);
   CHECK(r.throttle_time_ms == 0);
   REQUIRE(r.responses.size() == 1);
+}
+
+TEST_CASE("request_percentage: a client over it is throttled (at most one window), a fetch answered empty") {
+  QuotaFixture f;
+  auto topic = test::create_topic(f, "q");
+  test::append(*topic->partitions[0], test::make_batch(3, 100));
+  protocol::DescribeClusterRequest dc;
+  dc.endpoint_type = 1;
+  // No quota: not throttled.
+  CHECK(f.call<protocol::DescribeClusterResponse>(dc, 1).throttle_time_ms == 0);
+  // 1e-6 percent of a thread: any request's time puts the client over;
+  // the throttle is capped at one window (10 s here), as Kafka's.
+  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kRequestPercentage, 1e-6).entries[0].error_code == 0);
+  auto& q = f.broker().client_quotas();
+  const uint64_t before = q.throttled(Kind::kRequest);
+  auto r = f.call<protocol::DescribeClusterResponse>(dc, 1);
+  CHECK(r.throttle_time_ms == 10000);
+  CHECK(r.error_code == 0);
+  CHECK(r.brokers.size() == 1);  // answered in full
+  CHECK(q.throttled(Kind::kRequest) == before + 1);
+  // A fetch over it is answered empty (as Kafka's), counted once.
+  auto fr = f.call<protocol::FetchResponse>(test::fetch_request("q", {{0, 0}}), 12);
+  CHECK(fr.throttle_time_ms == 10000);
+  CHECK(fr.responses.empty());
+  CHECK(q.throttled(Kind::kRequest) == before + 2);
+  CHECK(q.throttled(Kind::kFetch) == 0);
+  // Another client id has no quota.
+  CHECK(q.record(Kind::kRequest, "someone-else", 1e6, steady_ms()) == 0);
+  // Removed: no throttle from then on (the rate is still measured only
+  // where a quota applies).
+  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kRequestPercentage, std::nullopt).entries[0].error_code ==
+          0);
+  CHECK(f.call<protocol::DescribeClusterResponse>(dc, 1).throttle_time_ms == 0);
 }
 
 }  // namespace quota_handlers
