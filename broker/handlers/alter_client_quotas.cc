@@ -81,11 +81,7 @@ void handle_alter_client_quotas(RequestContext&& ctx) {
                validate_only);
       },
       [ctx, alterations, validate_only](const std::string& why) mutable {
-        std::vector<quotas::AlterResult> failed;
-        for (const auto& a : *alterations)
-          if (std::none_of(failed.begin(), failed.end(), [&](const auto& r) { return r.entity == a.entity; }))
-            failed.push_back({a.entity, {ErrorCode::REQUEST_TIMED_OUT, why}});
-        answer(ctx, failed, validate_only);
+        answer(ctx, quotas::fail_each(*alterations, {ErrorCode::REQUEST_TIMED_OUT, why}), validate_only);
       });
 }
 

@@ -21,18 +21,24 @@ using protocol::DescribeClientQuotasRequest;
 using protocol::DescribeClientQuotasResponse;
 using protocol::ErrorCode;
 
+// An error answers with no entries (null), as Kafka's.
+void answer_error(RequestContext& ctx, ErrorCode code, const std::string& message) {
+  DescribeClientQuotasResponse resp;
+  resp.error_code = protocol::to_wire(code);
+  resp.error_message = message;
+  resp.entries = std::nullopt;
+  ctx.respond(make_response(ctx, resp, resp.error_code));
+}
+
 void answer(RequestContext& ctx, const DescribeClientQuotasRequest& req, const quotas::Table& table) {
   std::vector<quotas::FilterComponent> filter;
   for (const auto& c : req.components) filter.push_back({c.entity_type, c.match_type, c.match});
   std::vector<std::pair<quotas::Entity, quotas::Values>> found;
-  DescribeClientQuotasResponse resp;
   if (quotas::Error e = quotas::describe(table, filter, req.strict, &found); !e.ok()) {
-    resp.error_code = protocol::to_wire(e.code);
-    resp.error_message = e.message;
-    resp.entries = std::nullopt;
-    ctx.respond(make_response(ctx, resp, resp.error_code));
+    answer_error(ctx, e.code, e.message);
     return;
   }
+  DescribeClientQuotasResponse resp;
   for (const auto& [entity, values] : found) {
     DescribeClientQuotasResponse::EntryData entry;
     for (const auto& [type, name] : entity) {
@@ -69,22 +75,12 @@ void handle_describe_client_quotas(RequestContext&& ctx) {
         quotas::Table table;
         std::string error;
         if (!quotas::ClientQuotas::read_zk(session, &table, &error)) {
-          DescribeClientQuotasResponse resp;
-          resp.error_code = protocol::to_wire(ErrorCode::REQUEST_TIMED_OUT);
-          resp.error_message = error;
-          resp.entries = std::nullopt;
-          ctx.respond(make_response(ctx, resp, resp.error_code));
+          answer_error(ctx, ErrorCode::REQUEST_TIMED_OUT, error);
           return;
         }
         answer(ctx, *req, table);
       },
-      [ctx](const std::string& why) mutable {
-        DescribeClientQuotasResponse resp;
-        resp.error_code = protocol::to_wire(ErrorCode::REQUEST_TIMED_OUT);
-        resp.error_message = why;
-        resp.entries = std::nullopt;
-        ctx.respond(make_response(ctx, resp, resp.error_code));
-      });
+      [ctx](const std::string& why) mutable { answer_error(ctx, ErrorCode::REQUEST_TIMED_OUT, why); });
 }
 
 }  // namespace

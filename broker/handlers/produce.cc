@@ -808,7 +808,7 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   // On the pool every write above was a blocking one, so the records have
   // their offsets: the connection's later requests may be dispatched now,
   // though the answer may still wait for fsync or replicas.
-  if (on_pool && ctx.release_later_requests) ctx.release_later_requests();
+  if (on_pool && ctx.release_later_requests && !ctx.quota_held) ctx.release_later_requests();
   pp->ctx = std::move(ctx);
   // One submission for every write of the request.
   if (storage::io::Ring* ring = DiskRing::current(); ring != nullptr && ring->in_flight() > 0) {

@@ -145,6 +145,11 @@ void ClientQuotas::install(Table next, const char* why) {
   if (*table() == next) return;
   CK_LOG_INFO("quotas", "client quotas (%s): %s", why, text(next).c_str());
   if (!next.empty()) enabled_.store(true, std::memory_order_relaxed);
+  unsigned kinds = 0;
+  for (const auto& [entity, values] : next)
+    for (Kind k : {Kind::kProduce, Kind::kFetch, Kind::kRequest})
+      if (values.count(key_of(k)) != 0) kinds |= 1u << static_cast<unsigned>(k);
+  kinds_set_.store(kinds, std::memory_order_relaxed);
   auto ips = std::make_shared<const IpRates>(resolve_ip_rates(next));  // (may resolve host names)
   auto t = std::make_shared<const Table>(std::move(next));
   std::lock_guard<std::mutex> lock(mu_);
@@ -272,11 +277,7 @@ std::vector<AlterResult> ClientQuotas::alter_in_zk(zk::Session& zk, const std::v
                                                    bool validate_only) {
   std::lock_guard<std::mutex> lock(change_mu_);
   auto fail_all = [&](const std::string& why) {
-    std::vector<AlterResult> out;
-    for (const Alteration& a : alterations)
-      if (std::none_of(out.begin(), out.end(), [&](const AlterResult& r) { return r.entity == a.entity; }))
-        out.push_back({a.entity, {ErrorCode::REQUEST_TIMED_OUT, why}});
-    return out;
+    return fail_each(alterations, {ErrorCode::REQUEST_TIMED_OUT, why});
   };
   Table current;
   std::string error;
@@ -347,7 +348,7 @@ ConnectionRate& ClientQuotas::rate_locked(const std::tuple<int, std::string, std
 }
 
 int64_t ClientQuotas::record(Kind kind, const std::string& client_id, double value, int64_t now_ms) {
-  if (!enabled()) return 0;
+  if (!enabled() || !kind_set(kind)) return 0;
   const std::shared_ptr<const Table> t = table();
   const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
   if (!m) return 0;
@@ -366,7 +367,7 @@ int64_t ClientQuotas::record(Kind kind, const std::string& client_id, double val
 }
 
 void ClientQuotas::unrecord(Kind kind, const std::string& client_id, double value, int64_t now_ms) {
-  if (!enabled()) return;
+  if (!enabled() || !kind_set(kind)) return;
   const std::shared_ptr<const Table> t = table();
   const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
   if (!m) return;
@@ -376,12 +377,21 @@ void ClientQuotas::unrecord(Kind kind, const std::string& client_id, double valu
 }
 
 int64_t ClientQuotas::max_value_in_window(Kind kind, const std::string& client_id) const {
-  if (!enabled()) return -1;
+  if (!enabled() || !kind_set(kind)) return -1;
   const std::shared_ptr<const Table> t = table();
   const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
   if (!m) return -1;
   const double v = m->limit * static_cast<double>(samples_ - 1) * (static_cast<double>(window_ms_) / 1000.0);
   return v >= static_cast<double>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+}
+
+bool ClientQuotas::limits(std::string_view client_id) const {
+  if (!enabled() || (kinds_set_.load(std::memory_order_relaxed) & 7u) == 0) return false;
+  const std::shared_ptr<const Table> t = table();
+  const std::string client(client_id);
+  for (Kind k : {Kind::kProduce, Kind::kFetch, Kind::kRequest})
+    if (kind_set(k) && find(*t, key_of(k), kAnonymousUser, client)) return true;
+  return false;
 }
 
 int64_t ClientQuotas::record_connection(const std::string& ip, int64_t now_ms) {

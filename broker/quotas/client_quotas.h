@@ -68,6 +68,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -130,6 +131,11 @@ class ClientQuotas {
   // The most bytes one fetch may take (quota * (samples - 1) * window s),
   // or -1 without a consumer quota.
   int64_t max_value_in_window(Kind kind, const std::string& client_id) const;
+  // Whether any produce, fetch or request quota applies to client_id: its
+  // connection then has one request in flight at a time (server/dispatch.cc),
+  // as every connection has in Kafka, so that a throttle's mute stops the
+  // very next request (pipelined ones would pass before it otherwise).
+  bool limits(std::string_view client_id) const;
   // A new connection from ip: the time to hold it before closing it, 0 to
   // serve it.
   int64_t record_connection(const std::string& ip, int64_t now_ms);
@@ -156,6 +162,12 @@ class ClientQuotas {
   std::shared_ptr<const Table> table_;  // under mu_
   std::shared_ptr<const IpRates> ip_rates_ = std::make_shared<const IpRates>();  // under mu_, resolved from table_
   std::atomic<bool> enabled_{false};
+  // Bit k set when some entity sets kind k's key: a kind no quota uses
+  // costs one load, not the precedence walk (every response asks kRequest).
+  std::atomic<unsigned> kinds_set_{0};
+  bool kind_set(Kind kind) const {
+    return (kinds_set_.load(std::memory_order_relaxed) >> static_cast<unsigned>(kind)) & 1u;
+  }
 
   std::mutex rates_mu_;
   std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or 3 for ip, user, client)

@@ -5,8 +5,10 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <set>
 
@@ -131,6 +133,14 @@ std::vector<AlterResult> alter(Table* table, const std::vector<Alteration>& alte
     }
   }
   return results;
+}
+
+std::vector<AlterResult> fail_each(const std::vector<Alteration>& alterations, const Error& error) {
+  std::vector<AlterResult> out;
+  for (const Alteration& a : alterations)
+    if (std::none_of(out.begin(), out.end(), [&](const AlterResult& r) { return r.entity == a.entity; }))
+      out.push_back({a.entity, error});
+  return out;
 }
 
 Error describe(const Table& table, const std::vector<FilterComponent>& components, bool strict,
@@ -377,7 +387,12 @@ std::string value_text(KeyType type, double value) {
     if (std::fabs(value - std::round(value)) < 1e-9 && std::fabs(value) < 1e15) {
       std::snprintf(buf, sizeof buf, "%.1f", value);
     } else {
-      std::snprintf(buf, sizeof buf, "%.17g", value);
+      // The shortest text that reads back as the same double (0.000001,
+      // not 9.9999999999999995e-07).
+      for (int digits = 15; digits <= 17; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+        if (std::strtod(buf, nullptr) == value) break;
+      }
     }
   } else {
     std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(std::llround(value)));

@@ -93,6 +93,10 @@ struct AlterResult {
 // Entities left with no key are dropped from the table.
 std::vector<AlterResult> alter(Table* table, const std::vector<Alteration>& alterations);
 
+// One result per distinct entity of alterations, each with error (a
+// change that could not be made at all: ZooKeeper down, shutting down).
+std::vector<AlterResult> fail_each(const std::vector<Alteration>& alterations, const Error& error);
+
 // DescribeClientQuotas' filter.
 inline constexpr int8_t kMatchExact = 0;
 inline constexpr int8_t kMatchDefault = 1;

@@ -32,7 +32,9 @@
 // Throttling: a response with a throttle_ms (a client over its quota,
 // quotas/client_quotas.h) is sent at once, then the connection dispatches
 // no request for that long, reading nothing more than its input buffer
-// holds (Kafka mutes the channel, KIP-219).
+// holds (Kafka mutes the channel, KIP-219). A client under a quota has one
+// request in flight at a time (dispatch holds the later ones), so the mute
+// stops its very next request.
 //
 // Closing: on a read or write error, a bad frame, a kClose response, idle
 // for connections.max.idle.ms with nothing in flight, or Server::stop. At

@@ -10,6 +10,7 @@
 
 #include "broker/broker.h"
 #include "broker/handlers/registry.h"
+#include "broker/quotas/client_quotas.h"
 #include "metrics/log/log.h"
 #include "metrics/log/rate_limit.h"
 #include "protocol/error_code.h"
@@ -91,6 +92,15 @@ void dispatch_frame(RequestContext ctx) {
   };
   ctx.dispatched = started;
   ctx.handler_returned = returned;
+  // A client under a quota has one request in flight at a time, as every
+  // client has in Kafka: a throttled answer's mute then stops its very next
+  // request, where pipelined ones would already be dispatched.
+  if (ctx.hold_later_requests && ctx.broker != nullptr && ctx.broker->client_quotas().enabled() &&
+      ctx.broker->client_quotas().limits(ctx.header.client_id ? std::string_view(*ctx.header.client_id)
+                                                              : std::string_view())) {
+    ctx.hold_later_requests();
+    ctx.quota_held = true;
+  }
   h->fn(std::move(ctx));
   returned->store(std::max<Clock::rep>(1, Clock::now().time_since_epoch().count()), std::memory_order_release);
 }

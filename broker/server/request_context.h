@@ -72,6 +72,10 @@ struct RequestContext {
   // exempts cluster actions), or a request already counted (Fetch counts
   // before it decides to answer empty).
   bool quota_exempt = false;
+  // Set by dispatch when a client quota applies to this client: it holds
+  // the connection's later requests until this one is answered (one in
+  // flight, as in Kafka), and release_later_requests must not end that.
+  bool quota_held = false;
 
   int16_t api_key() const { return header.request_api_key; }
   int16_t api_version() const { return header.request_api_version; }

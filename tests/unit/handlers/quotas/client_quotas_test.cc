@@ -241,6 +241,7 @@ TEST_CASE("quota model: ZooKeeper names as Kafka's Sanitizer and entity paths") 
   CHECK(value_text(KeyType::kLong, 1024) == "1024");
   CHECK(value_text(KeyType::kDouble, 200) == "200.0");
   CHECK(value_text(KeyType::kDouble, 12.5) == "12.5");
+  CHECK(value_text(KeyType::kDouble, 0.000001) == "1e-06");
 }
 
 namespace quota_handlers {
@@ -457,9 +458,9 @@ TEST_CASE("request_percentage: a client over it is throttled (at most one window
   dc.endpoint_type = 1;
   // No quota: not throttled.
   CHECK(f.call<protocol::DescribeClusterResponse>(dc, 1).throttle_time_ms == 0);
-  // 1e-6 percent of a thread: any request's time puts the client over;
+  // 1e-9 percent of a thread: any request's time puts the client over;
   // the throttle is capped at one window (10 s here), as Kafka's.
-  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kRequestPercentage, 1e-6).entries[0].error_code == 0);
+  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kRequestPercentage, 1e-9).entries[0].error_code == 0);
   auto& q = f.broker().client_quotas();
   const uint64_t before = q.throttled(Kind::kRequest);
   auto r = f.call<protocol::DescribeClusterResponse>(dc, 1);
