@@ -347,10 +347,13 @@ ConnectionRate& ClientQuotas::rate_locked(const std::tuple<int, std::string, std
   return it->second;
 }
 
+std::optional<Match> ClientQuotas::match(Kind kind, const std::string& client_id) const {
+  if (!enabled() || !kind_set(kind)) return std::nullopt;
+  return find(*table(), key_of(kind), kAnonymousUser, client_id);
+}
+
 int64_t ClientQuotas::record(Kind kind, const std::string& client_id, double value, int64_t now_ms) {
-  if (!enabled() || !kind_set(kind)) return 0;
-  const std::shared_ptr<const Table> t = table();
-  const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
+  const std::optional<Match> m = match(kind, client_id);
   if (!m) return 0;
   int64_t throttle = 0;
   {
@@ -367,9 +370,7 @@ int64_t ClientQuotas::record(Kind kind, const std::string& client_id, double val
 }
 
 void ClientQuotas::unrecord(Kind kind, const std::string& client_id, double value, int64_t now_ms) {
-  if (!enabled() || !kind_set(kind)) return;
-  const std::shared_ptr<const Table> t = table();
-  const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
+  const std::optional<Match> m = match(kind, client_id);
   if (!m) return;
   std::lock_guard<std::mutex> lock(rates_mu_);
   (void)rate_locked({static_cast<int>(kind), m->user_tag, m->client_tag}, now_ms)
@@ -377,20 +378,17 @@ void ClientQuotas::unrecord(Kind kind, const std::string& client_id, double valu
 }
 
 int64_t ClientQuotas::max_value_in_window(Kind kind, const std::string& client_id) const {
-  if (!enabled() || !kind_set(kind)) return -1;
-  const std::shared_ptr<const Table> t = table();
-  const std::optional<Match> m = find(*t, key_of(kind), kAnonymousUser, client_id);
+  const std::optional<Match> m = match(kind, client_id);
   if (!m) return -1;
   const double v = m->limit * static_cast<double>(samples_ - 1) * (static_cast<double>(window_ms_) / 1000.0);
   return v >= static_cast<double>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
 }
 
 bool ClientQuotas::limits(std::string_view client_id) const {
-  if (!enabled() || (kinds_set_.load(std::memory_order_relaxed) & 7u) == 0) return false;
-  const std::shared_ptr<const Table> t = table();
+  if (!enabled() || kinds_set_.load(std::memory_order_relaxed) == 0) return false;
   const std::string client(client_id);
   for (Kind k : {Kind::kProduce, Kind::kFetch, Kind::kRequest})
-    if (kind_set(k) && find(*t, key_of(k), kAnonymousUser, client)) return true;
+    if (match(k, client)) return true;
   return false;
 }
 

@@ -148,6 +148,9 @@ class ClientQuotas {
 
  private:
   void install(Table next, const char* why);
+  // The quota of kind that applies to client_id (none: not enabled, no
+  // quota of that kind, or none for this client).
+  std::optional<Match> match(Kind kind, const std::string& client_id) const;
   ConnectionRate& rate_locked(const std::tuple<int, std::string, std::string>& key, int64_t now_ms);
 
   Broker& broker_;

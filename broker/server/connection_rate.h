@@ -37,15 +37,7 @@ class ConnectionRate {
   // Records one connection at now_ms; the wait (ms) the quota (connections
   // per second) asks for after it: 0 when the rate is within it.
   int64_t record(int64_t now_ms, int64_t quota) {
-    Sample* cur = current(now_ms);
-    cur->count += 1;
-    cur->last = now_ms;
-    const double span_ms = static_cast<double>(window_size(now_ms));
-    const double rate = total(now_ms) * 1000.0 / span_ms;
-    if (rate <= static_cast<double>(quota)) return 0;
-    if (quota <= 0) return window_ms_;
-    const double wait = (rate - static_cast<double>(quota)) / static_cast<double>(quota) * span_ms;
-    return std::min<int64_t>(window_ms_, static_cast<int64_t>(std::llround(wait)));
+    return std::min<int64_t>(window_ms_, record_value(now_ms, 1, static_cast<double>(quota)));
   }
 
   // Records value at now_ms (a negative value takes an earlier record
