@@ -323,11 +323,21 @@ std::vector<KeyDef> detail::make_key_table() {
                   "rate. listener.name.<listener>.max.connection.creation.rate sets one listener's own rate.")
                   .valid(V::at_least(0)));
   k.push_back(key("quota.window.num", T::kInt, "11", S::kSocket,
-                  "Samples kept in memory for rate quotas (here: max.connection.creation.rate).")
+                  "Samples kept in memory for rate quotas (max.connection.creation.rate and the client "
+                  "quotas producer_byte_rate, consumer_byte_rate, request_percentage, "
+                  "connection_creation_rate).")
                   .valid(V::at_least(1)));
   k.push_back(key("quota.window.size.seconds", T::kInt, "1", S::kSocket,
-                  "The time span of each sample of a rate quota (here: max.connection.creation.rate); also "
-                  "the longest a connection is held for it.")
+                  "The time span of each sample of a rate quota; also the longest a connection is held "
+                  "for max.connection.creation.rate.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("controller.quota.window.num", T::kInt, "11", S::kSocket,
+                  "For the controller_mutation_rate client quota: the token bucket holds at most the quota "
+                  "times this many windows of controller.quota.window.size.seconds.")
+                  .valid(V::at_least(1)));
+  k.push_back(key("controller.quota.window.size.seconds", T::kInt, "1", S::kSocket,
+                  "For the controller_mutation_rate client quota: the window size (seconds), see "
+                  "controller.quota.window.num.")
                   .valid(V::at_least(1)));
   k.push_back(key("connections.max.idle.ms", T::kLong, "600000", S::kSocket,
                   "Close a connection idle for this long (milliseconds)."));

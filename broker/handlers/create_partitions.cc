@@ -10,6 +10,9 @@
 // the added partitions are assigned over the live brokers (or as given,
 // naming live brokers with the topic's replication factor) and written to
 // /brokers/topics/T on the admin worker (broker/cluster/zk_topics.h).
+// controller_mutation_rate (handlers/mutation_quota.h): a topic that passed
+// its checks records the partitions it adds before they are written; from
+// v3 a topic met by an exhausted quota answers THROTTLING_QUOTA_EXCEEDED.
 #include <map>
 #include <set>
 
@@ -17,6 +20,7 @@
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
+#include "broker/handlers/mutation_quota.h"
 #include "broker/handlers/registry.h"
 #include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
@@ -40,7 +44,8 @@ Result result(const std::string& name, ErrorCode code, std::string message) {
   return r;
 }
 
-Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only) {
+Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only,
+            quotas::MutationQuota& quota) {
   auto topic = broker.topics().find(t.name);
   if (!topic) return result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + t.name + "' does not exist.");
   const auto current = static_cast<int32_t>(topic->partitions.size());
@@ -56,16 +61,32 @@ Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic
                       "Each new partition must be assigned to exactly [" + std::to_string(broker.node_id()) +
                           "]: this cluster has one broker.");
   }
+  if (!validate_only && quota.active()) {  // checked first: only partitions that would be added count
+    if (TopicError e = broker.topics().add_partitions(t.name, t.count, true, Broker::now_ms()); !e.ok())
+      return result(t.name, e.code, e.message);
+    if (!quota.record(static_cast<double>(t.count - current)))
+      return result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+  }
   TopicError e = broker.topics().add_partitions(t.name, t.count, validate_only, Broker::now_ms());
   return result(t.name, e.code, e.message);
 }
 
 // Cluster mode: the new partitions' assignment goes to /brokers/topics/T.
 Result grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequest::CreatePartitionsTopic& t,
-                       bool validate_only) {
+                       bool validate_only, quotas::MutationQuota& quota) {
   std::vector<std::vector<int32_t>> assignment;
   if (t.assignments)
     for (const auto& a : *t.assignments) assignment.push_back(a.broker_ids);
+  if (!validate_only && quota.active()) {  // checked first: only partitions that would be added count
+    if (TopicError e = admin.add_partitions(t.name, t.count, assignment, true); !e.ok())
+      return result(t.name, e.code, e.message);
+    replication::TopicAssignment current;
+    int32_t version = -1;
+    TopicError e;
+    if (!admin.read_assignment(t.name, &current, &version, &e)) return result(t.name, e.code, e.message);
+    if (!quota.record(static_cast<double>(t.count - static_cast<int32_t>(current.partitions.size()))))
+      return result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+  }
   TopicError e = admin.add_partitions(t.name, t.count, assignment, validate_only);
   return result(t.name, e.code, e.message);
 }
@@ -74,12 +95,13 @@ void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmi
   std::map<std::string, int> count;
   for (const auto& t : req.topics) ++count[t.name];
   CreatePartitionsResponse resp;
+  quotas::MutationQuota quota = mutation_quota_for(ctx, 3);
   for (const auto& t : req.topics) {
     if (count[t.name] > 1) continue;
     if (admin != nullptr)
-      resp.results.push_back(grow_in_cluster(*admin, t, req.validate_only));
+      resp.results.push_back(grow_in_cluster(*admin, t, req.validate_only, quota));
     else
-      resp.results.push_back(grow(*ctx.broker, t, req.validate_only));
+      resp.results.push_back(grow(*ctx.broker, t, req.validate_only, quota));
   }
   // A topic named twice: one INVALID_REQUEST for it, as Kafka answers (its
   // results are keyed by name).
@@ -89,7 +111,7 @@ void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmi
     resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
     count.erase(it);
   }
-  ctx.respond(make_response(ctx, resp));
+  respond_with_mutation_quota(ctx, resp, quota);
 }
 
 void handle_create_partitions(RequestContext&& ctx) {

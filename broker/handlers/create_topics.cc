@@ -14,6 +14,10 @@
 //   - v5+ successful (and validate_only) results carry num_partitions,
 //     replication_factor and the topic's effective configs (v7 its id; zero
 //     when validate_only, as nothing was created).
+//   - controller_mutation_rate (handlers/mutation_quota.h): a topic that
+//     passed its checks records its partitions before it is created;
+//     from v6 a topic met by an exhausted quota is not created and answers
+//     THROTTLING_QUOTA_EXCEEDED (validate_only records nothing).
 // Single node: timeout_ms is ignored, creation is complete when we answer.
 // Cluster mode (zookeeper.connect): the checks and the write go to
 // ZooKeeper on the admin worker (broker/cluster/zk_topics.h): the
@@ -34,6 +38,7 @@
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/handlers/codec.h"
+#include "broker/handlers/mutation_quota.h"
 #include "broker/handlers/registry.h"
 #include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
@@ -109,7 +114,7 @@ TopicError read_configs(const CreateTopicsRequest::CreatableTopic& t, ConfigMap*
 }
 
 Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
-                  int16_t version) {
+                  int16_t version, quotas::MutationQuota& quota) {
   int32_t partitions = t.num_partitions;
   int16_t replication = t.replication_factor;
   if (!t.assignments.empty()) {
@@ -119,6 +124,13 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
   }
   ConfigMap configs;
   if (TopicError e = read_configs(t, &configs, nullptr); !e.ok()) return failed(t.name, e.code, e.message);
+  if (!validate_only && quota.active()) {  // checked first: only a topic that would be created counts
+    TopicTable::Created checked = broker.topics().create(t.name, partitions, replication, configs, true,
+                                                         Broker::now_ms());
+    if (!checked.error.ok()) return failed(t.name, checked.error.code, checked.error.message);
+    if (!quota.record(partitions == -1 ? broker.config().get_int("num.partitions") : partitions))
+      return failed(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+  }
   TopicTable::Created created =
       broker.topics().create(t.name, partitions, replication, configs, validate_only, Broker::now_ms());
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
@@ -139,7 +151,8 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
 // Cluster mode: the topic goes to ZooKeeper (broker/cluster/zk_topics.h);
 // the controller creates its partitions on the brokers it names.
 Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
-                             bool validate_only, int16_t version, std::map<std::string, int32_t>* created_topics) {
+                             bool validate_only, int16_t version, quotas::MutationQuota& quota,
+                             std::map<std::string, int32_t>* created_topics) {
   ZkNewTopic n;
   n.name = t.name;
   n.partitions = t.num_partitions;
@@ -157,6 +170,12 @@ Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTo
     }
   }
   if (TopicError e = read_configs(t, &n.configs, &n.config_order); !e.ok()) return failed(t.name, e.code, e.message);
+  if (!validate_only && quota.active()) {  // checked first: only a topic that would be created counts
+    ZkTopicResult checked = admin.create(n, true);
+    if (!checked.error.ok()) return failed(t.name, checked.error.code, checked.error.message);
+    if (!quota.record(static_cast<double>(checked.assignment.size())))
+      return failed(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+  }
   ZkTopicResult created = admin.create(n, validate_only);
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
   if (!validate_only) (*created_topics)[t.name] = static_cast<int32_t>(created.assignment.size());
@@ -188,6 +207,7 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
   for (const auto& t : req.topics) ++count[t.name];
 
   CreateTopicsResponse resp;
+  quotas::MutationQuota quota = mutation_quota_for(ctx, 6);
   std::map<std::string, int32_t> created_topics;  // cluster mode: name -> partitions, to wait for
   std::set<std::string> answered_duplicate;
   for (const auto& t : req.topics) {
@@ -200,9 +220,9 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
     }
     if (admin != nullptr)
       resp.topics.push_back(
-          create_one_in_cluster(broker, *admin, t, req.validate_only, ctx.api_version(), &created_topics));
+          create_one_in_cluster(broker, *admin, t, req.validate_only, ctx.api_version(), quota, &created_topics));
     else
-      resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version()));
+      resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version(), quota));
   }
   if (!created_topics.empty() && req.timeout_ms > 0) {
     // As Kafka (DelayedCreatePartitions): answer once this broker's metadata
@@ -234,7 +254,7 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
                           std::to_string(req.timeout_ms) + " ms.";
       }
   }
-  ctx.respond(make_response(ctx, resp));
+  respond_with_mutation_quota(ctx, resp, quota);
 }
 
 void handle_create_topics(RequestContext&& ctx) {

@@ -9,6 +9,9 @@
 //   - unknown name UNKNOWN_TOPIC_OR_PARTITION, unknown id UNKNOWN_TOPIC_ID;
 //   - a topic named twice in one request: one INVALID_REQUEST result for it
 //     (Kafka keys results by name, or by id when named by id).
+//   - controller_mutation_rate (handlers/mutation_quota.h): a topic about
+//     to be deleted records its partitions; from v5 a topic met by an
+//     exhausted quota is not deleted and answers THROTTLING_QUOTA_EXCEEDED.
 // Single node: deletion is complete when we answer (the logs are renamed to
 // -delete and removed later by the log manager); the topic's metric series
 // go with it, and so do the groups' committed offsets for it (as Kafka's
@@ -22,7 +25,10 @@
 #include "broker/broker.h"
 #include "broker/cluster/zk_topics.h"
 #include "broker/groups/coordinator.h"
+#include "broker/cluster/metadata_cache.h"
+#include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
+#include "broker/handlers/mutation_quota.h"
 #include "broker/handlers/registry.h"
 #include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
@@ -55,7 +61,8 @@ Result result(const Target& t, ErrorCode code, std::optional<std::string> messag
 
 // Cluster mode: the topic is marked in /admin/delete_topics; the controller
 // stops and deletes its replicas and removes its znodes.
-Result delete_one_in_cluster(ZkTopicAdmin& admin, replication::zk::Session& zk, Target t) {
+Result delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::zk::Session& zk, Target t,
+                             quotas::MutationQuota& quota) {
   if (!t.name) {
     // By id: the topic whose assignment znode carries it.
     std::vector<std::string> names;
@@ -83,16 +90,22 @@ Result delete_one_in_cluster(ZkTopicAdmin& admin, replication::zk::Session& zk, 
     TopicError e;
     if (admin.read_assignment(*t.name, &a, &version, &e) && a.topic_id) t.id = *a.topic_id;
   }
+  if (quota.active()) {  // the partitions this broker's metadata knows, as Kafka counts them
+    auto snap = broker.service<ReplicaManager>().metadata_cache().snapshot();
+    const CachedTopic* ct = snap->topic(*t.name);  // (unknown: answered by the marking below)
+    if (ct != nullptr && !quota.record(static_cast<double>(ct->partitions.size())))
+      return result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+  }
   TopicError e = admin.mark_for_deletion(*t.name);
   return result(t, e.code, e.message);
 }
 
-Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin,
-                  replication::zk::Session* zk) {
+Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin, replication::zk::Session* zk,
+                  quotas::MutationQuota& quota) {
   if (!broker.config().get_bool("delete.topic.enable"))
     return result(t, version < 3 ? ErrorCode::INVALID_REQUEST : ErrorCode::TOPIC_DELETION_DISABLED,
                   "Topic deletion is disabled.");
-  if (admin != nullptr) return delete_one_in_cluster(*admin, *zk, std::move(t));
+  if (admin != nullptr) return delete_one_in_cluster(broker, *admin, *zk, std::move(t), quota);
   std::shared_ptr<const Topic> topic;
   if (t.name) {
     topic = broker.topics().find(*t.name);
@@ -106,6 +119,8 @@ Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin
   if (topic->is_internal())
     return result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
                   "Topic " + topic->name + " is a kafka internal topic and is not allowed to be marked for deletion.");
+  if (!quota.record(static_cast<double>(topic->partitions.size())))
+    return result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   TopicError e = broker.topics().remove(topic->name);
   if (e.ok() || e.code == ErrorCode::KAFKA_STORAGE_ERROR) broker.metrics().remove_topic(topic->name);
   if (e.ok()) broker.service<groups::GroupCoordinator>().topic_deleted(topic->name);
@@ -130,6 +145,7 @@ void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* a
   }
 
   DeleteTopicsResponse resp;
+  quotas::MutationQuota quota = mutation_quota_for(ctx, 5);
   for (const auto& t : targets) {
     if (t.name && !t.id.is_zero()) {
       resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Topic name and topic ID can not both be specified."));
@@ -143,10 +159,10 @@ void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* a
     } else if (t.name ? names[*t.name] == 0 : ids[t.id] == 0) {
       continue;  // a duplicate already answered
     } else {
-      resp.responses.push_back(delete_one(*ctx.broker, t, version, admin, zk));
+      resp.responses.push_back(delete_one(*ctx.broker, t, version, admin, zk, quota));
     }
   }
-  ctx.respond(make_response(ctx, resp));
+  respond_with_mutation_quota(ctx, resp, quota);
 }
 
 void handle_delete_topics(RequestContext&& ctx) {

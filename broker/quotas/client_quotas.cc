@@ -2,6 +2,7 @@
 #include "broker/quotas/client_quotas.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -20,11 +21,9 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int kIpRates = 3;  // the kind slot of per-ip connection rates
+constexpr int kIpRates = 7;  // the kind slot of per-ip connection rates (after every Kind)
 
-// The keys AlterClientQuotas refuses here: Kafka accepts them, this broker
-// would not enforce them (client_quotas.h).
-bool unenforced(const std::string& key) { return key == kControllerMutationRate; }
+constexpr Kind kKinds[] = {Kind::kProduce, Kind::kFetch, Kind::kRequest, Kind::kMutation};
 
 std::string path_in(const std::string& dir) { return dir + "/" + kClientQuotasFile; }
 
@@ -36,6 +35,8 @@ const char* key_of(Kind kind) {
       return kConsumerByteRate;
     case Kind::kRequest:
       return kRequestPercentage;
+    case Kind::kMutation:
+      return kControllerMutationRate;
   }
   return kProducerByteRate;
 }
@@ -84,8 +85,6 @@ Values quota_values(const Entity& entity, const replication::ConfigEntries& conf
       CK_LOG_WARN("quotas", "%s: %s=%s skipped: not a positive number", path.c_str(), k.c_str(), v.c_str());
       continue;
     }
-    if (unenforced(k))
-      CK_LOG_WARN("quotas", "%s: %s=%s is shown but not enforced by this broker", path.c_str(), k.c_str(), v.c_str());
     out[k] = d;
   }
   return out;
@@ -133,6 +132,9 @@ ClientQuotas::ClientQuotas(Broker& broker)
     : broker_(broker),
       samples_(std::max(1, broker.config().get_int("quota.window.num"))),
       window_ms_(std::max<int64_t>(1, int64_t{broker.config().get_int("quota.window.size.seconds")} * 1000)),
+      mutation_samples_(std::max(1, broker.config().get_int("controller.quota.window.num"))),
+      mutation_window_ms_(
+          std::max<int64_t>(1, int64_t{broker.config().get_int("controller.quota.window.size.seconds")} * 1000)),
       table_(std::make_shared<const Table>()) {}
 
 std::shared_ptr<const Table> ClientQuotas::table() const {
@@ -147,7 +149,7 @@ void ClientQuotas::install(Table next, const char* why) {
   if (!next.empty()) enabled_.store(true, std::memory_order_relaxed);
   unsigned kinds = 0;
   for (const auto& [entity, values] : next)
-    for (Kind k : {Kind::kProduce, Kind::kFetch, Kind::kRequest})
+    for (Kind k : kKinds)
       if (values.count(key_of(k)) != 0) kinds |= 1u << static_cast<unsigned>(k);
   kinds_set_.store(kinds, std::memory_order_relaxed);
   auto ips = std::make_shared<const IpRates>(resolve_ip_rates(next));  // (may resolve host names)
@@ -157,44 +159,12 @@ void ClientQuotas::install(Table next, const char* why) {
   ip_rates_ = std::move(ips);
 }
 
-namespace {
-
-// Alterations that set an unenforced key become errors; the rest go to
-// the table's alter().
-std::vector<AlterResult> alter_table(Table* table, const std::vector<Alteration>& in) {
-  std::vector<Alteration> passed;
-  std::vector<AlterResult> refused;
-  for (const Alteration& a : in) {
-    auto bad = std::find_if(a.ops.begin(), a.ops.end(), [](const Op& op) { return op.value && unenforced(op.key); });
-    if (bad == a.ops.end()) {
-      passed.push_back(a);
-      continue;
-    }
-    refused.push_back({a.entity,
-                       {ErrorCode::INVALID_REQUEST, "Quota " + bad->key +
-                                                        " is not supported by this broker (CiuicKafka enforces "
-                                                        "producer_byte_rate, consumer_byte_rate, "
-                                                        "request_percentage and connection_creation_rate)"}});
-  }
-  std::vector<AlterResult> results = alter(table, passed);
-  for (AlterResult& r : refused) {
-    auto it = std::find_if(results.begin(), results.end(), [&](const AlterResult& x) { return x.entity == r.entity; });
-    if (it == results.end()) {
-      results.push_back(std::move(r));
-    } else {
-      it->error = r.error;  // (what the other entry of that entity changed stands, as a duplicate's does)
-    }
-  }
-  return results;
-}
-
-}  // namespace
 
 std::vector<AlterResult> ClientQuotas::alter(const std::vector<Alteration>& alterations, bool validate_only) {
   std::lock_guard<std::mutex> lock(change_mu_);
   const std::shared_ptr<const Table> current = table();
   Table next = *current;
-  std::vector<AlterResult> results = alter_table(&next, alterations);
+  std::vector<AlterResult> results = quotas::alter(&next, alterations);
   if (validate_only || next == *current) return results;
   const std::string dir = broker_.config().log_dirs().front();
   if (storage::Status s = persist(broker_.fs(), dir, next); !s.is_ok()) {
@@ -283,7 +253,7 @@ std::vector<AlterResult> ClientQuotas::alter_in_zk(zk::Session& zk, const std::v
   std::string error;
   if (!read_zk(zk, &current, &error)) return fail_all(error);
   Table next = current;
-  std::vector<AlterResult> results = alter_table(&next, alterations);
+  std::vector<AlterResult> results = quotas::alter(&next, alterations);
   if (validate_only) return results;
   // Each entity whose quotas changed: its znode rewritten (keeping what
   // else it holds) and a notification, all in one multi.
@@ -387,9 +357,81 @@ int64_t ClientQuotas::max_value_in_window(Kind kind, const std::string& client_i
 bool ClientQuotas::limits(std::string_view client_id) const {
   if (!enabled() || kinds_set_.load(std::memory_order_relaxed) == 0) return false;
   const std::string client(client_id);
-  for (Kind k : {Kind::kProduce, Kind::kFetch, Kind::kRequest})
+  for (Kind k : kKinds)
     if (match(k, client)) return true;
   return false;
+}
+
+MutationQuota ClientQuotas::mutation_quota(const std::string& client_id, bool strict) {
+  MutationQuota q;
+  const std::optional<Match> m = match(Kind::kMutation, client_id);
+  if (!m) return q;
+  q.owner_ = this;
+  q.limit_ = m->limit;
+  q.user_tag_ = m->user_tag;
+  q.client_tag_ = m->client_tag;
+  q.strict_ = strict;
+  return q;
+}
+
+double ClientQuotas::take_tokens(const MutationQuota& q, double permits, int64_t now_ms, bool* refused) {
+  // Kafka's TokenBucket: refilled at the quota per second up to the burst,
+  // quota * samples * window; a bucket starts full.
+  const double window_s = static_cast<double>(mutation_window_ms_) / 1000.0;
+  const double burst = q.limit_ * static_cast<double>(mutation_samples_) * window_s;
+  std::lock_guard<std::mutex> lock(rates_mu_);
+  if (++takes_since_sweep_ >= 256) {  // forget buckets that are full again
+    takes_since_sweep_ = 0;
+    for (auto it = buckets_.begin(); it != buckets_.end();) {
+      const Bucket& b = it->second;
+      const double full = b.limit * static_cast<double>(mutation_samples_) * window_s;
+      const double now_tokens = b.tokens + b.limit * static_cast<double>(now_ms - b.last_ms) / 1000.0;
+      it = now_tokens >= full ? buckets_.erase(it) : std::next(it);
+    }
+  }
+  auto [it, fresh] = buckets_.try_emplace({q.user_tag_, q.client_tag_});
+  Bucket& b = it->second;
+  if (fresh) {
+    b.tokens = burst;
+  } else {
+    b.tokens = std::min(burst, b.tokens + q.limit_ * static_cast<double>(std::max<int64_t>(0, now_ms - b.last_ms)) /
+                                              1000.0);
+  }
+  b.last_ms = now_ms;
+  b.limit = q.limit_;
+  *refused = q.strict_ && b.tokens < 0;
+  if (!*refused) b.tokens = std::min(burst, b.tokens - permits);
+  return b.tokens;
+}
+
+bool MutationQuota::record(double permits) {
+  if (owner_ == nullptr) return true;
+  const int64_t now = steady_ms();
+  bool refused = false;
+  const double tokens = owner_->take_tokens(*this, permits, now, &refused);
+  // Strict: only a refused record throttles (the bucket was below zero
+  // before it); permissive: any record that leaves the bucket below zero.
+  if ((strict_ && refused) || (!strict_ && tokens < 0)) {
+    last_throttle_ms_ = std::llround(-tokens / limit_ * 1000.0);
+    last_recorded_ms_ = now;
+  }
+  return !refused;
+}
+
+int64_t MutationQuota::throttle_ms() const {
+  if (last_throttle_ms_ <= 0) return 0;
+  return std::clamp<int64_t>(last_throttle_ms_ - (steady_ms() - last_recorded_ms_), 0, INT32_MAX);
+}
+
+int64_t MutationQuota::answer_throttle_ms() {
+  const int64_t t = throttle_ms();
+  if (t > 0 && !counted_) {
+    counted_ = true;
+    owner_->throttled_[static_cast<int>(Kind::kMutation)].fetch_add(1, std::memory_order_relaxed);
+    owner_->throttled_ms_[static_cast<int>(Kind::kMutation)].fetch_add(static_cast<uint64_t>(t),
+                                                                       std::memory_order_relaxed);
+  }
+  return t;
 }
 
 int64_t ClientQuotas::record_connection(const std::string& ip, int64_t now_ms) {

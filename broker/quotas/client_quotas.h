@@ -31,10 +31,21 @@
 //   Kafka bounds it), and the connection is muted for it. A Fetch over it
 //   is answered empty, as Kafka's. Exempt: followers' fetches and the
 //   other cluster actions (handlers/codec.h), acks=0 produces (no answer).
-// - controller_mutation_rate is refused by AlterClientQuotas
-//   (INVALID_REQUEST naming the key, README "Differences from Kafka"): this
-//   broker does not count partition mutations per client, and does not
-//   accept a quota it would not enforce.
+// - controller_mutation_rate (KIP-599): CreateTopics, CreatePartitions and
+//   DeleteTopics record the partitions each topic creates, adds or deletes
+//   in a token bucket per rate (refilled at the quota per second, holding
+//   at most quota * controller.quota.window.num *
+//   controller.quota.window.size.seconds, full at first), after the topic
+//   passed its checks and before it is written (validate_only records
+//   nothing). From CreateTopics v6, CreatePartitions v3 and DeleteTopics v5
+//   on (strict, as Kafka's StrictControllerMutationQuota): a topic met by
+//   a bucket already below zero is not changed and answers
+//   THROTTLING_QUOTA_EXCEEDED; the one that takes the bucket below zero
+//   passes. Older versions (permissive): every topic passes; a bucket below
+//   zero after the record throttles. The answer's throttle_time_ms is then
+//   the time the bucket needs to reach zero again, less the time the
+//   request took since (the larger of it and the request_percentage one),
+//   and the connection is muted for it.
 // Without SASL every client's user is ANONYMOUS (Kafka's principal for an
 // unauthenticated connection), so {user=ANONYMOUS} and {user default}
 // quotas apply to everyone.
@@ -54,8 +65,7 @@
 // re-reads the whole tree on such a notification (cluster/config_changes.h)
 // and at start. Keys another tool wrote there that are not quotas (SCRAM
 // credentials) are ignored; a quota value that is not a number is skipped
-// with a warning; a controller_mutation_rate written there by another tool
-// is described but not enforced (with a warning).
+// with a warning.
 //
 // Thread-safety: all methods may be called from any thread; ZooKeeper calls
 // block (the admin worker or the config change listener call them).
@@ -88,7 +98,38 @@ namespace ciuickafka::broker::quotas {
 inline constexpr const char* kClientQuotasFile = "__ciuickafka_client_quotas.pb";
 inline constexpr const char* kAnonymousUser = "ANONYMOUS";
 
-enum class Kind { kProduce = 0, kFetch = 1, kRequest = 2 };
+enum class Kind { kProduce = 0, kFetch = 1, kRequest = 2, kMutation = 3 };
+
+class ClientQuotas;
+
+// One request's controller_mutation_rate quota (Kafka's
+// ControllerMutationQuota), from ClientQuotas::mutation_quota(); used by the
+// one thread that answers the request. Default-constructed: unbounded.
+class MutationQuota {
+ public:
+  MutationQuota() = default;
+  // Whether a quota applies (else record() always passes and costs nothing).
+  bool active() const { return owner_ != nullptr; }
+  // Records permits (partitions) now. Strict: false, nothing recorded, when
+  // the bucket is already below zero (the topic answers
+  // THROTTLING_QUOTA_EXCEEDED); permissive: always true.
+  bool record(double permits);
+  // The throttle the answer carries: the last one a record met, less the
+  // time since it.
+  int64_t throttle_ms() const;
+  // throttle_ms() for the answer, counted once in the throttle metrics.
+  int64_t answer_throttle_ms();
+
+ private:
+  friend class ClientQuotas;
+  ClientQuotas* owner_ = nullptr;
+  double limit_ = 0;
+  std::string user_tag_, client_tag_;
+  bool strict_ = false;
+  int64_t last_throttle_ms_ = 0;
+  int64_t last_recorded_ms_ = 0;
+  bool counted_ = false;
+};
 
 // The clock rates are measured on (monotonic milliseconds).
 inline int64_t steady_ms() {
@@ -131,11 +172,14 @@ class ClientQuotas {
   // The most bytes one fetch may take (quota * (samples - 1) * window s),
   // or -1 without a consumer quota.
   int64_t max_value_in_window(Kind kind, const std::string& client_id) const;
-  // Whether any produce, fetch or request quota applies to client_id: its
+  // Whether any produce, fetch, request or mutation quota applies to client_id: its
   // connection then has one request in flight at a time (server/dispatch.cc),
   // as every connection has in Kafka, so that a throttle's mute stops the
   // very next request (pipelined ones would pass before it otherwise).
   bool limits(std::string_view client_id) const;
+  // The controller_mutation_rate quota of a request from client_id;
+  // strict from the API's strict version on (see above).
+  MutationQuota mutation_quota(const std::string& client_id, bool strict);
   // A new connection from ip: the time to hold it before closing it, 0 to
   // serve it.
   int64_t record_connection(const std::string& ip, int64_t now_ms);
@@ -147,6 +191,10 @@ class ClientQuotas {
   uint64_t connections_throttled() const { return conn_throttled_.load(); }
 
  private:
+  friend class MutationQuota;
+  // The bucket of (user_tag, client_tag) after a record of permits at
+  // now_ms (strict: none when it was below zero, *refused set): its tokens.
+  double take_tokens(const MutationQuota& q, double permits, int64_t now_ms, bool* refused);
   void install(Table next, const char* why);
   // The quota of kind that applies to client_id (none: not enabled, no
   // quota of that kind, or none for this client).
@@ -156,6 +204,8 @@ class ClientQuotas {
   Broker& broker_;
   const int samples_;
   const int64_t window_ms_;
+  const int mutation_samples_;      // controller.quota.window.num
+  const int64_t mutation_window_ms_;  // controller.quota.window.size.seconds
 
   // change_mu_ serialises changes (held across their file or ZooKeeper
   // I/O); mu_ guards only the pointer swap, so the hot paths' table() never
@@ -173,11 +223,19 @@ class ClientQuotas {
   }
 
   std::mutex rates_mu_;
-  std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or 3 for ip, user, client)
+  std::map<std::tuple<int, std::string, std::string>, ConnectionRate> rates_;  // (kind or kIpRates, user, client)
   uint64_t records_since_sweep_ = 0;
+  // controller_mutation_rate token buckets by (user, client) tag, under rates_mu_.
+  struct Bucket {
+    double tokens = 0;
+    int64_t last_ms = 0;
+    double limit = 0;  // the quota at the last record (to forget full buckets)
+  };
+  std::map<std::pair<std::string, std::string>, Bucket> buckets_;
+  uint64_t takes_since_sweep_ = 0;
 
-  std::atomic<uint64_t> throttled_[3] = {0, 0, 0};
-  std::atomic<uint64_t> throttled_ms_[3] = {0, 0, 0};
+  std::atomic<uint64_t> throttled_[4] = {0, 0, 0, 0};
+  std::atomic<uint64_t> throttled_ms_[4] = {0, 0, 0, 0};
   std::atomic<uint64_t> conn_throttled_{0};
 };
 

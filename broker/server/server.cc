@@ -405,14 +405,15 @@ void Server::collect(std::vector<prometheus::MetricFamily>& out) {
   auto quota_throttled = family("ciuic_client_quota_throttled_total",
                                 "Responses that told a client it is throttled for going over its quota, by quota "
                                 "(producer_byte_rate: produce, consumer_byte_rate: fetch, request_percentage: "
-                                "request)",
+                                "request, controller_mutation_rate: controller_mutation)",
                                 prometheus::MetricType::Counter);
   auto quota_time = family("ciuic_client_quota_throttle_seconds_total",
                            "Throttle time given to clients over a quota (their connections read nothing "
                            "meanwhile), by quota",
                            prometheus::MetricType::Counter);
   for (const auto& [kind, name] : {std::pair{quotas::Kind::kProduce, "produce"}, std::pair{quotas::Kind::kFetch, "fetch"},
-                                    std::pair{quotas::Kind::kRequest, "request"}}) {
+                                    std::pair{quotas::Kind::kRequest, "request"},
+                                    std::pair{quotas::Kind::kMutation, "controller_mutation"}}) {
     prometheus::ClientMetric n;
     n.label = {{"type", name}};
     n.counter.value = static_cast<double>(q.throttled(kind));

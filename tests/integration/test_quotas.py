@@ -79,10 +79,10 @@ def apis(b):
                     ([("user", None)], [("producer_byte_rate", 4096.0)]),
                     ([("client-id", "c2")], [("producer_byte_rate", 1.5)]),
                     ([("ip", "127.0.0.9"), ("user", "u")], [("connection_creation_rate", 1.0)]),
-                    ([("client-id", "c3")], [("controller_mutation_rate", 50.0)])])
+                    ([("client-id", "c3")], [("controller_mutation_rate", 0.0)])])
     check([r[0] for r in res] == [0, 0, INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST], "alter: %r" % (res,))
     check(res[2][1] == "producer_byte_rate cannot be a fractional value.", "fractional: %r" % (res[2],))
-    check("controller_mutation_rate" in res[4][1], "controller_mutation_rate refused with its name: %r" % (res[4],))
+    check(res[4][1] == "Quota controller_mutation_rate must be greater than 0", "zero: %r" % (res[4],))
     err, _, entries = describe(b, [("client-id", EXACT, "c1")], strict=True)
     check(err == 0 and entries == [({"client-id": "c1"}, {"consumer_byte_rate": 2048.0, "producer_byte_rate": 1024.0})],
           "describe c1: %r" % (entries,))

@@ -202,7 +202,7 @@ TEST_CASE("client quotas in ZooKeeper: Kafka's /config/users, /config/clients, /
   const size_t before = changes(*s).size();
   CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kClientId, std::string("v")}}, {Op{kProducerByteRate, 1.0}}}}, true)[0]
             .error.ok());
-  CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kClientId, std::string("v")}}, {Op{kControllerMutationRate, 1.0}}}}, false)[0]
+  CHECK(q.alter_in_zk(*s, {Alteration{Entity{{kClientId, std::string("v")}}, {Op{kControllerMutationRate, -1.0}}}}, false)[0]
             .error.code == ErrorCode::INVALID_REQUEST);
   CHECK(s->exists("/config/clients/v") == zk::Code::kNoNode);
   CHECK(changes(*s).size() == before);

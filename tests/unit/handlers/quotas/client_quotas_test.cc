@@ -5,7 +5,9 @@
 // a restart, validate_only, the key refused), and the enforcement of
 // producer_byte_rate and consumer_byte_rate through Produce and Fetch
 // (throttle_time_ms, a throttled fetch answered empty, a fetch capped at
-// one window's bytes) and of request_percentage on any response. The connection's muting is proven with a real
+// one window's bytes), of request_percentage on any response, and of
+// controller_mutation_rate through CreateTopics, CreatePartitions and
+// DeleteTopics (strict and permissive versions). The connection's muting is proven with a real
 // socket by the integration test (tests/integration/test_quotas.py).
 #include <catch2/catch.hpp>
 
@@ -17,6 +19,9 @@
 #include "broker/quotas/client_quotas.h"
 #include "broker/quotas/quota_table.h"
 #include "protocol/generated/alter_client_quotas.h"
+#include "protocol/generated/create_partitions.h"
+#include "protocol/generated/create_topics.h"
+#include "protocol/generated/delete_topics.h"
 #include "protocol/generated/describe_client_quotas.h"
 #include "protocol/generated/describe_cluster.h"
 #include "protocol/generated/describe_user_scram_credentials.h"
@@ -273,7 +278,7 @@ std::vector<protocol::DescribeClientQuotasResponse::EntryData> describe_all(test
   return *resp.entries;
 }
 
-TEST_CASE("AlterClientQuotas and DescribeClientQuotas on a single node: persisted, validate_only, refused keys") {
+TEST_CASE("AlterClientQuotas and DescribeClientQuotas on a single node: persisted, validate_only, refused values") {
   FetchFixture f;
   CHECK(describe_all(f).empty());
   CHECK_FALSE(f.broker().service<ClientQuotas>().enabled());
@@ -293,10 +298,6 @@ TEST_CASE("AlterClientQuotas and DescribeClientQuotas on a single node: persiste
   CHECK(r.entries[0].error_code == 0);
   CHECK(f.broker().service<ClientQuotas>().enabled());
 
-  // A key this broker would not enforce is refused, naming the key.
-  r = alter_quota(f, kClientId, std::string("c1"), kControllerMutationRate, 50);
-  CHECK(r.entries[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
-  CHECK(r.entries[0].error_message.value_or("").find(kControllerMutationRate) != std::string::npos);
   r = alter_quota(f, kClientId, std::string("c1"), kProducerByteRate, -1);
   CHECK(r.entries[0].error_code == protocol::to_wire(ErrorCode::INVALID_REQUEST));
   CHECK(r.entries[0].error_message == "Quota producer_byte_rate must be greater than 0");
@@ -481,6 +482,127 @@ TEST_CASE("request_percentage: a client over it is throttled (at most one window
   REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kRequestPercentage, std::nullopt).entries[0].error_code ==
           0);
   CHECK(f.call<protocol::DescribeClusterResponse>(dc, 1).throttle_time_ms == 0);
+}
+
+
+// controller.quota.window.num=2 of 10 s: a controller_mutation_rate of 1
+// per second fills a bucket of 20 partitions, and refills 1 per second, so
+// the test's own pace moves it by little against the margins below.
+class MutationQuotaFixture : public test::BrokerFixture {
+ public:
+  MutationQuotaFixture()
+      : BrokerFixture({"controller.quota.window.num=2", "controller.quota.window.size.seconds=10"}) {}
+};
+
+protocol::CreateTopicsResponse create_topics(test::BrokerFixture& f, const std::vector<std::pair<std::string, int>>& ts,
+                                             int16_t version, bool validate_only = false) {
+  protocol::CreateTopicsRequest req;
+  req.timeout_ms = 5000;
+  req.validate_only = validate_only;
+  for (const auto& [name, parts] : ts) {
+    auto& t = req.topics.emplace_back();
+    t.name = name;
+    t.num_partitions = parts;
+    t.replication_factor = 1;
+  }
+  return f.call<protocol::CreateTopicsResponse>(req, version);
+}
+
+protocol::CreatePartitionsResponse grow(test::BrokerFixture& f, const std::string& name, int count, int16_t version) {
+  protocol::CreatePartitionsRequest req;
+  req.timeout_ms = 5000;
+  auto& t = req.topics.emplace_back();
+  t.name = name;
+  t.count = count;
+  t.assignments = std::nullopt;
+  return f.call<protocol::CreatePartitionsResponse>(req, version);
+}
+
+protocol::DeleteTopicsResponse delete_topic(test::BrokerFixture& f, const std::string& name, int16_t version) {
+  protocol::DeleteTopicsRequest req;
+  req.timeout_ms = 5000;
+  req.topic_names.push_back(name);
+  return f.call<protocol::DeleteTopicsResponse>(req, version);
+}
+
+size_t partitions_of(test::BrokerFixture& f, const std::string& name) {
+  auto t = f.broker().topics().find(name);
+  return t ? t->partitions.size() : 0;
+}
+
+TEST_CASE("controller_mutation_rate: strict from CreateTopics v6 - CreatePartitions v3 - DeleteTopics v5 - permissive before") {
+  MutationQuotaFixture f;
+  auto& q = f.broker().client_quotas();
+  const auto throttled = protocol::to_wire(ErrorCode::THROTTLING_QUOTA_EXCEEDED);
+  // No quota: nothing measured.
+  CHECK_FALSE(q.mutation_quota("fixture", true).active());
+  auto r = create_topics(f, {{"m0", 40}}, 6);
+  CHECK(r.topics[0].error_code == 0);
+  CHECK(r.throttle_time_ms == 0);
+
+  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kControllerMutationRate, 1.0).entries[0].error_code == 0);
+  CHECK(q.mutation_quota("fixture", true).active());
+  CHECK_FALSE(q.mutation_quota("someone-else", true).active());  // no default set
+  // validate_only records nothing.
+  r = create_topics(f, {{"v", 100}}, 6, true);
+  CHECK(r.topics[0].error_code == 0);
+  CHECK(r.throttle_time_ms == 0);
+
+  // The bucket holds 20: m1 (15) passes (5 left), m2 (30) passes because the
+  // bucket was not below zero (-25 left), m3 is refused; m4's own error
+  // comes first (checked before the quota); strict: no throttle until a
+  // topic is refused, then the time to reach zero again (25 s less the
+  // time since).
+  r = create_topics(f, {{"m1", 15}, {"m2", 30}, {"m3", 1}, {"m4", 0}}, 6);
+  REQUIRE(r.topics.size() == 4);
+  CHECK(r.topics[0].error_code == 0);
+  CHECK(r.topics[1].error_code == 0);
+  CHECK(r.topics[2].error_code == throttled);
+  CHECK(r.topics[2].error_message == "The throttling quota has been exceeded.");
+  CHECK(r.topics[3].error_code == protocol::to_wire(ErrorCode::INVALID_PARTITIONS));
+  CHECK(r.throttle_time_ms > 15000);
+  CHECK(r.throttle_time_ms <= 25000);
+  CHECK(partitions_of(f, "m1") == 15);
+  CHECK(partitions_of(f, "m2") == 30);
+  CHECK_FALSE(f.broker().topics().find("m3"));
+  CHECK(q.throttled(Kind::kMutation) == 1);
+  CHECK(q.throttled_ms(Kind::kMutation) == static_cast<uint64_t>(r.throttle_time_ms));
+
+  // Strict CreatePartitions and DeleteTopics: refused, nothing changed; an
+  // unknown topic still gets its own error.
+  auto g = grow(f, "m1", 16, 3);
+  CHECK(g.results[0].error_code == throttled);
+  CHECK(g.throttle_time_ms > 15000);
+  CHECK(partitions_of(f, "m1") == 15);
+  CHECK(grow(f, "nope", 2, 3).results[0].error_code == protocol::to_wire(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION));
+  auto d = delete_topic(f, "m2", 5);
+  CHECK(d.responses[0].error_code == throttled);
+  CHECK(d.responses[0].error_message == "The throttling quota has been exceeded.");
+  CHECK(partitions_of(f, "m2") == 30);
+  CHECK(q.throttled(Kind::kMutation) == 3);
+
+  // Permissive versions (older clients do not know the error): done, and
+  // throttled by the bucket's debt after each record.
+  g = grow(f, "m1", 16, 2);
+  CHECK(g.results[0].error_code == 0);
+  CHECK(partitions_of(f, "m1") == 16);
+  CHECK(g.throttle_time_ms > 16000);  // -26 after it
+  d = delete_topic(f, "m2", 4);
+  CHECK(d.responses[0].error_code == 0);
+  CHECK_FALSE(f.broker().topics().find("m2"));
+  CHECK(d.throttle_time_ms > 46000);  // -56
+  CHECK(d.throttle_time_ms <= 56000);
+  r = create_topics(f, {{"m5", 2}}, 5);
+  CHECK(r.topics[0].error_code == 0);
+  CHECK(r.throttle_time_ms > 48000);  // -58
+
+  // Removed: no quota, nothing refused or throttled.
+  REQUIRE(alter_quota(f, kClientId, std::string("fixture"), kControllerMutationRate, std::nullopt).entries[0]
+              .error_code == 0);
+  r = create_topics(f, {{"m6", 3}}, 7);
+  CHECK(r.topics[0].error_code == 0);
+  CHECK(r.throttle_time_ms == 0);
+  CHECK(delete_topic(f, "m6", 5).responses[0].error_code == 0);
 }
 
 }  // namespace quota_handlers
