@@ -599,9 +599,8 @@ def client_quotas(c):
             {"Entity": entity(("client-id", cid + "-d")), "Ops": [op("producer_byte_rate", 6.0)]}],
             "ValidateOnly": False})
         alter(v, "remove a key never set", entity(("client-id", cid)), op("controller_mutation_rate"))
-        # request_percentage is enforced by both; controller_mutation_rate
-        # Kafka stores, this broker refuses (README): set on an entity of
-        # its own, then removed from both.
+        # request_percentage and controller_mutation_rate, enforced by
+        # both: set on an entity of its own, then removed from both.
         alter(v, "request_percentage", entity(("client-id", cid + "-rp")), op("request_percentage", 50.0))
         alter(v, "controller_mutation_rate", entity(("client-id", cid + "-rp")), op("controller_mutation_rate", 5.0))
         alter(v, "remove them again", entity(("client-id", cid + "-rp")), op("request_percentage"),
@@ -642,6 +641,30 @@ def client_quotas(c):
             {"Entity": entity(("client-id", cid + "-d")), "Ops": [op("producer_byte_rate")]}],
             "ValidateOnly": False})
         shown(cid, False)
+
+    # controller_mutation_rate enforced (KIP-599), on this corpus's own
+    # client id: 1 partition per second fills Kafka's default bucket of 11
+    # (controller.quota.window.num 11 of 1 s). In one strict CreateTopics
+    # (v6+), the first topic (15 partitions) passes (the bucket was not
+    # below zero), the next two are refused; a topic whose own check fails
+    # keeps its own error. The answer's throttle (about 4 s, normalised)
+    # mutes the connection on both; the quota is removed before anything
+    # else creates a topic.
+    mine = [("client-id", "ck-diff")]
+    alter(0, "controller_mutation_rate on the corpus's client", entity(*mine), op("controller_mutation_rate", 1.0))
+    shown("ck-diff", True)
+    v = c.versions(CREATE_TOPICS)[-1]
+    c.step(CREATE_TOPICS, v, "over controller_mutation_rate", {"Topics": [
+        {"Name": n, "NumPartitions": p, "ReplicationFactor": 1, "Configs": []}
+        for n, p in (("diff-mq-a", 15), ("diff-mq-b", 10), ("diff-mq-c", 1), ("diff-mq-d", 0))],
+        "timeoutMs": 30000})
+    alter(0, "controller_mutation_rate removed", entity(*mine), op("controller_mutation_rate"))
+    shown("ck-diff", False)
+    wait_topic(c, "diff-mq-a", 15)
+    c.step(METADATA, 12, "after the throttled CreateTopics", {"Topics": [
+        {"Name": n, "TopicId": bytes(16)} for n in ("diff-mq-a", "diff-mq-b", "diff-mq-c")],
+        "AllowAutoTopicCreation": False})
+    c.step(DELETE_TOPICS, 5, "the topic created under the quota", {"TopicNames": ["diff-mq-a"], "TimeoutMs": 10000})
 
     for v in c.versions(DESCRIBE_USER_SCRAM_CREDENTIALS):
         c.step(DESCRIBE_USER_SCRAM_CREDENTIALS, v, "every user", {"Users": None})
