@@ -20,7 +20,10 @@ one transaction aborted; describeTransactions, listTransactions and
 describeProducers of an open transaction, fencing by a second producer
 with the same transactional.id; record headers (value, empty, null) and a
 record over max.message.bytes refused; broker describeConfigs,
-OffsetSpec.maxTimestamp, a preferred electLeaders that is not needed.
+OffsetSpec.maxTimestamp, a preferred electLeaders that is not needed; a
+controller_mutation_rate quota met by createTopics (refused with
+ThrottlingQuotaExceededException when the client does not retry, created
+when it does).
 Each check asserts the values it got; this script asserts that every check
 ran and passed. A missing build is a failure, not a skip.
 """
@@ -37,7 +40,7 @@ CHECKS = ["describe_cluster", "topic_lifecycle", "produce_lz4", "produce_zstd", 
           "list_offsets_delete_records", "describe_log_dirs", "consumer_seek_times_pause",
           "group_range", "group_cooperative_sticky", "group_static_membership",
           "group_admin_offsets", "transactional_copy", "transaction_admin_fencing", "headers_and_limits",
-          "broker_configs_elect_max_timestamp"]
+          "broker_configs_elect_max_timestamp", "controller_mutation_quota"]
 
 
 def java_dir(kind, version):

@@ -29,6 +29,7 @@ import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
@@ -52,6 +53,11 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -88,6 +94,7 @@ final class Clients {
     checks.put("transaction_admin_fencing", this::transactionAdminFencing);
     checks.put("headers_and_limits", this::headersAndLimits);
     checks.put("broker_configs_elect_max_timestamp", this::brokerConfigsElectMaxTimestamp);
+    checks.put("controller_mutation_quota", this::controllerMutationQuota);
   }
 
   boolean runAll() {
@@ -219,6 +226,50 @@ final class Clients {
     Check.that(controller != null && controller.id() == n.id(), "controller " + controller + " is the node " + n);
     Check.that(clusterId != null && !clusterId.isEmpty(), "cluster id present");
     return "node " + n.id() + " at " + n.host() + ":" + n.port() + ", cluster " + clusterId;
+  }
+
+  // controller_mutation_rate (KIP-599) as the admin client meets it: a
+  // quota of 2 partitions per second on a second admin client's id fills a
+  // bucket of 22 (Kafka's default 11 windows of 1 s); a topic of 30
+  // partitions passes (the bucket was not below zero), the next one is
+  // refused with ThrottlingQuotaExceededException and the time to wait when
+  // the client is told not to retry, and created when it retries (the
+  // default: it waits out the throttle and sends again).
+  private String controllerMutationQuota() throws Exception {
+    String cid = t("mutations");
+    ClientQuotaEntity entity = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, cid));
+    admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+        List.of(new ClientQuotaAlteration.Op("controller_mutation_rate", 2.0))))).all().get();
+    Map<ClientQuotaEntity, Map<String, Double>> shown = admin.describeClientQuotas(ClientQuotaFilter.containsOnly(
+        List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.CLIENT_ID, cid)))).entities().get();
+    Check.eq(Map.of("controller_mutation_rate", 2.0), shown.get(entity), "the quota described");
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(AdminClientConfig.CLIENT_ID_CONFIG, cid);
+    p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+    String a = t("mq-a"), b = t("mq-b"), c = t("mq-c");
+    int throttle;
+    try (Admin q = Admin.create(p)) {
+      q.createTopics(List.of(new NewTopic(a, 30, (short) 1))).all().get();
+      try {
+        q.createTopics(List.of(new NewTopic(b, 1, (short) 1)), new CreateTopicsOptions().retryOnQuotaViolation(false))
+            .all().get();
+        throw new Check.Failure(b + " created over the quota");
+      } catch (ExecutionException e) {
+        Check.that(e.getCause() instanceof ThrottlingQuotaExceededException,
+            "refused with ThrottlingQuotaExceededException: " + e.getCause());
+        throttle = ((ThrottlingQuotaExceededException) e.getCause()).throttleTimeMs();
+        // The bucket is 8 below zero at 2 per second: at most 4 s.
+        Check.that(throttle > 0 && throttle <= 4000, "throttle time in (0, 4000] ms: " + throttle);
+      }
+      q.createTopics(List.of(new NewTopic(c, 1, (short) 1))).all().get();
+      Set<String> names = admin.listTopics().names().get();
+      Check.that(names.contains(a) && names.contains(c) && !names.contains(b), "topics after: " + names);
+    }
+    admin.alterClientQuotas(List.of(new ClientQuotaAlteration(entity,
+        List.of(new ClientQuotaAlteration.Op("controller_mutation_rate", null))))).all().get();
+    admin.deleteTopics(List.of(a, c)).all().get();
+    return "30 partitions passed, the next topic refused (throttle " + throttle + " ms), then created on retry";
   }
 
   private String topicLifecycle() throws Exception {
