@@ -1,13 +1,17 @@
 // tests/unit/handlers/cluster/serving_test.cc: cluster-mode serving: Metadata
 // and DescribeCluster from the metadata cache, NOT_LEADER_OR_FOLLOWER for
 // client requests on partitions this broker does not lead; ControlledShutdown
-// and ElectLeaders on a broker that is not the active controller.
+// and ElectLeaders on a broker that is not the active controller;
+// controller_mutation_rate on topics written to ZooKeeper.
 #include <catch2/catch.hpp>
 
 #include "broker/broker.h"
 #include "broker/replica/leader_replicas.h"
+#include "protocol/generated/alter_client_quotas.h"
 #include "protocol/generated/controlled_shutdown.h"
+#include "protocol/generated/create_partitions.h"
 #include "protocol/generated/create_topics.h"
+#include "protocol/generated/delete_topics.h"
 #include "protocol/generated/delete_records.h"
 #include "protocol/generated/describe_cluster.h"
 #include "protocol/generated/elect_leaders.h"
@@ -375,6 +379,76 @@ TEST_CASE("cluster mode: CreateTopics places replicas on the brokers Metadata na
   req.topics[0].replication_factor = 4;
   resp = c.f().call<protocol::CreateTopicsResponse>(req, 7);
   CHECK(resp.topics.at(0).error_code == to_wire(ErrorCode::INVALID_REPLICATION_FACTOR));
+}
+
+TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePartitions and DeleteTopics in ZooKeeper") {
+  // 1 partition per second, a bucket of 20 (2 windows of 10 s).
+  ClusterFixture c({"controller.quota.window.num=2", "controller.quota.window.size.seconds=10"});
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
+  protocol::AlterClientQuotasRequest q;
+  auto& e = q.entries.emplace_back();
+  auto& d = e.entity.emplace_back();
+  d.entity_type = "client-id";
+  d.entity_name = "fixture";
+  auto& op = e.ops.emplace_back();
+  op.key = "controller_mutation_rate";
+  op.value = 1.0;
+  REQUIRE(c.f().call<protocol::AlterClientQuotasResponse>(q, 1).entries.at(0).error_code == 0);
+
+  std::string error;
+  replication::zk::ConnectOptions o;
+  o.connect = "fake:2181";
+  auto client = c.zk().client();
+  auto zk = client->connect(o, {}, &error);
+  REQUIRE(zk);
+  auto exists = [&](const std::string& path) { return zk->exists(path) == replication::zk::Code::kOk; };
+  const auto throttled = to_wire(ErrorCode::THROTTLING_QUOTA_EXCEEDED);
+
+  protocol::CreateTopicsRequest req;
+  req.timeout_ms = 0;  // answered once the znodes are written
+  for (auto [name, parts] : {std::pair{"q1", 15}, std::pair{"q2", 10}, std::pair{"q3", 1}}) {
+    auto& t = req.topics.emplace_back();
+    t.name = name;
+    t.num_partitions = parts;
+    t.replication_factor = 1;
+  }
+  auto created = c.f().call<protocol::CreateTopicsResponse>(req, 7);
+  REQUIRE(created.topics.size() == 3);
+  CHECK(created.topics[0].error_code == 0);
+  CHECK(created.topics[1].error_code == 0);  // the bucket had 5: not below zero
+  CHECK(created.topics[2].error_code == throttled);
+  CHECK(created.throttle_time_ms > 0);
+  CHECK(exists("/brokers/topics/q1"));
+  CHECK(exists("/brokers/topics/q2"));
+  CHECK_FALSE(exists("/brokers/topics/q3"));
+
+  protocol::CreatePartitionsRequest grow;
+  grow.timeout_ms = 0;
+  auto& g = grow.topics.emplace_back();
+  g.name = "q1";
+  g.count = 16;
+  g.assignments = std::nullopt;
+  CHECK(c.f().call<protocol::CreatePartitionsResponse>(grow, 3).results.at(0).error_code == throttled);
+  std::string data;
+  REQUIRE(zk->get("/brokers/topics/q1", &data) == replication::zk::Code::kOk);
+  CHECK(replication::decode_topic_assignment(data).value().partitions.size() == 15);
+  auto grown = c.f().call<protocol::CreatePartitionsResponse>(grow, 2);  // permissive: added, throttled
+  CHECK(grown.results.at(0).error_code == 0);
+  CHECK(grown.throttle_time_ms > 0);
+  REQUIRE(zk->get("/brokers/topics/q1", &data) == replication::zk::Code::kOk);
+  CHECK(replication::decode_topic_assignment(data).value().partitions.size() == 16);
+
+  // DeleteTopics counts the partitions this broker's metadata knows.
+  std::vector<PartitionSpec> q2;
+  for (int32_t p = 0; p < 10; ++p) q2.push_back(PartitionSpec{"q2", p});
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata(q2, {1, 2, 3}), 8).error_code == 0);
+  protocol::DeleteTopicsRequest del;
+  del.timeout_ms = 0;
+  del.topic_names = {"q2"};
+  CHECK(c.f().call<protocol::DeleteTopicsResponse>(del, 5).responses.at(0).error_code == throttled);
+  CHECK_FALSE(exists("/admin/delete_topics/q2"));
+  CHECK(c.f().call<protocol::DeleteTopicsResponse>(del, 4).responses.at(0).error_code == 0);
+  CHECK(exists("/admin/delete_topics/q2"));
 }
 
 TEST_CASE("cluster mode, not the active controller: ControlledShutdown and ElectLeaders answer NOT_CONTROLLER") {
