@@ -10,7 +10,8 @@
 // gets "Not connected to ZooKeeper."; when the worker has stopped, "The
 // broker is shutting down." (Kafka answers both cases with a retriable
 // error: the callers use REQUEST_TIMED_OUT). Exactly one of work and fail
-// runs.
+// runs. span (the request's RequestContext::worker_span) counts the time
+// against the client's request_percentage quota.
 //
 // Header-only. Thread-safety: may be called from any thread; work and fail
 // run on the admin worker (fail on the calling thread when not posted).
@@ -26,6 +27,7 @@
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_cluster.h"
 #include "broker/cluster/zk_topics.h"
+#include "broker/server/request_context.h"
 
 namespace ciuickafka::broker::admin {
 
@@ -48,9 +50,11 @@ inline std::vector<replication::BrokerRack> live_brokers(Broker& b) {
   return live;
 }
 
-inline void with_zk_admin(Broker& broker, ZkAdminWork work, ZkAdminFail fail) {
+inline void with_zk_admin(Broker& broker, ZkAdminWork work, ZkAdminFail fail,
+                          std::shared_ptr<WorkerSpan> span = nullptr) {
   Broker* b = &broker;
-  bool posted = broker.service<AdminWorker>().post([b, work, fail] {
+  bool posted = broker.service<AdminWorker>().post([b, work, fail, span] {
+    WorkerTimer timer(span.get());  // the request's request_percentage time
     auto session = b->cluster()->session();
     if (!session) {
       fail("Not connected to ZooKeeper.");

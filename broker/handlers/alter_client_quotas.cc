@@ -82,7 +82,8 @@ void handle_alter_client_quotas(RequestContext&& ctx) {
       },
       [ctx, alterations, validate_only](const std::string& why) mutable {
         answer(ctx, quotas::fail_each(*alterations, {ErrorCode::REQUEST_TIMED_OUT, why}), validate_only);
-      });
+      },
+      ctx.worker_span);
 }
 
 }  // namespace

@@ -33,9 +33,11 @@ int64_t request_quota_throttle(const RequestContext& ctx) {
     const Clock::rep r = ctx.handler_returned->load(std::memory_order_acquire);
     if (r != 0) until = std::min(until, Clock::time_point(Clock::duration(r)));
   }
-  const int64_t ns = ctx.dispatched == Clock::time_point{}
-                         ? 0
-                         : std::chrono::duration_cast<std::chrono::nanoseconds>(until - ctx.dispatched).count();
+  int64_t ns = ctx.dispatched == Clock::time_point{}
+                   ? 0
+                   : std::chrono::duration_cast<std::chrono::nanoseconds>(until - ctx.dispatched).count();
+  // Plus its work on the I/O pool or the admin worker.
+  if (ctx.worker_span) ns = std::max<int64_t>(0, ns) + ctx.worker_span->ns(Clock::now());
   // Kafka's unit: percent of one thread per second (nanos * 100 / 1e9).
   return q.record(quotas::Kind::kRequest, ctx.header.client_id.value_or(""),
                   static_cast<double>(std::max<int64_t>(0, ns)) * 1e-7, quotas::steady_ms());

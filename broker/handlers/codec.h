@@ -16,10 +16,11 @@
 // make_response() also measures the request against its client's
 // request_percentage quota (quotas/client_quotas.h: the time the request
 // held a thread, from dispatch until its handler returned or answered,
-// whichever came first): over the quota, the body's throttle_time_ms becomes
-// the larger of its own and the quota's, and so does the Response's
-// throttle_ms (the connection is muted for it; a body without the field at
-// its version is still measured and muted). Exempt, as Kafka's cluster
+// whichever came first, plus its work's time on the I/O pool or the admin
+// worker, RequestContext::worker_span): over the quota, the body's
+// throttle_time_ms becomes the larger of its own and the quota's, and so
+// does the Response's throttle_ms (the connection is muted for it; a body
+// without the field at its version is still measured and muted). Exempt, as Kafka's cluster
 // actions: LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
 // WriteTxnMarkers, AlterPartition; and requests marked quota_exempt.
 // Nothing happens until a quota has been set.

@@ -134,7 +134,8 @@ void handle_create_partitions(RequestContext&& ctx) {
   };
   admin::with_zk_admin(
       broker, [ctx, req](ZkTopicAdmin& admin, replication::zk::Session&) mutable { answer(ctx, *req, &admin); },
-      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); });
+      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); },
+      ctx.worker_span);
 }
 
 }  // namespace

@@ -270,7 +270,8 @@ void handle_create_topics(RequestContext&& ctx) {
   }
   admin::with_zk_admin(
       broker, [ctx, req](ZkTopicAdmin& admin, replication::zk::Session&) mutable { answer(ctx, *req, &admin); },
-      [ctx, req](const std::string& why) mutable { answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, why); });
+      [ctx, req](const std::string& why) mutable { answer_all_failed(ctx, *req, ErrorCode::REQUEST_TIMED_OUT, why); },
+      ctx.worker_span);
 }
 
 }  // namespace

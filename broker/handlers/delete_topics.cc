@@ -190,7 +190,8 @@ void handle_delete_topics(RequestContext&& ctx) {
       [ctx, req](ZkTopicAdmin& admin, replication::zk::Session& session) mutable {
         answer(ctx, *req, &admin, &session);
       },
-      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); });
+      [ctx, req, fail_all](const std::string& why) mutable { fail_all(ctx, *req, why); },
+      ctx.worker_span);
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ void handle_describe_client_quotas(RequestContext&& ctx) {
         }
         answer(ctx, *req, table);
       },
-      [ctx](const std::string& why) mutable { answer_error(ctx, ErrorCode::REQUEST_TIMED_OUT, why); });
+      [ctx](const std::string& why) mutable { answer_error(ctx, ErrorCode::REQUEST_TIMED_OUT, why); },
+      ctx.worker_span);
 }
 
 }  // namespace

@@ -141,7 +141,8 @@ void handle_incremental_alter_configs(RequestContext&& ctx) {
         const auto resp = admin::alter_each_resource<IncrementalAlterConfigsResponse>(
             *req, [&](const auto&) { return TopicError{ErrorCode::REQUEST_TIMED_OUT, why}; });
         ctx.respond(make_response(ctx, resp));
-      });
+      },
+      ctx.worker_span);
 }
 
 }  // namespace

@@ -23,8 +23,9 @@
 //   counted (Kafka's delayed close of a throttled connection), beside
 //   max.connection.creation.rate (server/server.h).
 // - request_percentage: the time each request held a thread (from dispatch
-//   until its handler returned, or answered if sooner: handlers/codec.h;
-//   what a handler then does on the I/O pool is not counted), in Kafka's
+//   until its handler returned, or answered if sooner, plus the time its
+//   work then ran on the I/O pool or the admin worker: handlers/codec.h,
+//   server/request_context.h's WorkerSpan), in Kafka's
 //   unit (percent of one thread: nanoseconds * 100 / 1e9), recorded when
 //   the request is answered; over the quota the answer's throttle_time_ms
 //   is the larger of the byte-rate one and this one (at most one window, as

@@ -92,6 +92,7 @@ void dispatch_frame(RequestContext ctx) {
   };
   ctx.dispatched = started;
   ctx.handler_returned = returned;
+  if (ctx.broker != nullptr && ctx.broker->client_quotas().enabled()) ctx.worker_span = std::make_shared<WorkerSpan>();
   // A client under a quota has one request in flight at a time, as every
   // client has in Kafka: a throttled answer's mute then stops its very next
   // request, where pipelined ones would already be dispatched.

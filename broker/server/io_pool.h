@@ -68,8 +68,11 @@ class IoPool {
   // the pool. Later requests on ctx's connection wait for its answer
   // (RequestContext::hold_later_requests: none overtakes it, as in Kafka);
   // when the pool is stopped the connection is closed instead.
+  // The task's time counts against the client's request_percentage quota
+  // (RequestContext::worker_span).
   void post_request(RequestContext& ctx, std::function<void()> fn) {
     if (ctx.hold_later_requests) ctx.hold_later_requests();
+    if (ctx.worker_span) fn = timed_work(ctx, std::move(fn));
     if (!post(std::move(fn))) ctx.respond(Response::close());
   }
 

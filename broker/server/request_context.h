@@ -16,6 +16,7 @@
 // be called from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/net/asio.h"
@@ -33,6 +35,48 @@
 namespace ciuickafka::broker {
 
 class Broker;
+
+// Time a request's work spent on other threads (the I/O pool, the admin
+// worker) for the request_percentage quota: the finished tasks' total and
+// when the running one began (0: none running). Set by dispatch only while
+// client quotas are in use; WorkerTimer marks a task.
+struct WorkerSpan {
+  std::atomic<int64_t> done_ns{0};
+  std::atomic<std::chrono::steady_clock::rep> running_since{0};
+  // The time so far, counting a running task up to now.
+  int64_t ns(std::chrono::steady_clock::time_point now) const {
+    int64_t total = done_ns.load(std::memory_order_acquire);
+    const auto since = running_since.load(std::memory_order_acquire);
+    if (since != 0)
+      total += std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        now - std::chrono::steady_clock::time_point(
+                                                  std::chrono::steady_clock::duration(since)))
+                                        .count());
+    return total;
+  }
+};
+
+class WorkerTimer {
+ public:
+  explicit WorkerTimer(WorkerSpan* span) : span_(span), start_(std::chrono::steady_clock::now()) {
+    if (span_ != nullptr)
+      span_->running_since.store(std::max<std::chrono::steady_clock::rep>(1, start_.time_since_epoch().count()),
+                                 std::memory_order_release);
+  }
+  ~WorkerTimer() {
+    if (span_ == nullptr) return;
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
+    span_->done_ns.fetch_add(ns, std::memory_order_acq_rel);
+    span_->running_since.store(0, std::memory_order_release);
+  }
+  WorkerTimer(const WorkerTimer&) = delete;
+  WorkerTimer& operator=(const WorkerTimer&) = delete;
+
+ private:
+  WorkerSpan* span_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 struct RequestContext {
   Broker* broker = nullptr;
@@ -65,9 +109,13 @@ struct RequestContext {
   // handlers/codec.h): when dispatch called the handler, and when the
   // handler returned (steady-clock ticks, 0 until then; set by dispatch).
   // The time between is the time the request held a thread; an answer
-  // given later (a long poll, acks=all) does not count its wait.
+  // given later (a long poll, acks=all) does not count its wait, but the
+  // time its work held an I/O pool or admin worker thread does.
   std::chrono::steady_clock::time_point dispatched{};
   std::shared_ptr<const std::atomic<std::chrono::steady_clock::rep>> handler_returned;
+  // The time its work then took on the I/O pool or the admin worker
+  // (timed_work below); null while no client quota is set.
+  std::shared_ptr<WorkerSpan> worker_span;
   // Not measured against request_percentage: a follower's fetch (Kafka
   // exempts cluster actions), or a request already counted (Fetch counts
   // before it decides to answer empty).
@@ -92,5 +140,15 @@ struct RequestContext {
     return std::span<uint8_t>(frame->data() + (at - begin), inside.size());
   }
 };
+
+// fn, wrapped so that the time it runs counts as ctx's work (WorkerSpan);
+// for a request's work posted to another thread. fn itself when no span.
+template <class Fn>
+auto timed_work(const RequestContext& ctx, Fn fn) {
+  return [span = ctx.worker_span, fn = std::move(fn)](auto&&... args) mutable {
+    WorkerTimer timer(span.get());
+    return fn(std::forward<decltype(args)>(args)...);
+  };
+}
 
 }  // namespace ciuickafka::broker

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/handlers/codec.h"
 #include "broker/quotas/client_quotas.h"
 #include "broker/quotas/quota_table.h"
 #include "protocol/generated/alter_client_quotas.h"
@@ -603,6 +604,44 @@ TEST_CASE("controller_mutation_rate: strict from CreateTopics v6 - CreatePartiti
   CHECK(r.topics[0].error_code == 0);
   CHECK(r.throttle_time_ms == 0);
   CHECK(delete_topic(f, "m6", 5).responses[0].error_code == 0);
+}
+
+TEST_CASE("request_percentage counts the time a request's work held an I/O pool or admin worker thread") {
+  QuotaFixture f;  // two windows of 10 s
+  REQUIRE(alter_quota(f, kClientId, std::nullopt, kRequestPercentage, 1.0).entries[0].error_code == 0);
+  using Clock = std::chrono::steady_clock;
+  // A Metadata request that returned from its handler at once (no network
+  // thread time), its work then 500 ms on a worker: 50 units over 10 s is 5
+  // percent, over the quota of 1, so the answer is throttled (one window).
+  auto request = [&](const std::string& client, int64_t worker_ns, bool running) {
+    RequestContext ctx;
+    ctx.broker = &f.broker();
+    ctx.header.request_api_key = 3;
+    ctx.header.request_api_version = 12;
+    ctx.header.client_id = client;
+    const Clock::time_point now = Clock::now();
+    ctx.dispatched = now;
+    ctx.handler_returned = std::make_shared<std::atomic<Clock::rep>>(now.time_since_epoch().count());
+    ctx.worker_span = std::make_shared<WorkerSpan>();
+    if (running) {
+      ctx.worker_span->running_since.store((now - std::chrono::nanoseconds(worker_ns)).time_since_epoch().count());
+    } else {
+      ctx.worker_span->done_ns.store(worker_ns);
+    }
+    return request_quota_throttle(ctx);
+  };
+  CHECK(request("idle", 0, false) == 0);
+  CHECK(request("pooled", 500'000'000, false) == 10000);
+  // A task still running when the answer is made counts up to then.
+  CHECK(request("running", 500'000'000, true) == 10000);
+  // WorkerTimer adds a task's time when it ends.
+  WorkerSpan span;
+  {
+    WorkerTimer t(&span);
+    CHECK(span.running_since.load() != 0);
+  }
+  CHECK(span.running_since.load() == 0);
+  CHECK(span.done_ns.load() >= 0);
 }
 
 }  // namespace quota_handlers
