@@ -7,7 +7,9 @@
 // down-conversion does. A zstd batch cannot be expressed before v2:
 // UNSUPPORTED_COMPRESSION_TYPE, as in Kafka. What is held is bounded by the
 // response's budget (fetch.max.bytes; handlers/fetch.cc stops converting
-// once the converted bytes pass it).
+// once the converted bytes pass it), and by what one batch decompresses to:
+// at most the topic's limit (produce/topic_settings.h: decompress_limit),
+// the same a produce was held to, so whatever was accepted converts.
 //
 // Header-only: broker/CMakeLists.txt compiles handlers/*.cc only.
 // Thread-safety: pure function of its arguments (reads files).
@@ -31,7 +33,7 @@ inline int8_t legacy_magic_for_fetch(int16_t version) {
 
 // Converts a read's batches to a message set of `magic`; NONE and the bytes,
 // or the error to put on the partition.
-inline protocol::ErrorCode down_convert(const storage::ReadResult& read, int8_t magic,
+inline protocol::ErrorCode down_convert(const storage::ReadResult& read, int8_t magic, size_t max_decompressed,
                                         std::vector<uint8_t>* out) {
   out->clear();
   if (read.bytes == 0) return protocol::ErrorCode::NONE;
@@ -39,6 +41,7 @@ inline protocol::ErrorCode down_convert(const storage::ReadResult& read, int8_t 
   if (!raw.is_ok()) return protocol::ErrorCode::KAFKA_STORAGE_ERROR;
   protocol::V2ToLegacyOptions opts;
   opts.magic = magic;
+  opts.max_decompressed_bytes = max_decompressed;
   auto converted = protocol::v2_to_message_set(raw.value(), opts);
   if (!converted.ok()) {
     return converted.error() == protocol::RecordError::kBadCodec ? protocol::ErrorCode::UNSUPPORTED_COMPRESSION_TYPE

@@ -61,6 +61,7 @@
 
 #include "broker/broker.h"
 #include "broker/fetch/down_convert.h"
+#include "broker/produce/topic_settings.h"
 #include "broker/fetch/partition_read.h"
 #include "broker/fetch/read_replica.h"
 #include "broker/produce/produce_service.h"
@@ -276,7 +277,11 @@ void respond(const std::shared_ptr<PendingFetch>& pfp) {
         o.read = storage::ReadResult{};
         continue;
       }
-      ErrorCode e = fetch::down_convert(o.read, magic, &o.converted);
+      // A batch decompresses to at most what its topic's produce allowed.
+      size_t limit = produce::decompress_limit(produce::TopicSettings{}.max_message_bytes);
+      if (auto t = o.topic_exists ? broker.topics().find(o.topic) : nullptr)
+        limit = produce::decompress_limit(produce::topic_settings(broker.topics(), *t).max_message_bytes);
+      ErrorCode e = fetch::down_convert(o.read, magic, limit, &o.converted);
       if (e != ErrorCode::NONE) {
         o = fetch::error_outcome(e, o.topic, o.topic_exists);
         continue;

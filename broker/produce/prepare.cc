@@ -18,14 +18,6 @@ using protocol::RecordBatchView;
 using protocol::RecordError;
 namespace v2 = protocol::batch_v2;
 
-constexpr size_t kMinDecompressLimit = 64u << 20;
-constexpr size_t kMaxDecompressLimit = 1u << 30;
-
-size_t decompress_limit(const TopicSettings& s) {
-  const uint64_t want = static_cast<uint64_t>(std::max<int64_t>(s.max_message_bytes, 0)) * 32;
-  return static_cast<size_t>(std::clamp<uint64_t>(want, kMinDecompressLimit, kMaxDecompressLimit));
-}
-
 void fail(PreparedRecords& out, ErrorCode code, std::string message) {
   out.error = code;
   out.message = std::move(message);
@@ -130,7 +122,7 @@ bool prepare_v2(std::span<const uint8_t> bytes, int16_t api_version, const Topic
   std::span<uint8_t> stored;
 
   if (look_inside) {
-    auto decoded = protocol::decode_records(batch, decompress_limit(s));
+    auto decoded = protocol::decode_records(batch, decompress_limit(s.max_message_bytes));
     if (!decoded.ok()) {
       const RecordError e = decoded.error();
       fail(out, e == RecordError::kTooLarge ? ErrorCode::INVALID_RECORD : ErrorCode::CORRUPT_MESSAGE,
@@ -324,7 +316,7 @@ PreparedRecords prepare_records(std::span<const uint8_t> records, int16_t api_ve
     protocol::LegacyToV2Options opt;
     opt.assign_offsets = true;
     opt.codec = s.target_codec;
-    opt.max_decompressed_bytes = decompress_limit(s);
+    opt.max_decompressed_bytes = decompress_limit(s.max_message_bytes);
     auto converted = protocol::message_set_to_v2(records, opt);
     if (!converted.ok()) {
       fail(out, legacy_error(converted.error()),

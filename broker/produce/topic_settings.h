@@ -13,6 +13,8 @@
 // Thread-safety: plain functions and values.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -37,5 +39,16 @@ struct TopicSettings {
 };
 
 TopicSettings topic_settings(const TopicTable& table, const Topic& topic);
+
+// The most a batch of the topic may decompress to: 32 x max.message.bytes,
+// within [64 MiB, 1 GiB]. A produce whose batch decompresses to more is
+// refused (INVALID_RECORD), and a Fetch v0-3 down-converts whatever a
+// produce accepted (fetch/down_convert.h).
+inline size_t decompress_limit(int64_t max_message_bytes) {
+  constexpr uint64_t kMin = 64u << 20;
+  constexpr uint64_t kMax = 1u << 30;
+  const uint64_t want = static_cast<uint64_t>(std::max<int64_t>(max_message_bytes, 0)) * 32;
+  return static_cast<size_t>(std::clamp<uint64_t>(want, kMin, kMax));
+}
 
 }  // namespace ciuickafka::broker::produce

@@ -43,6 +43,38 @@ TEST_CASE("Fetch v0-v3 down-converts to message sets v0/v1", "[handlers][fetch][
   }
 }
 
+TEST_CASE("Fetch v3 down-converts a batch over 64 MiB decompressed that the topic's produce accepts",
+          "[handlers][fetch][legacy]") {
+  // max.message.bytes 4 MiB: a produce may decompress to 128 MiB (32x).
+  // One lz4 batch of 70 values of 1 MiB (70 MiB decompressed, a few
+  // hundred KB stored) converts whole; before, down-conversion stopped at
+  // 64 MiB and answered CORRUPT_MESSAGE.
+  FetchFixture f;
+  auto c = f.broker().topics().create("wide", 1, 1, {{"max.message.bytes", "4194304"}}, false, Broker::now_ms());
+  REQUIRE(c.error.ok());
+  append(*c.topic->partitions[0], make_batch(70, 1 << 20, 1'000, protocol::Codec::kLz4));
+  auto req = fetch_request("wide", {{0, 0}});
+  auto resp = f.call<FetchResponse>(req, 3);
+  const auto& d = resp.responses.at(0).partitions.at(0);
+  REQUIRE(d.error_code == 0);
+  protocol::LegacyDecodeOptions o;
+  o.max_decompressed_bytes = 128u << 20;
+  auto decoded = protocol::decode_message_set(d.records.bytes, o);
+  REQUIRE(decoded.ok());
+  const auto& msgs = decoded.value().messages;
+  REQUIRE(msgs.size() == 70);
+  CHECK(msgs[0].wrapper_codec == protocol::Codec::kLz4);
+  CHECK(msgs[69].offset == 69);
+  REQUIRE(msgs[69].value.has_value());
+  CHECK(msgs[69].value->size() == (1u << 20));
+  CHECK((*msgs[69].value)[0] == static_cast<uint8_t>('a' + 69 % 26));
+  // The default topic's limit (64 MiB) still holds for a batch past it.
+  auto small = create_topic(f, "narrow");
+  append(*small->partitions[0], make_batch(70, 1 << 20, 1'000, protocol::Codec::kLz4));
+  resp = f.call<FetchResponse>(fetch_request("narrow", {{0, 0}}), 3);
+  CHECK(resp.responses.at(0).partitions.at(0).error_code == protocol::to_wire(protocol::ErrorCode::CORRUPT_MESSAGE));
+}
+
 TEST_CASE("Fetch v3 cannot carry zstd: UNSUPPORTED_COMPRESSION_TYPE", "[handlers][fetch][legacy]") {
   FetchFixture f;
   auto topic = create_topic(f, "z");
