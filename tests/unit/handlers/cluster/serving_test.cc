@@ -406,7 +406,7 @@ TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePar
 
   protocol::CreateTopicsRequest req;
   req.timeout_ms = 0;  // answered once the znodes are written
-  for (auto [name, parts] : {std::pair{"q1", 15}, std::pair{"q2", 10}, std::pair{"q3", 1}}) {
+  for (auto [name, parts] : {std::pair{"q1", 15}, std::pair{"q2", 30}, std::pair{"q3", 1}}) {
     auto& t = req.topics.emplace_back();
     t.name = name;
     t.num_partitions = parts;
@@ -415,7 +415,7 @@ TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePar
   auto created = c.f().call<protocol::CreateTopicsResponse>(req, 7);
   REQUIRE(created.topics.size() == 3);
   CHECK(created.topics[0].error_code == 0);
-  CHECK(created.topics[1].error_code == 0);  // the bucket had 5: not below zero
+  CHECK(created.topics[1].error_code == 0);  // the bucket had 5: not below zero (-25 after)
   CHECK(created.topics[2].error_code == throttled);
   CHECK(created.throttle_time_ms > 0);
   CHECK(exists("/brokers/topics/q1"));
@@ -440,7 +440,7 @@ TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePar
 
   // DeleteTopics counts the partitions this broker's metadata knows.
   std::vector<PartitionSpec> q2;
-  for (int32_t p = 0; p < 10; ++p) q2.push_back(PartitionSpec{"q2", p});
+  for (int32_t p = 0; p < 30; ++p) q2.push_back(PartitionSpec{"q2", p});
   REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata(q2, {1, 2, 3}), 8).error_code == 0);
   protocol::DeleteTopicsRequest del;
   del.timeout_ms = 0;
