@@ -312,7 +312,7 @@ Result<CleanStats> Cleaner::clean(Log& log, int64_t now_ms, const SwapHook& hook
   }
 
   // 2. Map the dirty segments (whole segments only).
-  OffsetMap map(config_.dedupe_buffer_bytes);
+  OffsetMap map(config_.dedupe_buffer_bytes, config_.dedupe_load_factor);
   size_t map_end = p->first_dirty_segment;
   for (size_t i = p->first_dirty_segment; i < p->end_segment; ++i) {
     CK_RETURN_IF_ERROR(for_each_batch(*(*segs)[i], config_.read_chunk_bytes, throttler_, &stats.bytes_read,

@@ -66,6 +66,7 @@
 // reads, retention, and with passes over other logs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -83,8 +84,16 @@ struct CleanerConfig {
   size_t dedupe_buffer_bytes = 128u << 20;
   // The largest decompressed batch the cleaner will look inside.
   size_t max_decompressed_batch_bytes = 64u << 20;
+  // log.cleaner.io.buffer.load.factor: how full the offset map may get (a
+  // fraction of dedupe_buffer_bytes) before a pass maps no further segment.
+  double dedupe_load_factor = 1.0;
   // How much of a segment is read at a time (at least one whole batch).
+  // The LogManager sets it for each pass from io_buffer_bytes
+  // (read_chunk_for).
   size_t read_chunk_bytes = 1u << 20;
+  // log.cleaner.io.buffer.size: the I/O buffer memory of all the cleaner
+  // threads together.
+  size_t io_buffer_bytes = 2u << 20;
   // log.cleaner.io.max.bytes.per.second: reads plus writes. The LogManager
   // builds one Throttler from it for all its passes; DBL_MAX: unthrottled.
   double io_max_bytes_per_second = std::numeric_limits<double>::max();
@@ -93,6 +102,13 @@ struct CleanerConfig {
   // rule); the Cleaner itself ignores it.
   unsigned threads = 1;
 };
+
+// Kafka's read buffer of a cleaner thread: half of its share of the I/O
+// buffer memory (the other half is the write side's), at least 4 KiB; a
+// batch larger than that is still read whole.
+inline size_t read_chunk_for(size_t io_buffer_bytes, unsigned threads) {
+  return std::max<size_t>(4096, io_buffer_bytes / std::max(1u, threads) / 2);
+}
 
 struct CleanPlan {
   size_t first_dirty_segment = 0;  // index into the segment list

@@ -464,6 +464,7 @@ void LogManager::start_pass(std::unique_lock<std::mutex>& lock) {
   pass.settings = config_.cleaner;
   pass.settings.dedupe_buffer_bytes =
       std::max<size_t>(1u << 20, config_.cleaner.dedupe_buffer_bytes / std::max(1u, cleaner_target_));
+  pass.settings.read_chunk_bytes = read_chunk_for(config_.cleaner.io_buffer_bytes, cleaner_target_);
   pass.bound = stable_bound_;
   pass_starting_ = true;
   lock.unlock();

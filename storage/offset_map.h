@@ -11,6 +11,7 @@
 // Thread-safety: one thread (the cleaner's).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,7 +28,10 @@ class OffsetMap {
   // Rough per-entry cost besides the key bytes (node, hash slot, offset).
   static constexpr size_t kEntryOverhead = 64;
 
-  explicit OffsetMap(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // Full once its entries take load_factor of max_bytes
+  // (log.cleaner.io.buffer.load.factor over log.cleaner.dedupe.buffer.size).
+  explicit OffsetMap(size_t max_bytes, double load_factor = 1.0)
+      : max_bytes_(static_cast<size_t>(static_cast<double>(max_bytes) * std::clamp(load_factor, 0.0, 1.0))) {}
 
   // Records that key was seen at offset (offsets arrive increasing, but a
   // smaller one never lowers an entry).
@@ -48,7 +52,7 @@ class OffsetMap {
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
-  // Past the byte bound: map no further segment.
+  // Past the byte bound (times the load factor): map no further segment.
   bool full() const { return bytes_ >= max_bytes_; }
   size_t size() const { return map_.size(); }
   size_t bytes() const { return bytes_; }

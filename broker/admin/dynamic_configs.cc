@@ -101,6 +101,8 @@ storage::CleanerConfig DynamicConfigs::cleaner_config(const config::BrokerConfig
   storage::CleanerConfig cc;
   cc.dedupe_buffer_bytes = static_cast<size_t>(std::max<int64_t>(1 << 20, c.get_long("log.cleaner.dedupe.buffer.size")));
   cc.io_max_bytes_per_second = c.get_double("log.cleaner.io.max.bytes.per.second");
+  cc.io_buffer_bytes = static_cast<size_t>(std::max(0, c.get_int("log.cleaner.io.buffer.size")));
+  cc.dedupe_load_factor = c.get_double("log.cleaner.io.buffer.load.factor");
   cc.threads = static_cast<unsigned>(std::max(1, c.get_int("log.cleaner.threads")));
   return cc;
 }

@@ -12,6 +12,7 @@
 // which only the next start-up's log recovery reads (Broker::open loads
 // these sets before it opens the logs); log.cleaner.backoff.ms,
 // log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second,
+// log.cleaner.io.buffer.size, log.cleaner.io.buffer.load.factor,
 // log.cleaner.threads (Kafka's LogCleaner rule: at least 1, within half and
 // double the current value, with its text);
 // max.connections, max.connections.per.ip and its overrides); after a change every topic's
@@ -102,7 +103,8 @@ class DynamicConfigs {
   static bool load_from_zk(replication::zk::Session& zk, int32_t node_id, config::BrokerConfig& config);
 
   // The log cleaner's settings in config (log.cleaner.dedupe.buffer.size,
-  // log.cleaner.io.max.bytes.per.second, log.cleaner.threads): at open and
+  // log.cleaner.io.max.bytes.per.second, log.cleaner.io.buffer.size,
+  // log.cleaner.io.buffer.load.factor, log.cleaner.threads): at open and
   // after every change.
   static storage::CleanerConfig cleaner_config(const config::BrokerConfig& config);
 

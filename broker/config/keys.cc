@@ -447,14 +447,18 @@ std::vector<KeyDef> detail::make_key_table() {
   k.push_back(key("log.cleaner.dedupe.buffer.size", T::kLong, "134217728", S::kLogCleaner,
                   "Memory for the cleaner's key map, across all cleaner threads (bytes)."));
   k.push_back(key("log.cleaner.io.buffer.size", T::kInt, "524288", S::kLogCleaner,
-                  "The cleaner's read and write buffer memory, across all cleaner threads (bytes).")
-                  .valid(V::at_least(0))
-                  .ignored("the cleaner has no separate I/O buffer setting; its memory bound is "
-                           "log.cleaner.dedupe.buffer.size"));
+                  "The cleaner's read and write buffer memory, across all cleaner threads (bytes): each "
+                  "thread reads segments in chunks of half its share (at least 4 KiB; a larger batch is read "
+                  "whole). A dynamic broker config.")
+                  .valid(V::at_least(0)));
   k.push_back(key("log.cleaner.io.buffer.load.factor", T::kDouble, "0.9", S::kLogCleaner,
-                  "How full the cleaner's key map may get.")
-                  .ignored("the cleaner's offset map has no load-factor setting; it is bounded by "
-                           "log.cleaner.dedupe.buffer.size"));
+                  "How full the cleaner's key map may get, as a fraction of its share of "
+                  "log.cleaner.dedupe.buffer.size, before a pass cleans what it has mapped. A dynamic broker "
+                  "config.")
+                  .valid(V::custom("a number > 0 and <= 1", [](const Value& v) {
+                    const auto* d = std::get_if<double>(&v);
+                    return d != nullptr && *d > 0 && *d <= 1;
+                  })));
   k.push_back(key("log.cleaner.io.max.bytes.per.second", T::kDouble, "1.7976931348623157E308", S::kLogCleaner,
                   "Cap on the cleaner's read plus write rate (bytes per second; the default, Double.MAX_VALUE, "
                   "is unthrottled).")

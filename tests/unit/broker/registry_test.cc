@@ -150,7 +150,9 @@ TEST_CASE("doubles and their ranges") {
   CHECK(error_of("log.cleaner.min.cleanable.ratio", "1.5") ==
         "invalid value \"1.5\" for log.cleaner.min.cleanable.ratio: expected a number in [0, 1]");
   CHECK(error_of("log.cleaner.io.buffer.load.factor", "half") ==
-        "invalid value \"half\" for log.cleaner.io.buffer.load.factor: expected a number");
+        "invalid value \"half\" for log.cleaner.io.buffer.load.factor: expected a number > 0 and <= 1");
+  CHECK(error_of("log.cleaner.io.buffer.load.factor", "90") ==
+        "invalid value \"90\" for log.cleaner.io.buffer.load.factor: expected a number > 0 and <= 1");
 }
 
 TEST_CASE("log.cleaner.io.max.bytes.per.second: Kafka's default is unthrottled, a rate must be > 0") {

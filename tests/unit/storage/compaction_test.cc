@@ -25,6 +25,7 @@
 #include "storage/file_names.h"
 #include "storage/index_file.h"
 #include "storage/log_manager.h"
+#include "storage/offset_map.h"
 
 using namespace ciuickafka::storage;
 using namespace ciuickafka::storage::test;
@@ -94,6 +95,35 @@ TEMPLATE_TEST_CASE("compaction: keys overwritten many times keep their latest va
   CHECK(log->log_end_offset() == leo);
   check_latest(*log, model, active_base);
   check_indexes(t.fs, *log);
+}
+
+TEST_CASE("compaction: the offset map is full at its load factor of the dedupe buffer", "[storage][compaction]") {
+  // 400 distinct keys over ~16 segments; a map of ~200 entries' bytes.
+  // At load factor 1 a pass maps (and cleans) about half the dirty
+  // segments; at 0.5 about a quarter: it stops after the segment that
+  // took it past half of the buffer (log.cleaner.io.buffer.load.factor).
+  MemFs t;
+  CleanerConfig cc;
+  cc.dedupe_buffer_bytes = 200 * (OffsetMap::kEntryOverhead + 8);
+  CleanStats st[2];
+  for (int i = 0; i < 2; ++i) {
+    auto log = open_log(t.fs, t.root() + "/lf-" + std::to_string(i), compact_config());
+    Model model;
+    fill(*log, model, 400, 1);
+    REQUIRE(log->segment_count() > 10);
+    cc.dedupe_load_factor = i == 0 ? 1.0 : 0.5;
+    st[i] = clean_ok(*log, 0, cc);
+    REQUIRE(st[i].cleaned);
+    check_latest(*log, model, st[i].cleaned_up_to);
+  }
+  CHECK(st[0].map_entries >= 180);
+  CHECK(st[1].map_entries >= 90);
+  CHECK(st[1].map_entries < st[0].map_entries);
+  CHECK(st[1].cleaned_up_to < st[0].cleaned_up_to);
+  // The broker's read chunk: half of a thread's share, at least 4 KiB.
+  CHECK(read_chunk_for(524288, 1) == 262144);
+  CHECK(read_chunk_for(524288, 4) == 65536);
+  CHECK(read_chunk_for(0, 1) == 4096);
 }
 
 TEST_CASE("compaction: compressed batches are read and rewritten with their codec", "[storage][compaction]") {

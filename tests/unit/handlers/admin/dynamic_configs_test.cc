@@ -430,10 +430,18 @@ TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map
   CHECK(logs.cleaner_stats().passes == 0);
 
   // Kafka's LogCleaner reconfigurable keys: accepted, described, in effect.
+  CHECK(cleaner0.io_buffer_bytes == size_t{524288});
+  CHECK(cleaner0.dedupe_load_factor == 0.9);
+  // A load factor outside (0, 1] is refused, naming it.
+  auto bad = inc(f, kBroker, me, {{"log.cleaner.io.buffer.load.factor", kSet, "90"}});
+  CHECK(bad.responses[0].error_code == code(ErrorCode::INVALID_REQUEST));
+  CHECK_THAT(bad.responses[0].error_message.value_or(""), Catch::Contains("log.cleaner.io.buffer.load.factor"));
   REQUIRE(inc(f, kBroker, me,
               {{"log.cleaner.backoff.ms", kSet, "200"},
                {"log.cleaner.dedupe.buffer.size", kSet, "8388608"},
-               {"log.cleaner.io.max.bytes.per.second", kSet, "1048576"}})
+               {"log.cleaner.io.max.bytes.per.second", kSet, "1048576"},
+               {"log.cleaner.io.buffer.size", kSet, "1048576"},
+               {"log.cleaner.io.buffer.load.factor", kSet, "0.5"}})
               .responses[0]
               .error_code == 0);
   auto check_set = [&] {
@@ -441,6 +449,8 @@ TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map
     CHECK(backoff == 200);
     CHECK(cleaner.dedupe_buffer_bytes == size_t{8388608});
     CHECK(cleaner.io_max_bytes_per_second == 1048576.0);
+    CHECK(cleaner.io_buffer_bytes == size_t{1048576});
+    CHECK(cleaner.dedupe_load_factor == 0.5);
     const auto d = describe(f, kBroker, me, std::vector<std::string>{"log.cleaner.backoff.ms"});
     CHECK(value_of(d, "log.cleaner.backoff.ms") == std::make_pair(std::string("200"), int8_t{2}));
     CHECK_FALSE(test::find_config(d, "log.cleaner.backoff.ms")->read_only);
@@ -461,10 +471,14 @@ TEST_CASE("dynamic broker configs: the log cleaner takes its backoff, offset-map
   REQUIRE(inc(f, kBroker, me,
               {{"log.cleaner.backoff.ms", kDelete, std::nullopt},
                {"log.cleaner.dedupe.buffer.size", kDelete, std::nullopt},
-               {"log.cleaner.io.max.bytes.per.second", kDelete, std::nullopt}})
+               {"log.cleaner.io.max.bytes.per.second", kDelete, std::nullopt},
+               {"log.cleaner.io.buffer.size", kDelete, std::nullopt},
+               {"log.cleaner.io.buffer.load.factor", kDelete, std::nullopt}})
               .responses[0]
               .error_code == 0);
   const auto [backoff1, cleaner1] = f.broker().logs().cleaner_settings();
+  CHECK(cleaner1.io_buffer_bytes == size_t{524288});
+  CHECK(cleaner1.dedupe_load_factor == 0.9);
   CHECK(backoff1 == 15000);
   CHECK(cleaner1.dedupe_buffer_bytes == size_t{134217728});
   CHECK(cleaner1.io_max_bytes_per_second == std::numeric_limits<double>::max());
