@@ -378,25 +378,20 @@ double ClientQuotas::take_tokens(const MutationQuota& q, double permits, int64_t
   // Kafka's TokenBucket: refilled at the quota per second up to the burst,
   // quota * samples * window; a bucket starts full.
   const double window_s = static_cast<double>(mutation_window_ms_) / 1000.0;
-  const double burst = q.limit_ * static_cast<double>(mutation_samples_) * window_s;
+  auto burst_of = [&](double limit) { return limit * static_cast<double>(mutation_samples_) * window_s; };
+  auto refilled = [&](const Bucket& b, double limit) {
+    return b.tokens + limit * static_cast<double>(std::max<int64_t>(0, now_ms - b.last_ms)) / 1000.0;
+  };
+  const double burst = burst_of(q.limit_);
   std::lock_guard<std::mutex> lock(rates_mu_);
   if (++takes_since_sweep_ >= 256) {  // forget buckets that are full again
     takes_since_sweep_ = 0;
-    for (auto it = buckets_.begin(); it != buckets_.end();) {
-      const Bucket& b = it->second;
-      const double full = b.limit * static_cast<double>(mutation_samples_) * window_s;
-      const double now_tokens = b.tokens + b.limit * static_cast<double>(now_ms - b.last_ms) / 1000.0;
-      it = now_tokens >= full ? buckets_.erase(it) : std::next(it);
-    }
+    for (auto it = buckets_.begin(); it != buckets_.end();)
+      it = refilled(it->second, it->second.limit) >= burst_of(it->second.limit) ? buckets_.erase(it) : std::next(it);
   }
   auto [it, fresh] = buckets_.try_emplace({q.user_tag_, q.client_tag_});
   Bucket& b = it->second;
-  if (fresh) {
-    b.tokens = burst;
-  } else {
-    b.tokens = std::min(burst, b.tokens + q.limit_ * static_cast<double>(std::max<int64_t>(0, now_ms - b.last_ms)) /
-                                              1000.0);
-  }
+  b.tokens = fresh ? burst : std::min(burst, refilled(b, q.limit_));
   b.last_ms = now_ms;
   b.limit = q.limit_;
   *refused = q.strict_ && b.tokens < 0;

@@ -92,15 +92,18 @@ void dispatch_frame(RequestContext ctx) {
   };
   ctx.dispatched = started;
   ctx.handler_returned = returned;
-  if (ctx.broker != nullptr && ctx.broker->client_quotas().enabled()) ctx.worker_span = std::make_shared<WorkerSpan>();
-  // A client under a quota has one request in flight at a time, as every
-  // client has in Kafka: a throttled answer's mute then stops its very next
-  // request, where pipelined ones would already be dispatched.
-  if (ctx.hold_later_requests && ctx.broker != nullptr && ctx.broker->client_quotas().enabled() &&
+  // A client under a quota: its work off this thread is timed (worker_span,
+  // for request_percentage), and it has one request in flight at a time,
+  // as every client has in Kafka: a throttled answer's mute then stops its
+  // very next request, where pipelined ones would already be dispatched.
+  if (ctx.broker != nullptr && ctx.broker->client_quotas().enabled() &&
       ctx.broker->client_quotas().limits(ctx.header.client_id ? std::string_view(*ctx.header.client_id)
                                                               : std::string_view())) {
-    ctx.hold_later_requests();
-    ctx.quota_held = true;
+    ctx.worker_span = std::make_shared<WorkerSpan>();
+    if (ctx.hold_later_requests) {
+      ctx.hold_later_requests();
+      ctx.quota_held = true;
+    }
   }
   h->fn(std::move(ctx));
   returned->store(std::max<Clock::rep>(1, Clock::now().time_since_epoch().count()), std::memory_order_release);

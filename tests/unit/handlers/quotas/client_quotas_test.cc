@@ -635,14 +635,18 @@ TEST_CASE("request_percentage counts the time a request's work held an I/O pool 
   CHECK(request("pooled", 500'000'000, false) == 10000);
   // A task still running when the answer is made counts up to then.
   CHECK(request("running", 500'000'000, true) == 10000);
-  // WorkerTimer adds a task's time when it ends.
+  // WorkerTimer: a running task counts up to the time asked about; once it
+  // ends, its time is in the finished total and no longer grows.
   WorkerSpan span;
   {
     WorkerTimer t(&span);
     CHECK(span.running_since.load() != 0);
+    CHECK(span.ns(Clock::now() + std::chrono::seconds(1)) >= 1'000'000'000);
   }
   CHECK(span.running_since.load() == 0);
-  CHECK(span.done_ns.load() >= 0);
+  const int64_t finished = span.done_ns.load();
+  CHECK(span.ns(Clock::now() + std::chrono::hours(1)) == finished);
+  CHECK(finished < 1'000'000'000);
 }
 
 }  // namespace quota_handlers
