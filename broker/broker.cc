@@ -73,6 +73,21 @@ std::string read_meta(storage::io::FileSystem& fs, const std::string& path, cons
 
 Broker::Broker(config::BrokerConfig config) : config_(std::move(config)) {}
 
+bool Broker::switch_listeners(const config::Listeners& next, std::string* error) {
+  std::lock_guard<std::mutex> lock(listener_switch_mu_);
+  const std::function<void()> publish = [&] {
+    listeners_.store(std::make_shared<const config::Listeners>(next), std::memory_order_release);
+  };
+  if (listener_switch_) return listener_switch_(next, publish, error);
+  publish();
+  return true;
+}
+
+void Broker::set_listener_switch(ListenerSwitch fn) {
+  std::lock_guard<std::mutex> lock(listener_switch_mu_);
+  listener_switch_ = std::move(fn);
+}
+
 std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* error) {
   std::unique_ptr<Broker> b(new Broker(std::move(config)));
   const config::BrokerConfig& c = b->config_;
@@ -82,7 +97,7 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
     *error = listeners.error().message;
     return nullptr;
   }
-  b->listeners_ = listeners.value();
+  b->listeners_.store(std::make_shared<const config::Listeners>(listeners.value()));
   b->node_id_ = c.node_id() >= 0 ? c.node_id() : 1;
 
   // A KRaft stack with several voters is a cluster, and our clusters run
@@ -175,6 +190,15 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
       *error = "cannot load the dynamic broker configs: " + s.to_string();
       return nullptr;
     }
+    // A listener change a client made live is this broker's own dynamic
+    // config, and wins over server.properties here too, as in Kafka.
+    auto live_listeners = config::resolve_listeners(c);
+    if (!live_listeners.is_ok()) {
+      *error = live_listeners.error().message + " (with the dynamic broker configs of " +
+               std::string(admin::kDynamicConfigsFile) + ")";
+      return nullptr;
+    }
+    b->listeners_.store(std::make_shared<const config::Listeners>(live_listeners.value()));
     if (auto s = b->client_quotas().load(dirs.front()); !s.is_ok()) {
       *error = "cannot load the client quotas: " + s.to_string();
       return nullptr;

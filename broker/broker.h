@@ -59,7 +59,23 @@ class Broker {
   // For the dynamic configs service only (admin/dynamic_configs.h):
   // BrokerConfig::set_dynamic is safe against concurrent readers.
   config::BrokerConfig& config_for_dynamic_update() { return config_; }
-  const config::Listeners& listeners() const { return listeners_; }
+  // The listeners now (listeners, advertised.listeners and
+  // listener.security.protocol.map, resolved): a single node changes them
+  // live (admin/dynamic_configs.h), so hold the snapshot, not a reference
+  // into it, across a call.
+  std::shared_ptr<const config::Listeners> listeners() const { return listeners_.load(std::memory_order_acquire); }
+  // Single node, a dynamic change of the listeners (admin/dynamic_configs.cc):
+  // the network server, when one runs, binds the new listeners, has the
+  // snapshot published, then accepts on them and closes the removed ones
+  // (set_listener_switch); with none, the snapshot just changes. False, with
+  // nothing changed, when a listener cannot be bound.
+  bool switch_listeners(const config::Listeners& next, std::string* error);
+  // The network server's part of switch_listeners (server/server.h): it
+  // calls publish() once the new listeners are bound, before it accepts on
+  // them. An empty function when the server stops.
+  using ListenerSwitch =
+      std::function<bool(const config::Listeners& next, const std::function<void()>& publish, std::string* error)>;
+  void set_listener_switch(ListenerSwitch fn);
   int32_t node_id() const { return node_id_; }
   const std::string& cluster_id() const { return cluster_id_; }
 
@@ -132,7 +148,9 @@ class Broker {
 
   config::BrokerConfig config_;
   quotas::ClientQuotas* client_quotas_ = nullptr;  // service<>()'s, from open()
-  config::Listeners listeners_;
+  std::atomic<std::shared_ptr<const config::Listeners>> listeners_;
+  std::mutex listener_switch_mu_;
+  ListenerSwitch listener_switch_;  // under listener_switch_mu_
   int32_t node_id_ = 1;
   std::string cluster_id_;
   std::unique_ptr<ZkCluster> cluster_;

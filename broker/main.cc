@@ -127,12 +127,12 @@ bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std:
     return false;
   }
   // Listeners on port 0 advertise the port they really got.
+  // (The server records the ports its listeners got in BoundPorts.)
   const std::vector<uint16_t> bound = server.bound_ports();
-  for (size_t i = 0; i < bound.size() && i < broker->listeners().bound.size(); ++i)
-    broker->service<ciuickafka::broker::admin::BoundPorts>().set(broker->listeners().bound[i].name, bound[i]);
+  const auto listeners = broker->listeners();
   {
     std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
-    for (const auto& e : broker->listeners().advertised) {
+    for (const auto& e : listeners->advertised) {
       const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
       endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
     }
@@ -155,12 +155,12 @@ bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std:
     ports += std::to_string(p);
   }
   std::string listening, advertised;
-  for (size_t i = 0; i < broker->listeners().bound.size(); ++i) {
-    cfg::Endpoint e = broker->listeners().bound[i];
+  for (size_t i = 0; i < listeners->bound.size(); ++i) {
+    cfg::Endpoint e = listeners->bound[i];
     if (i < bound.size()) e.port = bound[i];
     listening += (listening.empty() ? "" : ",") + endpoint_text(e);
   }
-  for (const auto& e : broker->listeners().advertised) {
+  for (const auto& e : listeners->advertised) {
     const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
     advertised += (advertised.empty() ? "" : ",") + e.name + "://" + ep.host + ":" + std::to_string(ep.port);
   }

@@ -68,7 +68,8 @@ inline std::string local_hostname() {
 
 // The endpoint clients should use to reach this node over `listener`.
 inline AdvertisedEndpoint advertised_endpoint(Broker& broker, std::string_view listener) {
-  const auto& adv = broker.listeners().advertised;
+  const auto listeners = broker.listeners();
+  const auto& adv = listeners->advertised;
   const config::Endpoint* ep = nullptr;
   for (const auto& e : adv) {
     if (e.name.size() != listener.size()) continue;

@@ -27,6 +27,13 @@ using protocol::ErrorCode;
 
 std::string path_in(const std::string& dir) { return dir + "/" + kDynamicConfigsFile; }
 
+// Why a cluster broker does not change its listeners live: its endpoints
+// are registered in /brokers/ids/N and spread by the controller, which
+// CiuicKafka reads at start-up only.
+constexpr const char* kListenersInCluster =
+    "in a cluster the listeners are registered in ZooKeeper at start-up; set them in server.properties, "
+    "--override or KAFKA_* and restart the broker (a single node changes them live)";
+
 storage::Status persist(storage::io::FileSystem& fs, const std::string& dir, const config::DynamicMap& dflt,
                         const config::DynamicMap& mine) {
   pb::DynamicBrokerConfigs m;
@@ -53,7 +60,8 @@ config::DynamicMap DynamicConfigs::current(bool cluster_default) const {
 }
 
 TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicMap& configs,
-                                    config::DynamicMap* next_default, config::DynamicMap* next_mine) {
+                                    config::DynamicMap* next_default, config::DynamicMap* next_mine,
+                                    config::Listeners* next_listeners) {
   // Kafka answers INVALID_REQUEST for a static key and for a bad value (its
   // ConfigException becomes an InvalidRequestException). An unknown key is
   // refused too, where Kafka stores it as a custom config (README).
@@ -63,6 +71,8 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     if (k == nullptr) return {ErrorCode::INVALID_REQUEST, "Unknown broker configuration '" + name + "'."};
     if (auto why = config::not_dynamic_reason(*k))
       return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + *why};
+    if (config::is_listener_config(name) && broker_.cluster() != nullptr)
+      return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + kListenersInCluster};
   }
   const config::BrokerConfig& cfg = broker_.config();
   *next_default = cluster_default ? configs : cfg.dynamic_default();
@@ -70,6 +80,22 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
   config::BrokerConfig probe = cfg;
   if (auto r = probe.set_dynamic(*next_default, *next_mine); !r.is_ok())
     return {ErrorCode::INVALID_REQUEST, r.error().message};
+  // Kafka's DynamicListenerConfig.validateReconfiguration (set_dynamic has
+  // checked the listeners against each other as at start-up).
+  auto listeners = config::resolve_listeners(probe);
+  if (!listeners) return {ErrorCode::INVALID_REQUEST, listeners.error().message};
+  const auto now = broker_.listeners();
+  for (const config::Endpoint& e : listeners.value().bound) {
+    const auto old = std::find_if(now->bound.begin(), now->bound.end(),
+                                  [&e](const config::Endpoint& o) { return o.name == e.name; });
+    if (old != now->bound.end() && old->protocol != e.protocol)
+      return {ErrorCode::INVALID_REQUEST, "Security protocol cannot be updated for existing listener " + e.name};
+    if (old == now->bound.end() && e.protocol != config::SecurityProtocol::kPlaintext)
+      return {ErrorCode::INVALID_REQUEST, "Cannot add listener " + e.name + " with security protocol " +
+                                              std::string(config::to_string(e.protocol)) +
+                                              ": CiuicKafka has no TLS or SASL; PLAINTEXT only"};
+  }
+  if (next_listeners != nullptr) *next_listeners = std::move(listeners).value();
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
   // shrinks by at most a factor of two per change.
   for (const char* key : {"num.io.threads", "num.network.threads", "num.replica.fetchers",
@@ -142,11 +168,25 @@ void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const 
 TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMap& configs, bool validate_only) {
   std::lock_guard<std::mutex> lock(mu_);
   config::DynamicMap next_default, next_mine;
-  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine); !e.ok()) return e;
+  config::Listeners next_listeners;
+  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine, &next_listeners); !e.ok())
+    return e;
   if (validate_only) return {};
+  // New listeners are bound before anything is written: one that cannot be
+  // bound (a port in use) fails the change, as nothing else has changed.
+  const auto listeners_before = broker_.listeners();
+  const bool switching = next_listeners != *listeners_before;
+  if (switching) {
+    std::string error;
+    if (!broker_.switch_listeners(next_listeners, &error)) return {ErrorCode::INVALID_REQUEST, error};
+  }
   const std::string dir = broker_.config().log_dirs().front();
-  if (storage::Status s = persist(broker_.fs(), dir, next_default, next_mine); !s.is_ok())
+  if (storage::Status s = persist(broker_.fs(), dir, next_default, next_mine); !s.is_ok()) {
+    std::string ignored;
+    if (switching && !broker_.switch_listeners(*listeners_before, &ignored))
+      CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", ignored.c_str());
     return {ErrorCode::KAFKA_STORAGE_ERROR, "cannot write " + path_in(dir) + ": " + s.to_string()};
+  }
   apply_locked(next_default, next_mine, "changed by a client");
   return {};
 }
@@ -228,6 +268,7 @@ config::DynamicMap accepted(const config::DynamicMap& in, const std::string& whe
       if (auto parsed = config::parse_listener_value(k, *lk, v); !parsed) why = parsed.error().message;
     } else if (def == nullptr) why = "unknown key";
     else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
+    else if (config::is_listener_config(k)) why = kListenersInCluster;  // (ZooKeeper's sets are a cluster's)
     else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
     if (why) {
       CK_LOG_WARN("config", "%s: %s=%s skipped: %s", where.c_str(), k.c_str(), v.c_str(), why->c_str());

@@ -15,7 +15,9 @@
 // log.cleaner.io.buffer.size, log.cleaner.io.buffer.load.factor,
 // log.cleaner.threads (Kafka's LogCleaner rule: at least 1, within half and
 // double the current value, with its text);
-// max.connections, max.connections.per.ip and its overrides); after a change every topic's
+// max.connections, max.connections.per.ip and its overrides;
+// listeners, advertised.listeners and listener.security.protocol.map,
+// below); after a change every topic's
 // logs take their new effective settings (TopicTable::refresh_log_configs),
 // and Produce, the cleaner and retention read the new values from then on;
 // the request handler pool takes its new size (server/io_pool.h), the log
@@ -28,6 +30,22 @@
 // rule: at least half and at most double the current value, else
 // INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.
+//
+// Listeners (Kafka's DynamicListenerConfig), single node only: per broker
+// (the cluster default refuses them, as Kafka's PerBrokerConfigs), checked
+// as at start-up plus Kafka's rules (a listener keeps its security
+// protocol; PLAINTEXT only here, as at start-up). A change that alters the
+// listeners binds the new ones before anything is written
+// (Broker::switch_listeners, server/server.h); one that cannot be bound
+// (a port in use) is refused with INVALID_REQUEST naming it, and nothing
+// changes. Then Metadata advertises the new set, the removed listeners stop
+// and their connections close, as in Kafka. The set is kept in the file
+// below and wins over server.properties at the next start too. Kafka keys
+// a listener by name, so it ignores a new port for a listener it has
+// until a restart; CiuicKafka moves it (closes and binds anew). A cluster
+// broker refuses them: its endpoints are registered in ZooKeeper at
+// start-up (kListenersInCluster in dynamic_configs.cc), and what another
+// tool wrote there is skipped with a warning.
 //
 // Single node: persisted in `__ciuickafka_broker_configs.pb` in the first
 // log dir (dynamic_configs.proto), written atomically before the change is
@@ -57,6 +75,7 @@
 
 #include "broker/cluster/topic_table.h"
 #include "broker/config/broker_config.h"
+#include "broker/config/listeners.h"
 #include "storage/cleaner.h"
 #include "storage/io/file.h"
 
@@ -121,8 +140,9 @@ class DynamicConfigs {
 
  private:
   // Checks a candidate set; fills the two sets that would result.
+  // next_listeners (when given): the listeners that would result.
   TopicError validate(bool cluster_default, const config::DynamicMap& configs, config::DynamicMap* next_default,
-                      config::DynamicMap* next_mine);
+                      config::DynamicMap* next_mine, config::Listeners* next_listeners = nullptr);
   // Lays the sets over the config and re-applies the topics' log settings.
   void apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine, const char* why);
 

@@ -181,7 +181,7 @@ LeaderEndpoint ReplicaManager::leader_endpoint(int32_t leader, const LeaderAndIs
   // Not named in LiveLeaders: the metadata cache, on the inter-broker listener.
   auto snap = cache_.snapshot();
   if (const CachedBroker* b = snap->broker(leader)) {
-    const CachedEndpoint* e = b->endpoint(broker_.listeners().inter_broker);
+    const CachedEndpoint* e = b->endpoint(broker_.listeners()->inter_broker);
     if (e != nullptr) {
       ep.host = e->host;
       ep.port = e->port;

@@ -62,8 +62,12 @@ bool is_empty_value(const Value& v) {
 // transaction.partition.verification.enable (read by each Produce), and
 // num.recovery.threads.per.data.dir, which only the next start-up's log
 // recovery uses, as in Kafka (broker.cc loads the dynamic configs before
-// it opens the logs).
+// it opens the logs), and the listeners (Kafka's DynamicListenerConfig;
+// per broker, single node only: admin/dynamic_configs.cc, server/server.h).
 constexpr std::string_view kLiveBrokerKeys[] = {"background.threads",
+                                                "listeners",
+                                                "advertised.listeners",
+                                                "listener.security.protocol.map",
                                                 "num.io.threads",
                                                 "num.network.threads",
                                                 "num.replica.fetchers",
@@ -88,6 +92,10 @@ bool is_live_broker_key(std::string_view name) {
 }
 
 }  // namespace
+
+bool is_listener_config(std::string_view name) {
+  return name == "listeners" || name == "advertised.listeners" || name == "listener.security.protocol.map";
+}
 
 std::optional<std::string> not_dynamic_reason(const KeyDef& k) {
   // The topic-level defaults (log.retention.ms, message.max.bytes, ...):
@@ -226,6 +234,8 @@ Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const 
       }
       if (auto why = not_dynamic_reason(*k))
         return ConfigError{"cannot update " + name + " dynamically: " + *why};
+      if (source == ConfigSource::kDynamicDefault && is_listener_config(name))
+        return ConfigError{"Cannot update these configs at default cluster level, broker id must be specified: " + name};
       auto v = parse_value(*k, text);
       if (!v) return v.error();
       Entry e;
@@ -251,6 +261,7 @@ Result<bool> BrokerConfig::set_dynamic(const DynamicMap& cluster_default, const 
   if (candidate.get_int("max.connections.per.ip") == 0 && candidate.get_string("max.connections.per.ip.overrides").empty())
     return ConfigError{"invalid value \"0\" for max.connections.per.ip: expected a value >= 1 unless "
                        "max.connections.per.ip.overrides is set"};
+  if (auto l = resolve_listeners(candidate); !l) return l.error();
   if (!tables_) tables_ = std::make_unique<std::deque<std::unique_ptr<Table>>>();
   tables_->push_back(std::move(next));
   live_.store(tables_->back().get(), std::memory_order_release);

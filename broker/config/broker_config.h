@@ -74,6 +74,9 @@ using DynamicMap = std::map<std::string, std::string>;
 // Whether `k` may be set dynamically here (Kafka allows it, and it takes
 // effect live in CiuicKafka); when not, why not, one line.
 std::optional<std::string> not_dynamic_reason(const KeyDef& k);
+// listeners, advertised.listeners, listener.security.protocol.map: dynamic
+// per broker only (Kafka's PerBrokerConfigs), and on a single node only.
+bool is_listener_config(std::string_view name);
 
 // Kafka's listener overrides (its ListenerReconfigurable configs):
 // `listener.name.<l>.<key>`, <l> a listener's name in lower case (as

@@ -48,6 +48,8 @@ struct Listeners {
   std::vector<Endpoint> bound;       // listeners, in order
   std::vector<Endpoint> advertised;  // advertised.listeners, or the non-controller listeners when unset
   std::string inter_broker;          // inter.broker.listener.name, else PLAINTEXT if advertised, else the first
+
+  bool operator==(const Listeners&) const = default;
 };
 
 Result<Listeners> resolve_listeners(const BrokerConfig& config);

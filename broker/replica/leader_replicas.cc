@@ -397,7 +397,7 @@ std::optional<ControllerEndpoint> LeaderReplicas::controller() const {
   for (const auto& b : view->brokers) {
     if (b.id != view->controller_id) continue;
     for (const auto& ep : b.endpoints) {
-      if (ep.listener != broker_.listeners().inter_broker) continue;
+      if (ep.listener != broker_.listeners()->inter_broker) continue;
       return ControllerEndpoint{b.id, ep.host.empty() ? "localhost" : ep.host, static_cast<uint16_t>(ep.port)};
     }
   }

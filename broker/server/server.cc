@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "broker/admin/cluster_info.h"
 #include "broker/admin/dynamic_configs.h"
 #include "broker/broker.h"
 #include "broker/fetch/waiting_room.h"
@@ -57,6 +58,9 @@ bool move_socket(tcp::socket& s, asio::io_context& to) {
   return true;
 }
 
+// Kafka protects the inter-broker listener only when there are others.
+std::string protected_of(const config::Listeners& l) { return l.bound.size() > 1 ? l.inter_broker : std::string(); }
+
 int network_threads(int configured) {
   return configured > 0 ? configured : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
@@ -71,12 +75,12 @@ Server::Server(Broker& broker, DispatchFn dispatch)
       max_per_ip_(broker.config().get_int("max.connections.per.ip")),
       max_creation_rate_(broker.config().get_int("max.connection.creation.rate")),
       broker_rate_(new_rate()),
-      // Kafka protects the inter-broker listener only when there are others.
-      protected_listener_(broker.listeners().bound.size() > 1 ? broker.listeners().inter_broker : std::string()) {}
+      protected_listener_(protected_of(*broker.listeners())) {}
 
 Server::~Server() {
   stop(std::chrono::milliseconds(0));
   listeners_.clear();
+  removed_listeners_.clear();
   threads_.clear();
   retired_.clear();
 }
@@ -106,9 +110,11 @@ bool Server::start(std::string* error) {
   first_ = threads_[0].get();
 
   // Bind everything before any thread runs: a failure leaves nothing behind.
-  for (const config::Endpoint& ep : broker_.listeners().bound) {
+  const auto configured = broker_.listeners();
+  for (const config::Endpoint& ep : configured->bound) {
     Listener l;
     l.name = ep.name;
+    l.endpoint = ep;
     l.acceptor = std::make_unique<tcp::acceptor>(threads_[0]->ioc);
     l.retry = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
     l.throttle = std::make_unique<asio::steady_timer>(threads_[0]->ioc);
@@ -127,9 +133,12 @@ bool Server::start(std::string* error) {
       return false;
     }
     boost::system::error_code ec;
-    ports_.push_back(l.acceptor->local_endpoint(ec).port());
+    l.port = l.acceptor->local_endpoint(ec).port();
+    std::lock_guard<std::mutex> lock(conns_mu_);
     listeners_.push_back(std::move(l));
   }
+  // Listeners on port 0 advertise the port they really got.
+  for (const Listener& l : listeners_) broker_.service<admin::BoundPorts>().set(l.name, l.port);
   for (Listener& l : listeners_) accept(l);
   for (Listener& l : listeners_) broker_.metrics().add_listener(l.name);
   {
@@ -144,6 +153,121 @@ bool Server::start(std::string* error) {
     apply_connection_limits();
     request_resize(broker_.config().get_int("num.network.threads"));
   });
+  broker_.set_listener_switch([this](const config::Listeners& next, const std::function<void()>& publish,
+                                     std::string* error) { return switch_listeners(next, publish, error); });
+  return true;
+}
+
+std::vector<uint16_t> Server::bound_ports() const {
+  std::lock_guard<std::mutex> lock(conns_mu_);
+  std::vector<uint16_t> out;
+  for (const Listener& l : listeners_) out.push_back(l.port);
+  return out;
+}
+
+bool Server::switch_listeners(const config::Listeners& next, const std::function<void()>& publish,
+                              std::string* error) {
+  if (stopping_.load()) {
+    *error = "the broker is shutting down";
+    return false;
+  }
+  const auto kept = [&next](const config::Endpoint& ep) {
+    return std::find(next.bound.begin(), next.bound.end(), ep) != next.bound.end();
+  };
+  // 1. Bind what is new, off the network threads; a failure changes nothing.
+  std::list<Listener> fresh;
+  {
+    std::vector<config::Endpoint> now;
+    {
+      std::lock_guard<std::mutex> lock(conns_mu_);
+      for (const Listener& l : listeners_) now.push_back(l.endpoint);
+    }
+    for (const config::Endpoint& ep : next.bound) {
+      if (std::find(now.begin(), now.end(), ep) != now.end()) continue;
+      Listener l;
+      l.name = ep.name;
+      l.endpoint = ep;
+      l.acceptor = std::make_unique<tcp::acceptor>(first_->ioc);
+      l.retry = std::make_unique<asio::steady_timer>(first_->ioc);
+      l.throttle = std::make_unique<asio::steady_timer>(first_->ioc);
+      l.rate = new_rate();
+      if (!open_acceptor(*l.acceptor, ep, error)) {
+        // (A listener moved to a port another one holds until this change
+        // takes effect cannot be bound yet: remove it in one change, add it
+        // in the next.)
+        return false;  // fresh's acceptors, never used by a thread, close here
+      }
+      boost::system::error_code ec;
+      l.port = l.acceptor->local_endpoint(ec).port();
+      fresh.push_back(std::move(l));
+    }
+  }
+  for (const Listener& l : fresh) broker_.service<admin::BoundPorts>().set(l.name, l.port);
+  publish();  // Metadata advertises the new listeners from here on
+  // 2. On the first thread, which owns the acceptors: swap, accept, close.
+  const auto swap = [this, &fresh, &next, &kept] {
+    std::vector<Listener*> started;
+    std::vector<Live> orphans;
+    std::vector<std::string> gone;
+    {
+      std::lock_guard<std::mutex> lock(conns_mu_);
+      protected_listener_ = protected_of(next);
+      for (auto it = listeners_.begin(); it != listeners_.end();) {
+        const auto at = it++;
+        if (kept(at->endpoint)) continue;
+        Listener& l = *at;
+        l.removed = true;
+        boost::system::error_code ec;
+        l.acceptor->close(ec);
+        l.retry->cancel();
+        l.throttle->cancel();  // a connection held for the rate is closed by its handler
+        if (l.parked) l.parked->close(ec);
+        l.parked.reset();
+        for (const auto& [id, live] : conns_)
+          if (live.listener == &l) orphans.push_back(live);
+        gone.push_back(describe_endpoint(l.endpoint));
+        removed_listeners_.splice(removed_listeners_.end(), listeners_, at);
+      }
+      for (Listener& l : fresh) {
+        read_listener_limits_locked(l);
+        started.push_back(&l);
+      }
+      listeners_.splice(listeners_.end(), fresh);
+      // In next's order, as bound_ports() reports them.
+      std::vector<config::Endpoint> order = next.bound;
+      listeners_.sort([&order](const Listener& a, const Listener& b) {
+        return std::find(order.begin(), order.end(), a.endpoint) < std::find(order.begin(), order.end(), b.endpoint);
+      });
+    }
+    for (Listener* l : started) {
+      broker_.metrics().add_listener(l->name);
+      accept(*l);
+      config::Endpoint at = l->endpoint;
+      at.port = l->port;
+      CK_LOG_INFO("network", "listening on %s (a dynamic config change)", describe_endpoint(at).c_str());
+    }
+    for (const std::string& g : gone)
+      CK_LOG_INFO("network", "stopped listening on %s (a dynamic config change)", g.c_str());
+    for (const Live& o : orphans)
+      asio::post(o.thread->ioc, [c = o.connection] {
+        if (auto conn = c.lock()) conn->close("its listener was removed (a dynamic config change)");
+      });
+  };
+  if (first_->ioc.get_executor().running_in_this_thread()) {
+    swap();
+  } else {
+    auto done = std::make_shared<std::promise<void>>();
+    auto f = done->get_future();
+    asio::post(first_->ioc, [&swap, done] {
+      swap();
+      done->set_value();
+    });
+    // The first thread runs only short handlers, and stop() cannot stop it
+    // meanwhile: it takes the listener switch away first (Broker's mutex,
+    // held by the caller of this function), so this wait ends.
+    f.wait();
+  }
+  listener_switches_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 
@@ -588,7 +712,7 @@ void Server::accept(Listener& l) {
   IoThread* t;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
-    if (stopping_.load()) return;
+    if (stopping_.load() || l.removed) return;
     if (!slot_available_locked(l)) {
       // max.connections: accept nothing more until a connection closes
       // (on_connection_closed resumes); clients wait in the listen backlog.
@@ -608,7 +732,7 @@ void Server::resume(Listener& l) {
   IoThread* t = nullptr;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
-    if (!l.paused || stopping_.load() || !slot_available_locked(l)) return;
+    if (!l.paused || stopping_.load() || l.removed || !slot_available_locked(l)) return;
     l.paused = false;
     parked = std::move(l.parked);
     t = l.parked_thread;  // the socket belongs to that thread's io_context
@@ -632,6 +756,11 @@ void Server::on_accept(Listener& l, IoThread& t, const boost::system::error_code
   int64_t wait = 0;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
+    if (l.removed) {  // accepted just before its listener was removed live
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      return;
+    }
     wait = record_connection_locked(l);
   }
   if (wait > 0) {
@@ -703,6 +832,10 @@ bool Server::admit(Listener& l, IoThread& t, tcp::socket socket) {
   std::vector<Live> victims;
   {
     std::lock_guard<std::mutex> lock(conns_mu_);
+    if (l.removed) {  // held for the rate while its listener was removed live
+      socket.close(ec);
+      return true;
+    }
     if (!slot_available_locked(l)) {
       // Another listener took the last slot meanwhile: hold this one.
       l.parked = std::make_unique<tcp::socket>(std::move(socket));
@@ -779,21 +912,24 @@ void Server::on_connection_closed(uint64_t id) {
 uint64_t Server::refused_per_ip() const {
   std::lock_guard<std::mutex> lock(conns_mu_);
   uint64_t n = 0;
-  for (const Listener& l : listeners_) n += l.refused_per_ip;
+  for (const auto* list : {&listeners_, &removed_listeners_})
+    for (const Listener& l : *list) n += l.refused_per_ip;
   return n;
 }
 
 uint64_t Server::connections_throttled() const {
   std::lock_guard<std::mutex> lock(conns_mu_);
   uint64_t n = 0;
-  for (const Listener& l : listeners_) n += l.throttled;
+  for (const auto* list : {&listeners_, &removed_listeners_})
+    for (const Listener& l : *list) n += l.throttled;
   return n;
 }
 
 uint64_t Server::acceptor_pauses() const {
   std::lock_guard<std::mutex> lock(conns_mu_);
   uint64_t n = 0;
-  for (const Listener& l : listeners_) n += l.pauses;
+  for (const auto* list : {&listeners_, &removed_listeners_})
+    for (const Listener& l : *list) n += l.pauses;
   return n;
 }
 
@@ -837,6 +973,7 @@ void Server::stop(std::chrono::milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
   if (!started_) return;
+  broker_.set_listener_switch({});  // waits for a change in progress
   if (config_subscription_ != 0) {
     broker_.service<admin::DynamicConfigs>().unsubscribe(config_subscription_);
     config_subscription_ = 0;
@@ -861,6 +998,7 @@ void Server::stop(std::chrono::milliseconds grace) {
     auto f = p->get_future();
     asio::post(first_->ioc, [this, p] {
       boost::system::error_code ec;
+      std::lock_guard<std::mutex> lock(conns_mu_);
       for (Listener& l : listeners_) {
         l.acceptor->close(ec);
         l.retry->cancel(ec);

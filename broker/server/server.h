@@ -1,7 +1,7 @@
 // broker/server/server.h: the network side of the broker: listeners,
 // network threads, connections.
 //
-// start() binds every listener of broker.listeners().bound and starts
+// start() binds every listener of broker.listeners()->bound and starts
 // num.network.threads threads (<= 0: one per core), each running its own
 // io_context. Accepted connections are spread round-robin over the threads;
 // a connection lives on its thread for good, so its requests are read,
@@ -94,7 +94,13 @@
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
 //
-// Thread-safety: start/stop/bound_ports from one controlling thread.
+// The listeners change live on a single node (listeners,
+// advertised.listeners and listener.security.protocol.map as dynamic
+// broker configs: switch_listeners(), called through
+// Broker::switch_listeners, which start() hooks up and stop() unhooks).
+//
+// Thread-safety: start/stop from one controlling thread; bound_ports and
+// switch_listeners from any thread but a network thread.
 #pragma once
 
 #include <atomic>
@@ -102,6 +108,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -136,8 +143,22 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   bool start(std::string* error);
-  // The ports actually bound, in listener order (port 0 resolved).
-  std::vector<uint16_t> bound_ports() const { return ports_; }
+  // The ports actually bound, in listener order (port 0 resolved): the
+  // listeners of now, after any live change.
+  std::vector<uint16_t> bound_ports() const;
+  // Listeners changed live (single node: Broker::switch_listeners, from a
+  // dynamic config change): binds the listeners of next.bound that are new
+  // (a name not bound now, or bound now at another host or port) and, if
+  // every one binds, records their ports (admin::BoundPorts), calls
+  // publish(), then on the first thread accepts on them, stops the
+  // listeners next no longer has (or has elsewhere) and closes their
+  // connections, as Kafka's removed acceptors close theirs. If one cannot
+  // be bound, nothing changes and error says which and why. Call it from
+  // anything but a network thread (the I/O pool does); it waits for the
+  // first thread (bounded).
+  bool switch_listeners(const config::Listeners& next, const std::function<void()>& publish, std::string* error);
+  // Listeners changed live since start.
+  uint64_t listener_switches() const { return listener_switches_.load(std::memory_order_acquire); }
   void stop(std::chrono::milliseconds grace);
 
   size_t connection_count() const;
@@ -179,6 +200,11 @@ class Server {
   };
   struct Listener {
     std::string name;
+    config::Endpoint endpoint;  // as configured (port 0: any)
+    uint16_t port = 0;          // as bound
+    // Under conns_mu_: stopped by a live change (switch_listeners); kept in
+    // removed_listeners_ for the handlers and connections still naming it.
+    bool removed = false;
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
     std::unique_ptr<asio::steady_timer> retry;  // after accept errors (EMFILE)
     // Under conns_mu_: paused for max.connections, and a socket accepted
@@ -254,7 +280,6 @@ class Server {
   DispatchFn dispatch_;
   RequestBudget budget_;
   std::atomic<uint64_t> pipeline_pauses_{0};
-  std::vector<uint16_t> ports_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
   bool stopped_ = false;
@@ -273,7 +298,8 @@ class Server {
   int64_t max_creation_rate_;      // max.connection.creation.rate
   std::unique_ptr<ConnectionRate> broker_rate_;  // every listener's connections but the protected one's
   uint64_t config_subscription_ = 0;  // admin::DynamicConfigs::subscribe
-  std::string protected_listener_;  // the inter-broker listener
+  std::string protected_listener_;  // the inter-broker listener, under conns_mu_
+  std::atomic<uint64_t> listener_switches_{0};
 
   // The idle-ratio window: the clock at the previous scrape.
   std::mutex scrape_mu_;
@@ -299,7 +325,11 @@ class Server {
   std::vector<std::unique_ptr<IoThread>> retired_;
   std::vector<std::unique_ptr<IoThread>> threads_;
   IoThread* first_ = nullptr;  // threads_[0], set by start()
-  std::vector<Listener> listeners_;
+  // Under conns_mu_ (start() and the first thread change them): a list, so
+  // the handlers and connections holding a Listener& keep it; a listener
+  // removed live moves to removed_listeners_ until the Server goes.
+  std::list<Listener> listeners_;
+  std::list<Listener> removed_listeners_;
 };
 
 }  // namespace ciuickafka::broker

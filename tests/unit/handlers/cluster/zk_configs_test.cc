@@ -121,8 +121,12 @@ TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /c
   REQUIRE(d.current_in_zk(*s, false, &current).ok());
   CHECK(current == config::DynamicMap{{"message.max.bytes", "2048"}});
 
-  // Refusals write nothing.
+  // Refusals write nothing. Listeners are a single node's to change live:
+  // a cluster broker's are registered in ZooKeeper at start-up.
   CHECK(d.replace_in_zk(*s, true, {{"num.partitions", "3"}}, false).code == ErrorCode::INVALID_REQUEST);
+  const TopicError listeners = d.replace_in_zk(*s, false, {{"listeners", "PLAINTEXT://127.0.0.1:0"}}, false);
+  CHECK(listeners.code == ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(listeners.message, Catch::Contains("listeners") && Catch::Contains("restart"));
   CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "soon"}}, false).code == ErrorCode::INVALID_REQUEST);
   CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "60000"}}, true).ok());  // validate only
   CHECK(changes(*s).size() == 2);
@@ -134,6 +138,12 @@ TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /c
                  replication::encode_entity_config(
                      {{"log.retention.ms", "7200000"}, {"socket.request.max.bytes", "4096"}, {"log.segment.bytes", "x"}}),
                  -1) == zk::Code::kOk);
+  REQUIRE(s->set("/config/brokers/" + me,
+                 replication::encode_entity_config({{"advertised.listeners", "PLAINTEXT://elsewhere:9092"}}), -1) ==
+          zk::Code::kOk);
+  REQUIRE(d.apply_from_zk(*s));
+  CHECK(c.broker().config().dynamic_broker().empty());
+  CHECK(c.broker().listeners()->advertised.front().host != "elsewhere");
   REQUIRE(s->remove("/config/brokers/" + me, -1) == zk::Code::kOk);
   REQUIRE(d.apply_from_zk(*s));
   CHECK(c.broker().config().dynamic_default() == config::DynamicMap{{"log.retention.ms", "7200000"}});
