@@ -515,6 +515,12 @@ def dynamic_configs(c):
     inc("every broker: delete a listener override", "",
         [("listener.name.plaintext.max.connection.creation.rate", 1, None)])
     shows("", "listener.name.plaintext.max.connection.creation.rate", None, absent=True)
+    # The listeners (Kafka's DynamicListenerConfig): per broker only, and a
+    # listener keeps its security protocol (both refused; what a change
+    # does to the sockets is tested against the broker alone).
+    inc("every broker: listeners", "", [("listeners", 0, "PLAINTEXT://127.0.0.1:0")])
+    inc("broker: a listener's security protocol", "0",
+        [("listener.security.protocol.map", 0, "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT")])
     inc("broker: delete", "0", [("log.retention.ms", 1, None), ("message.max.bytes", 1, None)])
     inc("every broker: delete", "", [("message.max.bytes", 1, None)])
     shows("", "message.max.bytes", None, absent=True)

@@ -46,6 +46,7 @@ failure, not a skip.
 import json
 import os
 import re
+import socket
 import sys
 import time
 
@@ -175,6 +176,17 @@ def online(ctx, b, cp):
     k.add("configs_default_unset", CONFIGS, *B, *DFLT, "--alter", "--delete-config",
           "message.max.bytes,log.segment.delete.delay.ms")
     k.add("configs_default_after", CONFIGS, *B, *DFLT, "--describe")
+    # Listeners changed live (single node, Kafka's DynamicListenerConfig): a
+    # second listener added by Kafka's tool, used by Kafka's tool, described,
+    # then removed (the broker's own listener is untouched throughout).
+    extra = harness.free_port()
+    listeners = "PLAINTEXT://127.0.0.1:%d,EXTRA://127.0.0.1:%d" % (b.port, extra)
+    k.add("listeners_add", CONFIGS, *B, *BRK, "--alter", "--add-config",
+          "listeners=[%s],listener.security.protocol.map=[PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT]" % listeners)
+    k.add("listeners_use", TOPICS, "--bootstrap-server", "127.0.0.1:%d" % extra, "--list")
+    k.add("listeners_describe", CONFIGS, *B, *BRK, "--describe")
+    k.add("listeners_remove", CONFIGS, *B, *BRK, "--alter", "--delete-config",
+          "listeners,listener.security.protocol.map")
     # Client quotas (AlterClientQuotas / DescribeClientQuotas; --describe of
     # users also asks DescribeUserScramCredentials): a client id's, a user's
     # default client's and an address's, described, then deleted. Nobody here uses these ids.
@@ -278,6 +290,17 @@ def online(ctx, b, cp):
     k.out("configs_default_unset")
     check(k.out("configs_default_after").strip() == "Default configs for brokers in the cluster are:",
           "nothing left after --delete-config:\n" + k.out("configs_default_after"))
+    k.out("listeners_add")
+    check(T in k.out("listeners_use").split(), "kafka-topics --list through the listener added live:\n" +
+          k.out("listeners_use"))
+    ld = k.out("listeners_describe")
+    check(re.search(r"^\s+listeners=%s sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:listeners=%s, "
+                    r"STATIC_BROKER_CONFIG:listeners=PLAINTEXT://127\.0\.0\.1:%d" %
+                    (re.escape(listeners), re.escape(listeners), b.port), ld, re.M),
+          "kafka-configs --describe of the listeners set live:\n" + ld)
+    k.out("listeners_remove")
+    with socket.socket() as s:  # the removed listener's port no longer listens
+        check(s.connect_ex(("127.0.0.1", extra)) != 0, "127.0.0.1:%d still accepts after the listener's removal" % extra)
 
     check(k.out("quotas_client_alter").strip() == "Completed updating config for client cli-c.",
           k.out("quotas_client_alter"))
