@@ -417,10 +417,26 @@ zk::Code ClusterMembership::read_brokers(std::vector<LiveBroker>* out) {
 
 void ClusterMembership::request_sync() { post(Event::kSync); }
 
+void ClusterMembership::update_endpoints(std::vector<ListenerEndpoint> endpoints) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_endpoints_ = std::move(endpoints);
+  }
+  post(Event::kSync);
+}
+
 bool ClusterMembership::sync() {
   if (!registered_) return true;
   const int64_t started = steady_ms();
   const int64_t epoch_before = broker_epoch_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_endpoints_) {
+      endpoints_ = std::move(*pending_endpoints_);
+      pending_endpoints_.reset();
+      endpoints_written_ = false;
+    }
+  }
   zk::Code c = register_broker();
   if (c == zk::Code::kNodeExists) {
     // Someone else holds our id while our session lives: nothing we can fix
@@ -429,6 +445,18 @@ bool ClusterMembership::sync() {
     return false;
   }
   if (c != zk::Code::kOk) return false;
+  if (!endpoints_written_) {
+    // Our znode (created now or before) gets the endpoints of now; the same
+    // node, so the same broker epoch.
+    const std::string path = broker_id_path(config_.broker_id);
+    c = session()->set(path, encode_registration(endpoints_, config_.rack, wall_ms()), -1);
+    if (c != zk::Code::kOk) return false;
+    endpoints_written_ = true;
+    std::string text;
+    for (const auto& e : endpoints_)
+      text += (text.empty() ? "" : ",") + e.listener + "://" + e.host + ":" + std::to_string(e.port);
+    log_line("INFO", "registered the new endpoints " + text + " in " + path);
+  }
   int32_t controller = -1;
   c = read_controller(&controller);
   if (c != zk::Code::kOk && c != zk::Code::kNoNode) return false;

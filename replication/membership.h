@@ -117,6 +117,13 @@ class ClusterMembership {
   // false with *error when it could not.
   bool start(std::vector<ListenerEndpoint> endpoints, int64_t deadline_ms, std::string* error);
 
+  // A live listener change: these endpoints replace the advertised ones in
+  // /brokers/ids/N, written by the event thread on the same znode (so the
+  // broker epoch stays; the controller's data watch sends every broker the
+  // new list). A write that fails is retried with the next sync; a new
+  // session registers with them. Any thread, after start().
+  void update_endpoints(std::vector<ListenerEndpoint> endpoints);
+
   // Resigns (deletes /controller if ours), closes the session (its
   // ephemeral nodes go at once) and joins the thread. Idempotent.
   void stop();
@@ -161,13 +168,16 @@ class ClusterMembership {
   zk::Client& client_;
   const MembershipConfig config_;
   std::string cluster_id_;
-  std::vector<ListenerEndpoint> endpoints_;
+  std::vector<ListenerEndpoint> endpoints_;  // start(), then the event thread
+  bool endpoints_written_ = true;            // event thread: endpoints_ are in our znode
 
   mutable std::mutex mu_;  // guards session_, view_, listener_, events_
   std::shared_ptr<zk::Session> session_;
   std::shared_ptr<const ClusterView> view_;
   MembershipListener listener_;
   std::deque<Event> events_;
+  // update_endpoints(): the endpoints to register, taken by the next sync.
+  std::optional<std::vector<ListenerEndpoint>> pending_endpoints_;
   std::condition_variable cv_;
   std::atomic<bool> registered_{false};
   std::atomic<bool> stopping_{false};

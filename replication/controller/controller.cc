@@ -169,6 +169,7 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
   session_ = std::move(session);
   for (bool& a : armed_) a = false;
   topic_armed_.clear();
+  broker_armed_.clear();
   sender_.clear();
   sender_.set_brokers(live);
   log_line("INFO", "active (epoch " + std::to_string(id.epoch) + ", " + std::to_string(live.size()) +
@@ -277,6 +278,9 @@ void Controller::process_brokers(uint64_t gen) {
                          " (retrying)");
     if (!backoff(gen, &wait_ms)) return;
   }
+  // Each live broker's registration is watched too: a broker whose
+  // listeners changed live rewrites it (process_broker_change).
+  for (const auto& [id, b] : now) arm_broker(gen, id);
   const auto& known = psm_->context().live;
   std::vector<int32_t> failed;
   std::vector<LiveBroker> started;
@@ -305,6 +309,54 @@ void Controller::process_brokers(uint64_t gen) {
     log_line("INFO", "brokers joined: " + ids);
     run_step(gen, "broker startup", [&] { return psm_->on_broker_startup(started, unclean); });
   }
+}
+
+void Controller::arm_broker(uint64_t gen, int32_t id) {
+  if (broker_armed_.contains(id) || !session_) return;
+  std::weak_ptr<Inbox> inbox = inbox_;
+  zk::WatchFn w = [this, inbox, gen, id](zk::EventType, const std::string&) {
+    auto in = inbox.lock();
+    if (!in) return;
+    post_to(in, gen, [this, gen, id] {
+      broker_armed_.erase(id);
+      process_broker_change(gen, id);
+    });
+  };
+  // Gone already: the /brokers/ids children watch tells of it.
+  if (session_->exists(broker_id_path(id), nullptr, std::move(w)) == zk::Code::kOk) broker_armed_.insert(id);
+}
+
+// Kafka's BrokerModifications: a live broker rewrote its registration (its
+// listeners changed live) in the same session, so with the same epoch. The
+// controller takes its new endpoints and sends every live broker the list
+// (UpdateMetadata), as Kafka's onBrokerUpdate; its own channel to that broker
+// follows the new inter-broker endpoint. A new epoch or a broker gone is the
+// children watch's (failure, startup).
+void Controller::process_broker_change(uint64_t gen, int32_t id) {
+  if (!current(gen) || !psm_) return;
+  const auto& live = psm_->context().live;
+  auto known = live.find(id);
+  if (known == live.end()) return;
+  arm_broker(gen, id);
+  std::string data;
+  zk::Stat st;
+  if (session_->get(broker_id_path(id), &data, &st) != zk::Code::kOk) return;
+  LiveBroker b;
+  b.id = id;
+  b.epoch = st.czxid;
+  std::string why;
+  if (!decode_registration(data, &b.endpoints, &b.rack, &why)) {
+    log_line("WARN", broker_id_path(id) + ": " + why + " (ignored)");
+    return;
+  }
+  if (b.epoch != known->second.epoch || (b.endpoints == known->second.endpoints && b.rack == known->second.rack))
+    return;
+  log_line("INFO", "broker " + std::to_string(id) + " changed its endpoints");
+  // The channel first, so that the UpdateMetadata goes to the new endpoint.
+  std::vector<LiveBroker> all;
+  for (const auto& [i, x] : live) all.push_back(i == id ? b : x);
+  sender_.set_brokers(all);
+  run_step(gen, "broker update", [&] { return psm_->on_broker_update(b); });
 }
 
 void Controller::process_topics(uint64_t gen) {

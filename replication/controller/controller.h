@@ -9,6 +9,10 @@
 //   /brokers/ids children        -> on_broker_failure / on_broker_startup (a
 //                                   broker whose czxid changed is bounced:
 //                                   failure, then startup, as Kafka);
+//   /brokers/ids/N (data), each live broker -> on_broker_update when its
+//                                   endpoints changed in the same session
+//                                   (listeners changed live: Kafka's
+//                                   BrokerModifications);
 //   /brokers/topics children     -> on_new_topics for names not known yet;
 //   /brokers/topics/T (data)     -> on_new_topics({T}) when its assignment
 //                                   gained partitions (CreatePartitions,
@@ -199,6 +203,8 @@ class Controller {
   void resign(uint64_t gen, const std::string& why);
   void arm(uint64_t gen, Watch w);
   void process_brokers(uint64_t gen);
+  void arm_broker(uint64_t gen, int32_t id);
+  void process_broker_change(uint64_t gen, int32_t id);
   void process_topics(uint64_t gen);
   void process_topic_change(uint64_t gen, const std::string& topic);
   void arm_topic(uint64_t gen, const std::string& topic);
@@ -266,6 +272,7 @@ class Controller {
   std::unique_ptr<PartitionStateMachine> psm_;
   bool armed_[5] = {false, false, false, false, false};
   std::set<std::string> topic_armed_;  // topics with a data watch set
+  std::set<int32_t> broker_armed_;     // live brokers whose /brokers/ids/N has a data watch set
 };
 
 }  // namespace ciuickafka::replication::controller

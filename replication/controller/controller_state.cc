@@ -414,4 +414,15 @@ StepResult PartitionStateMachine::on_broker_startup(const std::vector<LiveBroker
   return r;
 }
 
+StepResult PartitionStateMachine::on_broker_update(const LiveBroker& broker) {
+  if (resigned_) return resigned_result();
+  StepResult r;
+  RequestBatch batch;
+  ctx_.live[broker.id] = broker;
+  batch.add_update_metadata_brokers(live_ids(ctx_), false);
+  finish(batch, &r);
+  r.requests.metadata_first = true;
+  return r;
+}
+
 }  // namespace ciuickafka::replication::controller

@@ -98,6 +98,10 @@ class PartitionStateMachine {
   // Brokers that registered; their replicas come online and new/offline
   // partitions are elected. Pending deletions are retried.
   StepResult on_broker_startup(const std::vector<LiveBroker>& brokers, const UncleanAllowed& unclean);
+  // A live broker's new registration in the same session (its endpoints or
+  // rack changed): every live broker gets the broker list (UpdateMetadata
+  // without partitions), as Kafka's onBrokerUpdate.
+  StepResult on_broker_update(const LiveBroker& broker);
 
   // Preferred replica election (ElectLeaders PREFERRED, auto rebalance,
   // /admin/preferred_replica_election).

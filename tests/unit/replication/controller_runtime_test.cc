@@ -119,6 +119,52 @@ TEST_CASE("Controller: a bounced broker (new czxid) is failure then startup", "[
   CHECK(epoch_ok);
 }
 
+TEST_CASE("Controller: a broker that rewrites its registration (listeners changed live) is spread to every broker",
+          "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
+  const int64_t epoch = f.epoch_of(2);
+  const int32_t leader_epoch = f.state("t", 0)->leader_epoch;
+  // The port broker 1 hears for broker 2's listener `name`, in an
+  // UpdateMetadata sent at index >= from (0: none).
+  const auto heard = [&](const std::string& name, size_t from) {
+    int32_t port = 0;
+    const auto sent = f.sender.sent();
+    for (size_t i = from; i < sent.size(); ++i)
+      if (auto it = sent[i].update_metadata.find(1); it != sent[i].update_metadata.end())
+        for (const auto& b : it->second.live_brokers)
+          if (b.id == 2)
+            for (const auto& e : b.endpoints)
+              if (e.listener == name) port = e.port;
+    return port;
+  };
+  const size_t before = f.sender.sent_count();
+
+  // Broker 2 adds a listener: the same znode (so the same epoch), new data.
+  std::vector<BrokerEndPoint> endpoints = live[1].endpoints;
+  endpoints.push_back({"EXTRA", "127.0.0.1", 19092, "PLAINTEXT"});
+  REQUIRE(f.broker_sessions[2]->set(broker_id_path(2), encode_registration(endpoints, std::nullopt, 2), -1) ==
+          zk::Code::kOk);
+  REQUIRE(wait_until([&] { return heard("EXTRA", before) == 19092; }));
+  CHECK(f.epoch_of(2) == epoch);
+  CHECK(f.sender.metadata_to(2, before));
+  // Not a bounce: broker 2 stays in the ISR and nothing is re-elected.
+  CHECK(f.state("t", 0)->isr == std::vector<int32_t>{1, 2});
+  CHECK(f.state("t", 0)->leader_epoch == leader_epoch);
+  CHECK(f.sender.brokers().at(2) == epoch);
+
+  // Watched again: a second change is spread too.
+  const size_t second = f.sender.sent_count();
+  endpoints.back().port = 19093;
+  REQUIRE(f.broker_sessions[2]->set(broker_id_path(2), encode_registration(endpoints, std::nullopt, 3), -1) ==
+          zk::Code::kOk);
+  REQUIRE(wait_until([&] { return heard("EXTRA", second) == 19093; }));
+}
+
 TEST_CASE("Controller: a delete_topics marker removes the topic's znodes", "[controller][runtime]") {
   Runtime f;
   std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};

@@ -143,6 +143,28 @@ TEST_CASE("three brokers register with Kafka's payloads and agree on one control
   CHECK(brokers[2].endpoints == endpoints_for(3));
 }
 
+TEST_CASE("new endpoints (listeners changed live) rewrite the same registration - the broker epoch stays") {
+  Cluster c;
+  ClusterMembership& m = c.add(1);
+  REQUIRE(eventually(m, [](const ClusterView& v) { return v.brokers.size() == 1; }));
+  auto reader = c.reader();
+  zk::Stat before;
+  REQUIRE(reader->exists("/brokers/ids/1", &before) == zk::Code::kOk);
+  std::vector<ListenerEndpoint> moved = endpoints_for(1);
+  moved.push_back({"EXTRA", "127.0.0.1", 29091, "PLAINTEXT"});
+  m.update_endpoints(moved);
+  REQUIRE(eventually(m, [&](const ClusterView& v) { return v.brokers.size() == 1 && v.brokers[0].endpoints == moved; }));
+  std::string data;
+  zk::Stat after;
+  REQUIRE(reader->get("/brokers/ids/1", &data, &after) == zk::Code::kOk);
+  auto reg = decode_broker_registration(data);
+  REQUIRE(reg.ok());
+  CHECK(reg->endpoints == moved);
+  CHECK(after.czxid == before.czxid);  // the same node: the same broker epoch
+  CHECK(after.version == before.version + 1);
+  CHECK(m.view()->broker_epoch == before.czxid);
+}
+
 TEST_CASE("the cluster id comes from ZooKeeper - a log dir of another cluster is refused") {
   Cluster c;
   c.add(1, "Zm9vYmFyYmF6cXV4cXV1eA");  // a single-node data dir's id is proposed
