@@ -204,7 +204,11 @@ std::unique_ptr<Broker> Broker::open(config::BrokerConfig config, std::string* e
       return nullptr;
     }
   } else if (auto session = b->cluster_->session()) {
-    admin::DynamicConfigs::load_from_zk(*session, b->node_id_, b->config_);  // a failure: applied later
+    // (Its listeners too: they win over server.properties, as in Kafka.)
+    if (admin::DynamicConfigs::load_from_zk(*session, b->node_id_, b->config_)) {  // a failure: applied later
+      if (auto live_listeners = config::resolve_listeners(c); live_listeners.is_ok())
+        b->listeners_.store(std::make_shared<const config::Listeners>(live_listeners.value()));
+    }
   }
 
   // Storage: bound the open segment files, recover the logs, then the

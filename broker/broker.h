@@ -60,11 +60,11 @@ class Broker {
   // BrokerConfig::set_dynamic is safe against concurrent readers.
   config::BrokerConfig& config_for_dynamic_update() { return config_; }
   // The listeners now (listeners, advertised.listeners and
-  // listener.security.protocol.map, resolved): a single node changes them
+  // listener.security.protocol.map, resolved): they change
   // live (admin/dynamic_configs.h), so hold the snapshot, not a reference
   // into it, across a call.
   std::shared_ptr<const config::Listeners> listeners() const { return listeners_.load(std::memory_order_acquire); }
-  // Single node, a dynamic change of the listeners (admin/dynamic_configs.cc):
+  // A dynamic change of the listeners (admin/dynamic_configs.cc):
   // the network server, when one runs, binds the new listeners, has the
   // snapshot published, then accepts on them and closes the removed ones
   // (set_listener_switch); with none, the snapshot just changes. False, with

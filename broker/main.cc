@@ -131,12 +131,7 @@ bool start_broker(cfg::BrokerConfig config, Running& r, std::string* error, std:
   const std::vector<uint16_t> bound = server.bound_ports();
   const auto listeners = broker->listeners();
   {
-    std::vector<ciuickafka::replication::ListenerEndpoint> endpoints;
-    for (const auto& e : listeners->advertised) {
-      const auto ep = ciuickafka::broker::admin::advertised_endpoint(*broker, e.name);
-      endpoints.push_back({e.name, ep.host, ep.port, std::string(cfg::to_string(e.protocol))});
-    }
-    if (!broker->start_cluster(std::move(endpoints), error)) {
+    if (!broker->start_cluster(ciuickafka::broker::admin::registration_endpoints(*broker), error)) {
       server.stop(std::chrono::seconds(1));
       r.server.reset();
       broker->shutdown();

@@ -101,6 +101,18 @@ struct BrokerRow {
   std::optional<std::string> rack;
 };
 
+// What /brokers/ids/N registers: each advertised listener with the port
+// clients reach (a bound port 0 resolved).
+inline std::vector<replication::ListenerEndpoint> registration_endpoints(Broker& broker) {
+  std::vector<replication::ListenerEndpoint> out;
+  const auto listeners = broker.listeners();
+  for (const auto& e : listeners->advertised) {
+    const AdvertisedEndpoint ep = advertised_endpoint(broker, e.name);
+    out.push_back({e.name, ep.host, ep.port, std::string(config::to_string(e.protocol))});
+  }
+  return out;
+}
+
 inline bool same_listener(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "broker/admin/cluster_info.h"
 #include "broker/admin/dynamic_configs.pb.h"
 #include "broker/broker.h"
 #include "broker/replica/fetcher_manager.h"
@@ -27,12 +28,6 @@ using protocol::ErrorCode;
 
 std::string path_in(const std::string& dir) { return dir + "/" + kDynamicConfigsFile; }
 
-// Why a cluster broker does not change its listeners live: its endpoints
-// are registered in /brokers/ids/N and spread by the controller, which
-// CiuicKafka reads at start-up only.
-constexpr const char* kListenersInCluster =
-    "in a cluster the listeners are registered in ZooKeeper at start-up; set them in server.properties, "
-    "--override or KAFKA_* and restart the broker (a single node changes them live)";
 
 storage::Status persist(storage::io::FileSystem& fs, const std::string& dir, const config::DynamicMap& dflt,
                         const config::DynamicMap& mine) {
@@ -71,8 +66,6 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
     if (k == nullptr) return {ErrorCode::INVALID_REQUEST, "Unknown broker configuration '" + name + "'."};
     if (auto why = config::not_dynamic_reason(*k))
       return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + *why};
-    if (config::is_listener_config(name) && broker_.cluster() != nullptr)
-      return {ErrorCode::INVALID_REQUEST, "Cannot update " + name + " dynamically: " + kListenersInCluster};
   }
   const config::BrokerConfig& cfg = broker_.config();
   *next_default = cluster_default ? configs : cfg.dynamic_default();
@@ -94,6 +87,22 @@ TopicError DynamicConfigs::validate(bool cluster_default, const config::DynamicM
       return {ErrorCode::INVALID_REQUEST, "Cannot add listener " + e.name + " with security protocol " +
                                               std::string(config::to_string(e.protocol)) +
                                               ": CiuicKafka has no TLS or SASL; PLAINTEXT only"};
+  }
+  // In a cluster the followers' fetchers and the controller reach this
+  // broker on its inter-broker listener, at the address they were given:
+  // that listener stays where it is (a restart moves it).
+  if (broker_.cluster() != nullptr) {
+    const auto find = [](const std::vector<config::Endpoint>& v, const std::string& name) {
+      const auto it = std::find_if(v.begin(), v.end(), [&](const config::Endpoint& e) { return e.name == name; });
+      return it == v.end() ? std::optional<config::Endpoint>() : std::optional<config::Endpoint>(*it);
+    };
+    const std::string& ib = now->inter_broker;
+    if (listeners.value().inter_broker != ib || find(listeners.value().bound, ib) != find(now->bound, ib) ||
+        find(listeners.value().advertised, ib) != find(now->advertised, ib))
+      return {ErrorCode::INVALID_REQUEST,
+              "Cannot move or remove the inter-broker listener " + ib +
+                  " of a broker in a cluster live: its followers and the controller reach it there; set it in "
+                  "server.properties, --override or KAFKA_* and restart the broker"};
   }
   if (next_listeners != nullptr) *next_listeners = std::move(listeners).value();
   // Kafka's DynamicThreadPool.validateReconfiguration: a pool grows or
@@ -145,13 +154,25 @@ void DynamicConfigs::unsubscribe(uint64_t id) {
 }
 
 void DynamicConfigs::apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine,
-                                  const char* why) {
+                                  const char* why, bool listeners_switched) {
   config::BrokerConfig& cfg = broker_.config_for_dynamic_update();
   if (cfg.dynamic_default() == next_default && cfg.dynamic_broker() == next_mine) return;
   if (auto r = cfg.set_dynamic(next_default, next_mine); !r.is_ok()) {
     CK_LOG_WARN("config", "dynamic broker configs (%s) not applied: %s", why, r.error().message.c_str());
     return;
   }
+  // Listeners another tool changed in ZooKeeper: switched here (a client's
+  // change through this broker was switched before it was written).
+  if (auto l = config::resolve_listeners(cfg); l.is_ok() && l.value() != *broker_.listeners()) {
+    std::string error;
+    if (broker_.switch_listeners(l.value(), &error))
+      listeners_switched = true;
+    else
+      CK_LOG_WARN("config", "dynamic broker configs (%s): the listeners stay as they were: %s", why, error.c_str());
+  }
+  // In a cluster the registration follows (the controller spreads it).
+  if (listeners_switched && broker_.cluster() != nullptr)
+    broker_.cluster()->update_registration(registration_endpoints(broker_));
   broker_.topics().refresh_log_configs();
   broker_.service<IoPool>().resize(cfg.get_int("num.io.threads"));
   broker_.maintenance_pool().resize(cfg.get_int("background.threads"));
@@ -187,7 +208,7 @@ TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMa
       CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", ignored.c_str());
     return {ErrorCode::KAFKA_STORAGE_ERROR, "cannot write " + path_in(dir) + ": " + s.to_string()};
   }
-  apply_locked(next_default, next_mine, "changed by a client");
+  apply_locked(next_default, next_mine, "changed by a client", switching);
   return {};
 }
 
@@ -230,15 +251,33 @@ TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, 
                                          bool validate_only) {
   std::lock_guard<std::mutex> lock(mu_);
   config::DynamicMap next_default, next_mine;
-  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine); !e.ok()) return e;
+  config::Listeners next_listeners;
+  if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine, &next_listeners); !e.ok())
+    return e;
   if (validate_only) return {};
+  // As on a single node: new listeners are bound before anything is written.
+  const auto listeners_before = broker_.listeners();
+  const bool switching = next_listeners != *listeners_before;
+  if (switching) {
+    std::string error;
+    if (!broker_.switch_listeners(next_listeners, &error)) return {ErrorCode::INVALID_REQUEST, error};
+  }
+  const auto put_back = [&] {
+    std::string ignored;
+    if (switching && !broker_.switch_listeners(*listeners_before, &ignored))
+      CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", ignored.c_str());
+  };
   const std::string path = znode(cluster_default);
-  if (zk::Code c = zk::ensure_path(zk, "/config/brokers"); c != zk::Code::kOk && c != zk::Code::kNodeExists)
+  if (zk::Code c = zk::ensure_path(zk, "/config/brokers"); c != zk::Code::kOk && c != zk::Code::kNodeExists) {
+    put_back();
     return {ErrorCode::REQUEST_TIMED_OUT, "creating /config/brokers: " + std::string(zk::to_string(c))};
+  }
   zk::Stat stat;
   zk::Code c = zk.exists(path, &stat);
-  if (c != zk::Code::kOk && c != zk::Code::kNoNode)
+  if (c != zk::Code::kOk && c != zk::Code::kNoNode) {
+    put_back();
     return {ErrorCode::REQUEST_TIMED_OUT, "reading " + path + ": " + std::string(zk::to_string(c))};
+  }
   const std::string data = replication::encode_entity_config(replication::ConfigEntries(configs.begin(), configs.end()));
   std::vector<zk::Op> ops;
   ops.push_back(c == zk::Code::kNoNode ? zk::Op::create(path, data) : zk::Op::set_data(path, data, stat.version));
@@ -247,11 +286,12 @@ TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, 
                                zk::CreateMode::kPersistentSequential));
   std::vector<zk::OpResult> results;
   c = zk.multi(ops, &results);
+  if (c != zk::Code::kOk) put_back();
   if (c == zk::Code::kBadVersion || c == zk::Code::kNodeExists)
     return {ErrorCode::REQUEST_TIMED_OUT, path + " changed concurrently; try again."};
   if (c != zk::Code::kOk)
     return {ErrorCode::REQUEST_TIMED_OUT, "writing " + path + ": " + std::string(zk::to_string(c))};
-  apply_locked(next_default, next_mine, "changed by a client");
+  apply_locked(next_default, next_mine, "changed by a client", switching);
   return {};
 }
 
@@ -259,7 +299,7 @@ namespace {
 
 // What this broker accepts of a set another tool may have written; says
 // what it skips.
-config::DynamicMap accepted(const config::DynamicMap& in, const std::string& where) {
+config::DynamicMap accepted(const config::DynamicMap& in, const std::string& where, bool cluster_default) {
   config::DynamicMap out;
   for (const auto& [k, v] : in) {
     const config::KeyDef* def = config::find_key(k);
@@ -268,7 +308,7 @@ config::DynamicMap accepted(const config::DynamicMap& in, const std::string& whe
       if (auto parsed = config::parse_listener_value(k, *lk, v); !parsed) why = parsed.error().message;
     } else if (def == nullptr) why = "unknown key";
     else if (auto nd = config::not_dynamic_reason(*def)) why = *nd;
-    else if (config::is_listener_config(k)) why = kListenersInCluster;  // (ZooKeeper's sets are a cluster's)
+    else if (cluster_default && config::is_listener_config(k)) why = "a per-broker config only";
     else if (auto parsed = config::parse_value(*def, v); !parsed) why = parsed.error().message;
     if (why) {
       CK_LOG_WARN("config", "%s: %s=%s skipped: %s", where.c_str(), k.c_str(), v.c_str(), why->c_str());
@@ -288,8 +328,8 @@ bool read_accepted(zk::Session& zk, int32_t node_id, config::DynamicMap* dflt, c
     CK_LOG_WARN("config", "dynamic broker configs not read: %s", error.c_str());
     return false;
   }
-  *dflt = accepted(raw_default, znode_of(node_id, true));
-  *mine = accepted(raw_mine, znode_of(node_id, false));
+  *dflt = accepted(raw_default, znode_of(node_id, true), true);
+  *mine = accepted(raw_mine, znode_of(node_id, false), false);
   return true;
 }
 

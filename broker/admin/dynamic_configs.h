@@ -31,7 +31,7 @@
 // INVALID_REQUEST. DescribeConfigs
 // reports them as DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG.
 //
-// Listeners (Kafka's DynamicListenerConfig), single node only: per broker
+// Listeners (Kafka's DynamicListenerConfig): per broker
 // (the cluster default refuses them, as Kafka's PerBrokerConfigs), checked
 // as at start-up plus Kafka's rules (a listener keeps its security
 // protocol; PLAINTEXT only here, as at start-up). A change that alters the
@@ -43,9 +43,12 @@
 // below and wins over server.properties at the next start too. Kafka keys
 // a listener by name, so it ignores a new port for a listener it has
 // until a restart; CiuicKafka moves it (closes and binds anew). A cluster
-// broker refuses them: its endpoints are registered in ZooKeeper at
-// start-up (kListenersInCluster in dynamic_configs.cc), and what another
-// tool wrote there is skipped with a warning.
+// broker keeps its set in /config/brokers/<id> like the others, rewrites
+// its registration after a switch (ZkCluster::update_registration: the
+// same /brokers/ids/N, so the same broker epoch; the controller spreads
+// it), applies a change another tool wrote there the same way
+// (apply_locked), and refuses to move or remove its inter-broker
+// listener (followers and the controller reach it there).
 //
 // Single node: persisted in `__ciuickafka_broker_configs.pb` in the first
 // log dir (dynamic_configs.proto), written atomically before the change is
@@ -144,7 +147,10 @@ class DynamicConfigs {
   TopicError validate(bool cluster_default, const config::DynamicMap& configs, config::DynamicMap* next_default,
                       config::DynamicMap* next_mine, config::Listeners* next_listeners = nullptr);
   // Lays the sets over the config and re-applies the topics' log settings.
-  void apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine, const char* why);
+  // listeners_switched: the caller has switched the listeners already; a
+  // switch here or there re-registers a cluster broker.
+  void apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine, const char* why,
+                    bool listeners_switched = false);
 
   Broker& broker_;
   std::mutex mu_;

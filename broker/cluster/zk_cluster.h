@@ -58,6 +58,11 @@ class ZkCluster {
   // their bound ports) and joins the controller election.
   bool start(std::vector<replication::ListenerEndpoint> endpoints, std::string* error);
   void stop();
+  // The listeners changed live: the registration gets these endpoints
+  // (replication/membership.h: update_endpoints). Any thread.
+  void update_registration(std::vector<replication::ListenerEndpoint> endpoints) {
+    membership_->update_endpoints(std::move(endpoints));
+  }
 
   // The cluster as last read from ZooKeeper; null before start().
   std::shared_ptr<const replication::ClusterView> view() const { return membership_->view(); }

@@ -63,7 +63,7 @@ bool is_empty_value(const Value& v) {
 // num.recovery.threads.per.data.dir, which only the next start-up's log
 // recovery uses, as in Kafka (broker.cc loads the dynamic configs before
 // it opens the logs), and the listeners (Kafka's DynamicListenerConfig;
-// per broker, single node only: admin/dynamic_configs.cc, server/server.h).
+// per broker: admin/dynamic_configs.cc, server/server.h).
 constexpr std::string_view kLiveBrokerKeys[] = {"background.threads",
                                                 "listeners",
                                                 "advertised.listeners",

@@ -75,7 +75,7 @@ using DynamicMap = std::map<std::string, std::string>;
 // effect live in CiuicKafka); when not, why not, one line.
 std::optional<std::string> not_dynamic_reason(const KeyDef& k);
 // listeners, advertised.listeners, listener.security.protocol.map: dynamic
-// per broker only (Kafka's PerBrokerConfigs), and on a single node only.
+// per broker only (Kafka's PerBrokerConfigs).
 bool is_listener_config(std::string_view name);
 
 // Kafka's listener overrides (its ListenerReconfigurable configs):

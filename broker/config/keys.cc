@@ -225,9 +225,9 @@ std::vector<KeyDef> detail::make_key_table() {
   // --- Listeners
   k.push_back(key("listeners", T::kString, "PLAINTEXT://:9092", S::kListeners,
                   "Where the broker accepts connections: NAME://host:port entries, comma-separated. An empty "
-                  "host binds all interfaces; port 0 picks a free port. A single node changes it live as a "
-                  "dynamic config of its own broker id (with advertised.listeners and "
-                  "listener.security.protocol.map); a cluster broker needs a restart.")
+                  "host binds all interfaces; port 0 picks a free port. Changed live as a dynamic config of "
+                  "the broker's own id (with advertised.listeners and listener.security.protocol.map); in a "
+                  "cluster the inter-broker listener needs a restart to move.")
                   .valid(listeners_validator(false)));
   k.push_back(key("advertised.listeners", T::kString, kNull, S::kListeners,
                   "The addresses given to clients in Metadata, in the same format as listeners. Unset: the "

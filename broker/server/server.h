@@ -94,7 +94,7 @@
 // start() ignores SIGPIPE for the process: sendfile(2) to a socket the peer
 // closed would otherwise kill the broker.
 //
-// The listeners change live on a single node (listeners,
+// The listeners change live (listeners,
 // advertised.listeners and listener.security.protocol.map as dynamic
 // broker configs: switch_listeners(), called through
 // Broker::switch_listeners, which start() hooks up and stop() unhooks).
@@ -146,7 +146,7 @@ class Server {
   // The ports actually bound, in listener order (port 0 resolved): the
   // listeners of now, after any live change.
   std::vector<uint16_t> bound_ports() const;
-  // Listeners changed live (single node: Broker::switch_listeners, from a
+  // Listeners changed live (Broker::switch_listeners, from a
   // dynamic config change): binds the listeners of next.bound that are new
   // (a name not bound now, or bound now at another host or port) and, if
   // every one binds, records their ports (admin::BoundPorts), calls

@@ -35,6 +35,7 @@ Scenarios:
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -318,8 +319,84 @@ def scenario_refusals(ctx, zk):
     single.stop()
 
 
+def alter_broker(b, nid, configs):
+    """AlterConfigs of broker nid's own set (replaced by configs) through b;
+    None, or the error's text."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    res = ConfigResource(ConfigResource.Type.BROKER, str(nid), set_config=configs)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})  # held until the answer: its end fails the futures
+    fs = admin.alter_configs([res], request_timeout=15)
+    try:
+        for f in fs.values():
+            f.result()
+        return None
+    except Exception as e:  # noqa: BLE001 - the client's KafkaException carries the broker's message
+        return str(e)
+
+
+def scenario_listeners(ctx, zk):
+    """Listeners changed live in a cluster (Kafka's DynamicListenerConfig):
+    each broker adds a listener with AlterConfigs; its /brokers/ids/N is
+    rewritten (same node, so the same broker epoch), the controller spreads
+    it, and a client that knows only broker 1's new listener reaches both
+    brokers through theirs. Removing it again takes broker 2 out of that
+    listener's Metadata. Moving the inter-broker listener is refused."""
+    import types
+    from confluent_kafka.admin import AdminClient, NewTopic
+    brokers = start_cluster(ctx, zk, n=2)
+    kz = zk.client(CHROOT)
+    wait_registered(kz, [1, 2])
+    c, _ = wait_controller(kz, [1, 2])
+    for b in brokers:
+        wait_metadata_brokers(b, [1, 2], c)
+    extra = {1: harness.free_port(), 2: harness.free_port()}
+    czxid = {i: znode(kz, "/brokers/ids/%d" % i)[1].czxid for i in (1, 2)}
+    proto = "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT"
+    for b in brokers:
+        nid = int(b.overrides["node.id"])
+        err = alter_broker(b, nid, {"listeners": "PLAINTEXT://127.0.0.1:%d,EXTRA://127.0.0.1:%d" % (b.port, extra[nid]),
+                                    "listener.security.protocol.map": proto})
+        check(err is None, "adding a listener to broker %d: %s" % (nid, err))
+    for nid in (1, 2):
+        want = "EXTRA://127.0.0.1:%d" % extra[nid]
+        wait_until(lambda: want in json.loads(znode(kz, "/brokers/ids/%d" % nid)[0])["endpoints"], 15,
+                   "/brokers/ids/%d to list %s" % (nid, want), interval=0.1)
+        data, stat = znode(kz, "/brokers/ids/%d" % nid)
+        check(stat.czxid == czxid[nid], "broker %d registered anew (a new broker epoch) instead of rewriting" % nid)
+        check(json.loads(data)["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT", "EXTRA": "PLAINTEXT"},
+              "protocol map of %d: %s" % (nid, data))
+    via_extra = types.SimpleNamespace(bootstrap="127.0.0.1:%d" % extra[1], name="EXTRA of broker 1")
+
+    def extra_brokers():
+        md = AdminClient({"bootstrap.servers": via_extra.bootstrap}).list_topics(timeout=10)
+        return {i: (m.host, m.port) for i, m in md.brokers.items()}
+    want = {1: ("127.0.0.1", extra[1]), 2: ("127.0.0.1", extra[2])}
+    wait_until(lambda: extra_brokers() == want, 20, "broker 1's EXTRA Metadata to list %s" % want, interval=0.2)
+    # Leaders on both brokers, reached through their EXTRA listeners only.
+    admin = AdminClient({"bootstrap.servers": via_extra.bootstrap})
+    fs = admin.create_topics([NewTopic("live-listeners", num_partitions=2, replication_factor=2)], request_timeout=15)
+    for f in fs.values():
+        f.result()
+    produce_and_read(via_extra, "live-listeners", 200)
+
+    # The inter-broker listener stays where the followers reach it.
+    err = alter_broker(brokers[1], 2, {"listeners": "PLAINTEXT://127.0.0.1:%d,EXTRA://127.0.0.1:%d" %
+                                       (harness.free_port(), extra[2]), "listener.security.protocol.map": proto})
+    check(err is not None and "inter-broker listener PLAINTEXT" in err, "moving PLAINTEXT of broker 2: %s" % err)
+
+    # Broker 2 drops EXTRA: it leaves that listener's Metadata; PLAINTEXT is untouched.
+    err = alter_broker(brokers[1], 2, {})
+    check(err is None, "removing broker 2's listener: %s" % err)
+    wait_until(lambda: set(extra_brokers()) == {1}, 20, "broker 1's EXTRA Metadata to list broker 1 only",
+               interval=0.2)
+    with socket.socket() as sock:
+        check(sock.connect_ex(("127.0.0.1", extra[2])) != 0, "broker 2's EXTRA port still accepts")
+    check(znode(kz, "/brokers/ids/2")[1].czxid == czxid[2], "broker 2 registered anew")
+    wait_metadata_brokers(brokers[0], [1, 2], c)
+
+
 SCENARIOS = {"layout": scenario_layout, "failover": scenario_failover, "sessions": scenario_sessions,
-             "refusals": scenario_refusals}
+             "refusals": scenario_refusals, "listeners": scenario_listeners}
 
 
 def main(ctx):

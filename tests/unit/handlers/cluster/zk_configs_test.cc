@@ -121,29 +121,46 @@ TEST_CASE("dynamic broker configs in ZooKeeper: /config/brokers/<default> and /c
   REQUIRE(d.current_in_zk(*s, false, &current).ok());
   CHECK(current == config::DynamicMap{{"message.max.bytes", "2048"}});
 
-  // Refusals write nothing. Listeners are a single node's to change live:
-  // a cluster broker's are registered in ZooKeeper at start-up.
+  // Refusals write nothing. Listeners: per broker only, and the
+  // inter-broker listener stays where the others reach it.
   CHECK(d.replace_in_zk(*s, true, {{"num.partitions", "3"}}, false).code == ErrorCode::INVALID_REQUEST);
-  const TopicError listeners = d.replace_in_zk(*s, false, {{"listeners", "PLAINTEXT://127.0.0.1:0"}}, false);
-  CHECK(listeners.code == ErrorCode::INVALID_REQUEST);
-  CHECK_THAT(listeners.message, Catch::Contains("listeners") && Catch::Contains("restart"));
+  const TopicError dflt = d.replace_in_zk(*s, true, {{"listeners", "PLAINTEXT://127.0.0.1:0"}}, false);
+  CHECK(dflt.code == ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(dflt.message, Catch::Contains("default cluster level"));
+  const TopicError moved =
+      d.replace_in_zk(*s, false, {{"message.max.bytes", "2048"}, {"advertised.listeners", "PLAINTEXT://elsewhere:9092"}},
+                      false);
+  CHECK(moved.code == ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(moved.message, Catch::Contains("inter-broker listener PLAINTEXT") && Catch::Contains("restart"));
   CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "soon"}}, false).code == ErrorCode::INVALID_REQUEST);
   CHECK(d.replace_in_zk(*s, true, {{"log.retention.ms", "60000"}}, true).ok());  // validate only
   CHECK(changes(*s).size() == 2);
   REQUIRE(s->get("/config/brokers/<default>", &data) == zk::Code::kOk);
   CHECK(data == replication::encode_entity_config({{"log.retention.ms", "3600000"}}));
 
-  // What another tool wrote: applied, less what this broker does not accept.
+  // A listener added through this broker: this broker's own set, then the
+  // listeners (no network server here: the snapshot), kept in ZooKeeper.
+  const std::string two = "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0";
+  const std::string map = "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT";
+  REQUIRE(d.replace_in_zk(*s, false, {{"listeners", two}, {"listener.security.protocol.map", map}}, false).ok());
+  CHECK(c.broker().listeners()->advertised.size() == 2);
+  REQUIRE(s->get("/config/brokers/" + me, &data) == zk::Code::kOk);
+  CHECK(data == replication::encode_entity_config({{"listener.security.protocol.map", map}, {"listeners", two}}));
+  // What another tool wrote: applied, less what this broker does not
+  // accept (listeners in the default set: per broker only); this broker's
+  // own set without the listener, so it is removed.
   REQUIRE(s->set("/config/brokers/<default>",
-                 replication::encode_entity_config(
-                     {{"log.retention.ms", "7200000"}, {"socket.request.max.bytes", "4096"}, {"log.segment.bytes", "x"}}),
+                 replication::encode_entity_config({{"log.retention.ms", "7200000"},
+                                                    {"socket.request.max.bytes", "4096"},
+                                                    {"log.segment.bytes", "x"},
+                                                    {"listeners", two}}),
                  -1) == zk::Code::kOk);
-  REQUIRE(s->set("/config/brokers/" + me,
-                 replication::encode_entity_config({{"advertised.listeners", "PLAINTEXT://elsewhere:9092"}}), -1) ==
-          zk::Code::kOk);
+  REQUIRE(s->set("/config/brokers/" + me, replication::encode_entity_config({{"listener.security.protocol.map", map}}),
+                 -1) == zk::Code::kOk);
   REQUIRE(d.apply_from_zk(*s));
-  CHECK(c.broker().config().dynamic_broker().empty());
-  CHECK(c.broker().listeners()->advertised.front().host != "elsewhere");
+  CHECK(c.broker().config().dynamic_default() == config::DynamicMap{{"log.retention.ms", "7200000"}});
+  CHECK(c.broker().config().dynamic_broker() == config::DynamicMap{{"listener.security.protocol.map", map}});
+  CHECK(c.broker().listeners()->advertised.size() == 1);
   REQUIRE(s->remove("/config/brokers/" + me, -1) == zk::Code::kOk);
   REQUIRE(d.apply_from_zk(*s));
   CHECK(c.broker().config().dynamic_default() == config::DynamicMap{{"log.retention.ms", "7200000"}});
