@@ -396,16 +396,12 @@ zk::Code ClusterMembership::read_brokers(std::vector<LiveBroker>* out) {
   for (const std::string& name : ids) {
     int32_t id = -1;
     if (!parse_broker_id(name, &id)) continue;
-    std::string data;
-    zk::Stat st;
-    c = s->get(broker_id_path(id), &data, &st);
+    LiveBroker b;
+    std::string why;
+    c = read_live_broker(*s, id, &b, &why);
     if (c == zk::Code::kNoNode) continue;  // left meanwhile; the watch tells us
     if (c != zk::Code::kOk) return c;
-    LiveBroker b;
-    b.id = id;
-    b.epoch = st.czxid;
-    std::string why;
-    if (!decode_registration(data, &b.endpoints, &b.rack, &why)) {
+    if (!why.empty()) {
       log_line("WARN", broker_id_path(id) + ": " + why + " (broker left out of metadata)");
       continue;
     }

@@ -32,6 +32,20 @@ bool decode_registration(std::string_view data, std::vector<ListenerEndpoint>* e
   return true;
 }
 
+zk::Code read_live_broker(zk::Session& session, int32_t id, LiveBroker* out, std::string* why, zk::WatchFn watch) {
+  why->clear();
+  std::string data;
+  zk::Stat st;
+  const zk::Code c = session.get(broker_id_path(id), &data, &st, std::move(watch));
+  if (c != zk::Code::kOk) return c;
+  LiveBroker b;
+  b.id = id;
+  b.epoch = st.czxid;
+  if (!decode_registration(data, &b.endpoints, &b.rack, why)) return zk::Code::kOk;
+  *out = std::move(b);
+  return zk::Code::kOk;
+}
+
 bool parse_broker_id(std::string_view name, int32_t* id) {
   auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), *id);
   return !name.empty() && ec == std::errc() && end == name.data() + name.size() && *id >= 0;

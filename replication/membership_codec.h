@@ -1,8 +1,10 @@
 // replication/membership_codec.h: registrations in the shape
 // ClusterMembership uses (ListenerEndpoint lists) over Kafka's codec in
-// zk_data.h, broker ids from znode names, and new cluster ids.
+// zk_data.h (and read from a session), broker ids from znode names, and
+// new cluster ids.
 //
-// Thread-safety: pure functions (random_cluster_id uses its own generator).
+// Thread-safety: pure functions (random_cluster_id uses its own generator;
+// read_live_broker uses the session it is given).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,12 @@ std::string encode_registration(const std::vector<ListenerEndpoint>& endpoints, 
                                 int64_t timestamp_ms);
 bool decode_registration(std::string_view data, std::vector<ListenerEndpoint>* endpoints,
                          std::optional<std::string>* rack, std::string* error);
+
+// Reads /brokers/ids/<id> into *out, its epoch the znode's czxid. kOk: read,
+// unless *why is set (the data does not decode: *out is not a broker);
+// otherwise ZooKeeper's code (kNoNode: not registered).
+zk::Code read_live_broker(zk::Session& session, int32_t id, LiveBroker* out, std::string* why,
+                          zk::WatchFn watch = {});
 
 // A child name of /brokers/ids ("3"); false for anything else.
 bool parse_broker_id(std::string_view name, int32_t* id);

@@ -254,19 +254,15 @@ void Controller::process_brokers(uint64_t gen) {
       for (const auto& name : names) {
         int32_t id = -1;
         if (!parse_broker_id(name, &id)) continue;
-        std::string data;
-        zk::Stat st;
-        c = session_->get(broker_id_path(id), &data, &st);
+        LiveBroker b;
+        std::string why;
+        c = read_live_broker(*session_, id, &b, &why);
         if (c == zk::Code::kNoNode) {
           c = zk::Code::kOk;  // left meanwhile: the child watch tells us
           continue;
         }
         if (c != zk::Code::kOk) break;
-        LiveBroker b;
-        b.id = id;
-        b.epoch = st.czxid;
-        std::string why;
-        if (!decode_registration(data, &b.endpoints, &b.rack, &why)) {
+        if (!why.empty()) {
           log_line("WARN", broker_id_path(id) + ": " + why + " (ignored)");
           continue;
         }
@@ -311,17 +307,21 @@ void Controller::process_brokers(uint64_t gen) {
   }
 }
 
-void Controller::arm_broker(uint64_t gen, int32_t id) {
-  if (broker_armed_.contains(id) || !session_) return;
+zk::WatchFn Controller::posting_watcher(uint64_t gen, std::function<void()> fn) {
   std::weak_ptr<Inbox> inbox = inbox_;
-  zk::WatchFn w = [this, inbox, gen, id](zk::EventType, const std::string&) {
+  return [this, inbox, gen, fn = std::move(fn)](zk::EventType, const std::string&) {
     auto in = inbox.lock();
     if (!in) return;
-    post_to(in, gen, [this, gen, id] {
-      broker_armed_.erase(id);
-      process_broker_change(gen, id);
-    });
+    post_to(in, gen, fn);
   };
+}
+
+void Controller::arm_broker(uint64_t gen, int32_t id) {
+  if (broker_armed_.contains(id) || !session_) return;
+  zk::WatchFn w = posting_watcher(gen, [this, gen, id] {
+    broker_armed_.erase(id);
+    process_broker_change(gen, id);
+  });
   // Gone already: the /brokers/ids children watch tells of it.
   if (session_->exists(broker_id_path(id), nullptr, std::move(w)) == zk::Code::kOk) broker_armed_.insert(id);
 }
@@ -338,14 +338,10 @@ void Controller::process_broker_change(uint64_t gen, int32_t id) {
   auto known = live.find(id);
   if (known == live.end()) return;
   arm_broker(gen, id);
-  std::string data;
-  zk::Stat st;
-  if (session_->get(broker_id_path(id), &data, &st) != zk::Code::kOk) return;
   LiveBroker b;
-  b.id = id;
-  b.epoch = st.czxid;
   std::string why;
-  if (!decode_registration(data, &b.endpoints, &b.rack, &why)) {
+  if (read_live_broker(*session_, id, &b, &why) != zk::Code::kOk) return;
+  if (!why.empty()) {
     log_line("WARN", broker_id_path(id) + ": " + why + " (ignored)");
     return;
   }
@@ -386,15 +382,10 @@ void Controller::process_topics(uint64_t gen) {
 
 void Controller::arm_topic(uint64_t gen, const std::string& topic) {
   if (topic_armed_.contains(topic) || !session_) return;
-  std::weak_ptr<Inbox> inbox = inbox_;
-  zk::WatchFn w = [this, inbox, gen, topic](zk::EventType, const std::string&) {
-    auto in = inbox.lock();
-    if (!in) return;
-    post_to(in, gen, [this, gen, topic] {
-      topic_armed_.erase(topic);
-      process_topic_change(gen, topic);
-    });
-  };
+  zk::WatchFn w = posting_watcher(gen, [this, gen, topic] {
+    topic_armed_.erase(topic);
+    process_topic_change(gen, topic);
+  });
   const zk::Code c = session_->exists(topic_path(topic), nullptr, std::move(w));
   // A missing node is watched too (for its creation); an error leaves it
   // unwatched until the next /brokers/topics event.

@@ -228,6 +228,9 @@ class Controller {
                           const AlterPartitionDone& done);
   bool unclean_allowed(const std::string& topic);
   zk::WatchFn watcher(uint64_t gen, Watch w);
+  // A one-shot watch that posts fn to the event thread for activation gen
+  // (a watch firing after the controller is gone posts nowhere).
+  zk::WatchFn posting_watcher(uint64_t gen, std::function<void()> fn);
   void update_stats();
 
   RequestSender& sender_;

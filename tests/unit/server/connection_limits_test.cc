@@ -13,7 +13,6 @@
 #include "broker/admin/dynamic_configs.h"
 #include "broker/server/connection_rate.h"
 #include "broker/server/socket_options.h"
-#include "protocol/generated/api_versions.h"
 #include "tests/unit/server/server_test_util.h"
 
 namespace ciuickafka::broker::test {
@@ -22,22 +21,6 @@ namespace ciuickafka::broker::test {
 namespace CK_UNITY_ID {
 
 namespace {
-
-std::vector<uint8_t> api_versions_request(int32_t correlation_id) {
-  protocol::ApiVersionsRequest req;
-  req.client_software_name = "ck-limits-test";
-  req.client_software_version = "1.0";
-  protocol::Writer body;
-  req.encode(body, 3);
-  return request_frame(18, 3, correlation_id, body.buffer());
-}
-
-// True when c gets an ApiVersions answer with this correlation id.
-bool served(RawClient& c, int32_t correlation_id) {
-  if (!c.send_all(api_versions_request(correlation_id))) return false;
-  auto f = c.recv_frame();
-  return f && f->size() >= 4 && be32(f->data()) == correlation_id;
-}
 
 std::string load_error(std::vector<std::string> overrides) {
   config::ConfigInput in;

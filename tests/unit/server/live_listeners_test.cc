@@ -14,7 +14,6 @@
 
 #include "broker/admin/cluster_info.h"
 #include "broker/admin/dynamic_configs.h"
-#include "protocol/generated/api_versions.h"
 #include "tests/unit/server/server_test_util.h"
 
 namespace ciuickafka::broker::test {
@@ -23,21 +22,6 @@ namespace CK_UNITY_ID {
 namespace {
 
 using protocol::ErrorCode;
-
-std::vector<uint8_t> api_versions_request(int32_t correlation_id) {
-  protocol::ApiVersionsRequest req;
-  req.client_software_name = "ck-listeners-test";
-  req.client_software_version = "1.0";
-  protocol::Writer body;
-  req.encode(body, 3);
-  return request_frame(18, 3, correlation_id, body.buffer());
-}
-
-bool served(RawClient& c, int32_t correlation_id) {
-  if (!c.send_all(api_versions_request(correlation_id))) return false;
-  auto f = c.recv_frame();
-  return f && f->size() >= 4 && be32(f->data()) == correlation_id;
-}
 
 // A socket listening on 127.0.0.1 (port 0: any), holding its port.
 class Squatter {

@@ -26,6 +26,7 @@
 #include "broker/config/broker_config.h"
 #include "broker/server/server.h"
 #include "protocol/generated/api_keys.h"
+#include "protocol/generated/api_versions.h"
 #include "protocol/generated/headers.h"
 #include "protocol/wire/writer.h"
 #include "tests/unit/storage/temp_dir.h"
@@ -172,6 +173,16 @@ inline std::vector<uint8_t> request_frame(int16_t api_key, int16_t version, int3
   return out;
 }
 
+// An ApiVersions v3 request frame (what the real dispatch answers first).
+inline std::vector<uint8_t> api_versions_request(int32_t correlation_id) {
+  protocol::ApiVersionsRequest req;
+  req.client_software_name = "ck-server-test";
+  req.client_software_version = "1.0";
+  protocol::Writer body;
+  req.encode(body, 3);
+  return request_frame(18, 3, correlation_id, body.buffer());
+}
+
 // Polls cond every 5 ms for up to timeout.
 template <class F>
 bool eventually(F cond, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
@@ -181,6 +192,13 @@ bool eventually(F cond, std::chrono::milliseconds timeout = std::chrono::millise
     ::usleep(5000);
   }
   return cond();
+}
+
+// True when c gets an ApiVersions answer with this correlation id.
+inline bool served(RawClient& c, int32_t correlation_id) {
+  if (!c.send_all(api_versions_request(correlation_id))) return false;
+  auto f = c.recv_frame();
+  return f && f->size() >= 4 && be32(f->data()) == correlation_id;
 }
 
 // A dispatcher that holds every dispatched request until the test answers
