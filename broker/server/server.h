@@ -235,6 +235,9 @@ class Server {
     bool evicting = false;  // chosen by pick_excess_locked(), its close posted
   };
 
+  // The listener Kafka exempts from max.connections: the inter-broker one,
+  // when there are others.
+  static std::string protected_of(const config::Listeners& l);
   void accept(Listener& l);
   void on_accept(Listener& l, IoThread& t, const boost::system::error_code& ec, asio::ip::tcp::socket socket);
   // Admits (or refuses) an accepted socket; false when it was parked because
