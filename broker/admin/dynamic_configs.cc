@@ -193,23 +193,32 @@ TopicError DynamicConfigs::replace(bool cluster_default, const config::DynamicMa
   if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine, &next_listeners); !e.ok())
     return e;
   if (validate_only) return {};
-  // New listeners are bound before anything is written: one that cannot be
-  // bound (a port in use) fails the change, as nothing else has changed.
-  const auto listeners_before = broker_.listeners();
-  const bool switching = next_listeners != *listeners_before;
-  if (switching) {
-    std::string error;
-    if (!broker_.switch_listeners(next_listeners, &error)) return {ErrorCode::INVALID_REQUEST, error};
-  }
+  ListenerSwitch sw;
+  if (TopicError e = switch_first(next_listeners, &sw); !e.ok()) return e;
   const std::string dir = broker_.config().log_dirs().front();
   if (storage::Status s = persist(broker_.fs(), dir, next_default, next_mine); !s.is_ok()) {
-    std::string ignored;
-    if (switching && !broker_.switch_listeners(*listeners_before, &ignored))
-      CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", ignored.c_str());
+    switch_back(sw);
     return {ErrorCode::KAFKA_STORAGE_ERROR, "cannot write " + path_in(dir) + ": " + s.to_string()};
   }
-  apply_locked(next_default, next_mine, "changed by a client", switching);
+  apply_locked(next_default, next_mine, "changed by a client", sw.switched);
   return {};
+}
+
+TopicError DynamicConfigs::switch_first(const config::Listeners& next, ListenerSwitch* sw) {
+  sw->before = broker_.listeners();
+  sw->switched = next != *sw->before;
+  std::string error;
+  if (sw->switched && !broker_.switch_listeners(next, &error)) {
+    sw->switched = false;
+    return {ErrorCode::INVALID_REQUEST, error};
+  }
+  return {};
+}
+
+void DynamicConfigs::switch_back(const ListenerSwitch& sw) {
+  std::string error;
+  if (sw.switched && !broker_.switch_listeners(*sw.before, &error))
+    CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", error.c_str());
 }
 
 std::string DynamicConfigs::znode(bool cluster_default) const { return znode_of(broker_.node_id(), cluster_default); }
@@ -255,18 +264,9 @@ TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, 
   if (TopicError e = validate(cluster_default, configs, &next_default, &next_mine, &next_listeners); !e.ok())
     return e;
   if (validate_only) return {};
-  // As on a single node: new listeners are bound before anything is written.
-  const auto listeners_before = broker_.listeners();
-  const bool switching = next_listeners != *listeners_before;
-  if (switching) {
-    std::string error;
-    if (!broker_.switch_listeners(next_listeners, &error)) return {ErrorCode::INVALID_REQUEST, error};
-  }
-  const auto put_back = [&] {
-    std::string ignored;
-    if (switching && !broker_.switch_listeners(*listeners_before, &ignored))
-      CK_LOG_WARN("config", "the listeners could not be put back after a failed write: %s", ignored.c_str());
-  };
+  ListenerSwitch sw;
+  if (TopicError e = switch_first(next_listeners, &sw); !e.ok()) return e;
+  const auto put_back = [&] { switch_back(sw); };
   const std::string path = znode(cluster_default);
   if (zk::Code c = zk::ensure_path(zk, "/config/brokers"); c != zk::Code::kOk && c != zk::Code::kNodeExists) {
     put_back();
@@ -291,7 +291,7 @@ TopicError DynamicConfigs::replace_in_zk(zk::Session& zk, bool cluster_default, 
     return {ErrorCode::REQUEST_TIMED_OUT, path + " changed concurrently; try again."};
   if (c != zk::Code::kOk)
     return {ErrorCode::REQUEST_TIMED_OUT, "writing " + path + ": " + std::string(zk::to_string(c))};
-  apply_locked(next_default, next_mine, "changed by a client", switching);
+  apply_locked(next_default, next_mine, "changed by a client", sw.switched);
   return {};
 }
 

@@ -73,6 +73,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -147,6 +148,16 @@ class DynamicConfigs {
   TopicError validate(bool cluster_default, const config::DynamicMap& configs, config::DynamicMap* next_default,
                       config::DynamicMap* next_mine, config::Listeners* next_listeners = nullptr);
   // Lays the sets over the config and re-applies the topics' log settings.
+  // A change's new listeners are bound before anything is written
+  // (Broker::switch_listeners): one that cannot be bound fails the change
+  // with nothing changed. switch_back() puts the old ones back after a
+  // failed write.
+  struct ListenerSwitch {
+    std::shared_ptr<const config::Listeners> before;
+    bool switched = false;
+  };
+  TopicError switch_first(const config::Listeners& next, ListenerSwitch* sw);
+  void switch_back(const ListenerSwitch& sw);
   // listeners_switched: the caller has switched the listeners already; a
   // switch here or there re-registers a cluster broker.
   void apply_locked(const config::DynamicMap& next_default, const config::DynamicMap& next_mine, const char* why,

@@ -322,8 +322,10 @@ void Controller::arm_broker(uint64_t gen, int32_t id) {
     broker_armed_.erase(id);
     process_broker_change(gen, id);
   });
-  // Gone already: the /brokers/ids children watch tells of it.
-  if (session_->exists(broker_id_path(id), nullptr, std::move(w)) == zk::Code::kOk) broker_armed_.insert(id);
+  // Gone already: watched for its return all the same (one watcher per
+  // path); the /brokers/ids children watch tells of the change itself.
+  const zk::Code c = session_->exists(broker_id_path(id), nullptr, std::move(w));
+  if (c == zk::Code::kOk || c == zk::Code::kNoNode) broker_armed_.insert(id);
 }
 
 // Kafka's BrokerModifications: a live broker rewrote its registration (its
