@@ -42,7 +42,8 @@
 // and their connections close, as in Kafka. The set is kept in the file
 // below and wins over server.properties at the next start too. Kafka keys
 // a listener by name, so it ignores a new port for a listener it has
-// until a restart; CiuicKafka moves it (closes and binds anew). A cluster
+// until a restart; CiuicKafka moves it (closes and binds anew; a listener
+// renamed or moved on the port of one that goes takes that port over). A cluster
 // broker keeps its set in /config/brokers/<id> like the others, rewrites
 // its registration after a switch (ZkCluster::update_registration: the
 // same /brokers/ids/N, so the same broker epoch; the controller spreads

@@ -152,10 +152,13 @@ class Server {
   // every one binds, records their ports (admin::BoundPorts), calls
   // publish(), then on the first thread accepts on them, stops the
   // listeners next no longer has (or has elsewhere) and closes their
-  // connections, as Kafka's removed acceptors close theirs. If one cannot
-  // be bound, nothing changes and error says which and why. Call it from
-  // anything but a network thread (the I/O pool does); it waits for the
-  // first thread (bounded).
+  // connections, as Kafka's removed acceptors close theirs. A new listener
+  // on the port of one that goes (renamed, or another host on that port) is
+  // bound on the first thread once the old one stops accepting; if it
+  // cannot be, the old one listens again. If one cannot be bound, nothing
+  // changes and error says which and why. Call it from anything but a
+  // network thread (the I/O pool does); it waits for the first thread
+  // (bounded).
   bool switch_listeners(const config::Listeners& next, const std::function<void()>& publish, std::string* error);
   // Listeners changed live since start.
   uint64_t listener_switches() const { return listener_switches_.load(std::memory_order_acquire); }

@@ -36,13 +36,21 @@ bool Server::switch_listeners(const config::Listeners& next, const std::function
     return std::find(next.bound.begin(), next.bound.end(), ep) != next.bound.end();
   };
   // 1. Bind what is new, off the network threads; a failure changes nothing.
-  std::list<Listener> fresh;
+  // A new listener on the port of one that goes (renamed, or moved to
+  // another host on the same port) cannot be bound beside it: it is handed
+  // over on the first thread below.
+  std::list<Listener> fresh, handed_over;
   {
     std::vector<config::Endpoint> now;
     {
       std::lock_guard<std::mutex> lock(conns_mu_);
       for (const Listener& l : listeners_) now.push_back(l.endpoint);
     }
+    const auto port_of_leaving = [&](uint16_t port) {
+      return port != 0 && std::any_of(now.begin(), now.end(), [&](const config::Endpoint& e) {
+               return e.port == port && !kept(e);
+             });
+    };
     for (const config::Endpoint& ep : next.bound) {
       if (std::find(now.begin(), now.end(), ep) != now.end()) continue;
       Listener l;
@@ -52,21 +60,81 @@ bool Server::switch_listeners(const config::Listeners& next, const std::function
       l.retry = std::make_unique<asio::steady_timer>(first_->ioc);
       l.throttle = std::make_unique<asio::steady_timer>(first_->ioc);
       l.rate = new_rate();
-      if (!open_acceptor(*l.acceptor, ep, error)) {
-        // (A listener moved to a port another one holds until this change
-        // takes effect cannot be bound yet: remove it in one change, add it
-        // in the next.)
-        return false;  // fresh's acceptors, never used by a thread, close here
+      if (port_of_leaving(ep.port)) {
+        handed_over.push_back(std::move(l));
+        continue;
       }
+      if (!open_acceptor(*l.acceptor, ep, error)) return false;  // fresh's acceptors, never used by a thread, close here
       boost::system::error_code ec;
       l.port = l.acceptor->local_endpoint(ec).port();
       fresh.push_back(std::move(l));
     }
   }
+  // On the first thread, which owns the acceptors.
+  const auto on_first = [this](const std::function<void()>& fn) {
+    if (first_->ioc.get_executor().running_in_this_thread()) {
+      fn();
+      return;
+    }
+    auto done = std::make_shared<std::promise<void>>();
+    auto f = done->get_future();
+    asio::post(first_->ioc, [&fn, done] {
+      fn();
+      done->set_value();
+    });
+    // The first thread runs only short handlers, and stop() cannot stop it
+    // meanwhile: it takes the listener switch away first (Broker's mutex,
+    // held by the caller of this function), so this wait ends.
+    f.wait();
+  };
+  if (!handed_over.empty()) {
+    // The leaving listeners on those ports stop accepting (their
+    // connections stay until the swap), the new ones bind; if one cannot,
+    // the old ones listen again and nothing has changed.
+    bool bound = true;
+    on_first([&] {
+      std::vector<Listener*> paused;
+      {
+        std::lock_guard<std::mutex> lock(conns_mu_);
+        for (Listener& l : listeners_)
+          if (!kept(l.endpoint) && std::any_of(handed_over.begin(), handed_over.end(), [&](const Listener& h) {
+                return h.endpoint.port == l.endpoint.port;
+              }))
+            paused.push_back(&l);
+      }
+      for (Listener* l : paused) {
+        boost::system::error_code ec;
+        l->acceptor->close(ec);
+        l->retry->cancel();
+      }
+      for (Listener& h : handed_over) {
+        if (!open_acceptor(*h.acceptor, h.endpoint, error)) {
+          bound = false;
+          break;
+        }
+        boost::system::error_code ec;
+        h.port = h.acceptor->local_endpoint(ec).port();
+      }
+      if (bound) return;
+      for (Listener& h : handed_over) {
+        boost::system::error_code ec;
+        h.acceptor->close(ec);
+      }
+      for (Listener* l : paused) {
+        std::string again;
+        if (!open_acceptor(*l->acceptor, l->endpoint, &again))
+          CK_LOG_WARN("network", "%s (after a listener change that could not be made)", again.c_str());
+        else
+          accept(*l);
+      }
+    });
+    if (!bound) return false;
+    fresh.splice(fresh.end(), handed_over);
+  }
   for (const Listener& l : fresh) broker_.service<admin::BoundPorts>().set(l.name, l.port);
   publish();  // Metadata advertises the new listeners from here on
-  // 2. On the first thread, which owns the acceptors: swap, accept, close.
-  const auto swap = [this, &fresh, &next, &kept] {
+  // 2. On the first thread: swap, accept, close.
+  const std::function<void()> swap = [this, &fresh, &next, &kept] {
     std::vector<Listener*> started;
     std::vector<Live> orphans;
     std::vector<std::string> gone;
@@ -114,20 +182,7 @@ bool Server::switch_listeners(const config::Listeners& next, const std::function
         if (auto conn = c.lock()) conn->close("its listener was removed (a dynamic config change)");
       });
   };
-  if (first_->ioc.get_executor().running_in_this_thread()) {
-    swap();
-  } else {
-    auto done = std::make_shared<std::promise<void>>();
-    auto f = done->get_future();
-    asio::post(first_->ioc, [&swap, done] {
-      swap();
-      done->set_value();
-    });
-    // The first thread runs only short handlers, and stop() cannot stop it
-    // meanwhile: it takes the listener switch away first (Broker's mutex,
-    // held by the caller of this function), so this wait ends.
-    f.wait();
-  }
+  on_first(swap);
   listener_switches_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }

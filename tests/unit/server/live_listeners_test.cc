@@ -173,6 +173,43 @@ TEST_CASE("A listener moved live to another port serves there only") {
   CHECK(admin::advertised_endpoint(fx.broker(), "PLAINTEXT").port == to);
 }
 
+TEST_CASE("A listener renamed on its port is handed over - one that cannot bind there gives the port back") {
+  Squatter spot;  // a free port, held until the broker is configured
+  const uint16_t port = spot.port();
+  spot.release();
+  const std::string at = "127.0.0.1:" + std::to_string(port);
+  ServerFixture fx({"listeners=PLAINTEXT://" + at});
+  auto& dyn = fx.broker().service<admin::DynamicConfigs>();
+  RawClient a(port);
+  REQUIRE(served(a, 1));
+
+  // Not bindable (a documentation address): the old listener takes the
+  // port back, its connection untouched, and nothing changed.
+  auto e = dyn.replace(false,
+                       {{"listeners", "CLIENT://192.0.2.1:" + std::to_string(port)},
+                        {"listener.security.protocol.map", "CLIENT:PLAINTEXT"}},
+                       false);
+  CHECK(e.code == ErrorCode::INVALID_REQUEST);
+  CHECK_THAT(e.message, Catch::Contains("192.0.2.1"));
+  CHECK(dyn.current(false).empty());
+  CHECK(fx.broker().listeners()->bound.at(0).name == "PLAINTEXT");
+  CHECK(served(a, 2));
+  RawClient b(port);
+  CHECK(served(b, 3));
+
+  // Renamed on the same port: the new name takes it over.
+  REQUIRE(dyn.replace(false,
+                      {{"listeners", "CLIENT://" + at}, {"listener.security.protocol.map", "CLIENT:PLAINTEXT"}}, false)
+              .ok());
+  CHECK(a.closed_by_peer());
+  CHECK(b.closed_by_peer());
+  CHECK(fx.server().bound_ports() == std::vector<uint16_t>{port});
+  RawClient c(port);
+  CHECK(served(c, 4));
+  CHECK(fx.broker().listeners()->advertised.at(0).name == "CLIENT");
+  CHECK(admin::advertised_endpoint(fx.broker(), "CLIENT").port == port);
+}
+
 TEST_CASE("Listener changes that cannot be bound or break Kafka's rules are refused and change nothing") {
   ServerFixture fx;
   auto& dyn = fx.broker().service<admin::DynamicConfigs>();
