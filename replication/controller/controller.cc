@@ -254,6 +254,9 @@ void Controller::process_brokers(uint64_t gen) {
       for (const auto& name : names) {
         int32_t id = -1;
         if (!parse_broker_id(name, &id)) continue;
+        // Each registration is watched before it is read, so a rewrite
+        // after this read fires the watch (process_broker_change).
+        arm_broker(gen, id);
         LiveBroker b;
         std::string why;
         c = read_live_broker(*session_, id, &b, &why);
@@ -274,20 +277,22 @@ void Controller::process_brokers(uint64_t gen) {
                          " (retrying)");
     if (!backoff(gen, &wait_ms)) return;
   }
-  // Each live broker's registration is watched too: a broker whose
-  // listeners changed live rewrites it (process_broker_change).
-  for (const auto& [id, b] : now) arm_broker(gen, id);
   const auto& known = psm_->context().live;
   std::vector<int32_t> failed;
-  std::vector<LiveBroker> started;
+  std::vector<LiveBroker> started, updated;
   for (const auto& [id, b] : known) {
     auto it = now.find(id);
     if (it == now.end() || it->second.epoch != b.epoch) failed.push_back(id);  // gone, or bounced
   }
   for (const auto& [id, b] : now) {
     auto it = known.find(id);
-    if (it == known.end() || it->second.epoch != b.epoch) started.push_back(b);
+    if (it == known.end() || it->second.epoch != b.epoch)
+      started.push_back(b);
+    else if (it->second.endpoints != b.endpoints || it->second.rack != b.rack)
+      updated.push_back(b);  // rewritten before its watch was set (or at activation, since the view was read)
   }
+  for (const LiveBroker& b : updated)
+    if (!broker_updated(gen, b)) return;
   if (failed.empty() && started.empty()) return;
   std::vector<LiveBroker> all;
   for (const auto& [id, b] : now) all.push_back(b);
@@ -349,12 +354,16 @@ void Controller::process_broker_change(uint64_t gen, int32_t id) {
   }
   if (b.epoch != known->second.epoch || (b.endpoints == known->second.endpoints && b.rack == known->second.rack))
     return;
-  log_line("INFO", "broker " + std::to_string(id) + " changed its endpoints");
+  broker_updated(gen, b);
+}
+
+bool Controller::broker_updated(uint64_t gen, const LiveBroker& b) {
+  log_line("INFO", "broker " + std::to_string(b.id) + " changed its endpoints");
   // The channel first, so that the UpdateMetadata goes to the new endpoint.
   std::vector<LiveBroker> all;
-  for (const auto& [i, x] : live) all.push_back(i == id ? b : x);
+  for (const auto& [i, x] : psm_->context().live) all.push_back(i == b.id ? b : x);
   sender_.set_brokers(all);
-  run_step(gen, "broker update", [&] { return psm_->on_broker_update(b); });
+  return run_step(gen, "broker update", [&] { return psm_->on_broker_update(b); });
 }
 
 void Controller::process_topics(uint64_t gen) {

@@ -205,6 +205,9 @@ class Controller {
   void process_brokers(uint64_t gen);
   void arm_broker(uint64_t gen, int32_t id);
   void process_broker_change(uint64_t gen, int32_t id);
+  // A live broker's new endpoints (same epoch): the channel follows, every
+  // broker hears (on_broker_update). False when the activation ended.
+  bool broker_updated(uint64_t gen, const LiveBroker& b);
   void process_topics(uint64_t gen);
   void process_topic_change(uint64_t gen, const std::string& topic);
   void arm_topic(uint64_t gen, const std::string& topic);

@@ -165,6 +165,30 @@ TEST_CASE("Controller: a broker that rewrites its registration (listeners change
   REQUIRE(wait_until([&] { return heard("EXTRA", second) == 19093; }));
 }
 
+TEST_CASE("Controller: a registration rewritten before its watch was set is spread as well", "[controller][runtime]") {
+  Runtime f;
+  std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
+  f.create_topic("t", {{0, {1, 2}}});
+  // Rewritten after the view the controller starts from was read.
+  std::vector<BrokerEndPoint> endpoints = live[1].endpoints;
+  endpoints.push_back({"EXTRA", "127.0.0.1", 19094, "PLAINTEXT"});
+  REQUIRE(f.broker_sessions[2]->set(broker_id_path(2), encode_registration(endpoints, std::nullopt, 2), -1) ==
+          zk::Code::kOk);
+  auto c = f.make();
+  c->activate(f.controller_session(), f.id, live);
+  const auto heard = [&] {
+    for (const auto& r : f.sender.sent())
+      if (auto it = r.update_metadata.find(1); it != r.update_metadata.end())
+        for (const auto& b : it->second.live_brokers)
+          if (b.id == 2)
+            for (const auto& e : b.endpoints)
+              if (e.listener == "EXTRA" && e.port == 19094) return true;
+    return false;
+  };
+  REQUIRE(wait_until(heard));
+  CHECK(f.state("t", 0)->isr == std::vector<int32_t>{1, 2});
+}
+
 TEST_CASE("Controller: a delete_topics marker removes the topic's znodes", "[controller][runtime]") {
   Runtime f;
   std::vector<LiveBroker> live{f.register_broker(1), f.register_broker(2)};
