@@ -42,6 +42,12 @@ int64_t steady_now_ms() {
       .count();
 }
 
+std::string id_list(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
 }  // namespace
 
 LeaderReplicas::LeaderReplicas(Broker& broker)
@@ -532,12 +538,14 @@ void LeaderReplicas::sender_loop() {
       if (!p) continue;
       replication::AlterPartitionEffect effect;
       std::optional<PartitionRoleState> role;
+      std::vector<int32_t> old_isr;
       {
         std::lock_guard<std::mutex> lock(e->mu);
         effect = e->st.on_alter_partition_response(pr.proposal.id, ans);
         if (ans.error != ErrorCode::NONE) isr_update_failures_.fetch_add(1, std::memory_order_relaxed);
         if (effect == replication::AlterPartitionEffect::kCommitted) {
           role = *p->role_state();
+          old_isr = role->isr;
           if (e->st.isr().size() < role->isr.size()) isr_shrinks_.fetch_add(1, std::memory_order_relaxed);
           if (e->st.isr().size() > role->isr.size()) isr_expands_.fetch_add(1, std::memory_order_relaxed);
           role->isr = e->st.isr();
@@ -547,6 +555,11 @@ void LeaderReplicas::sender_loop() {
         }
       }
       if (role) {
+        // Kafka logs each ISR change at INFO too ("ISR updated to ..."):
+        // a stalled acks=all is read from these lines.
+        CK_LOG_INFO("replication", "partition %s-%d: ISR [%s] -> [%s] (leader epoch %d, partition epoch %d)",
+                    pr.tp.topic.c_str(), pr.tp.partition, id_list(old_isr).c_str(), id_list(role->isr).c_str(),
+                    role->leader_epoch, role->partition_epoch);
         if (role->leader_epoch == p->leader_epoch() && p->is_leader()) p->set_role(std::move(*role));
         advance_hw(*e, p);
         wake_waiters(pr.tp);
