@@ -75,7 +75,7 @@ import harness  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
 from test_cluster_groups import CHROOT, OFFSETS, SESSION_MS, find_coordinator, partition_for, start_cluster  # noqa: E402
-from test_cluster_replication import create, partition_states, wait_leaders  # noqa: E402
+from test_cluster_replication import create, wait_formed, partition_states, wait_leaders  # noqa: E402
 
 N = 3000
 CHUNK = 50
@@ -469,7 +469,7 @@ def main(ctx):
         brokers = start_cluster(ctx, zk)
         by_id = {i + 1: b for i, b in enumerate(brokers)}
         kz = zk.client(CHROOT)
-        wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+        wait_formed(kz, brokers)
         # Each broker learns of the registrations through its own ZooKeeper
         # watch (ciuic_cluster_live_brokers) and, from the controller, its
         # metadata cache (Metadata's broker list, which CreateTopics assigns

@@ -40,7 +40,7 @@ import harness  # noqa: E402
 import kafka_wire  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
-from test_cluster_replication import create, metadata, partition_states, produce, wait_leaders, zk_json  # noqa: E402
+from test_cluster_replication import create, wait_formed, metadata, partition_states, produce, wait_leaders, zk_json  # noqa: E402
 
 CHROOT = "/ck-groups"
 SESSION_MS = 3000
@@ -128,7 +128,7 @@ def three_brokers_with_data(ctx, zk, topic, parts):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     code, msg = create(brokers, topic, parts, 3)
     check(code == 0, "CreateTopics: %s %s" % (code, msg))
     wait_leaders(brokers, topic, parts, want_isr=3)
@@ -275,7 +275,7 @@ def scenario_unavailable(ctx, zk):
               "one broker, offsets RF 3: FindCoordinator (%d, %d), want COORDINATOR_NOT_AVAILABLE" % (err, node))
     check(not kz.exists("/brokers/topics/" + OFFSETS), "__consumer_offsets created with fewer brokers than its RF")
     others = start_cluster(ctx, zk, ids=(2, 3))
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, [b1] + others)
     wait_until(lambda: find_coordinator(b1, "ck-cg-lonely")[0] == 0, 60,
                "FindCoordinator to name a coordinator once three brokers live", interval=0.2)
     named = find_coordinator(b1, "ck-cg-lonely")[1]

@@ -92,6 +92,23 @@ def start_cluster(ctx, zk, n=3, extra=None):
     return out
 
 
+def wait_formed(kz, brokers, ids=(1, 2, 3), timeout=30):
+    """Registered in ZooKeeper and known to every broker: each one's Metadata lists exactly
+    these brokers. CreateTopics counts the brokers the answering broker's cache lists (Kafka's
+    getAliveBrokers), and the controller's UpdateMetadata naming a new broker comes a moment
+    after its znode: a topic of replication factor len(ids) asked for in between is refused."""
+    want = sorted(ids)
+    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == want, timeout,
+               "brokers %s registered" % want)
+
+    def known(b):
+        from confluent_kafka.admin import AdminClient
+        a = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"})
+        return sorted(a.list_topics(timeout=10).brokers) == want
+    wait_until(lambda: all(known(b) for b in brokers), timeout,
+               "every broker's Metadata to list brokers %s" % want, interval=0.1)
+
+
 def admin(brokers):
     from confluent_kafka.admin import AdminClient
     return AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers),
@@ -162,7 +179,7 @@ def scenario_topics(ctx, zk):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
 
     code, msg = create(brokers, "repl-a", 6, 3, {"retention.ms": "3600000"})
     check(code == 0, "CreateTopics repl-a: %s %s" % (code, msg))
@@ -250,9 +267,11 @@ def init_producer_id(broker):
     return result[-1]
 
 
-def produce(brokers, topic, start, count, acked, pace=0.0):
+def produce(brokers, topic, start, count, acked, pace=0.0, failures=None):
     """acks=all; every acknowledged (partition, offset) -> value into acked. pace: a pause after
-    every 100 records (flushed first), so the run lasts long enough to kill a broker under it."""
+    every 100 records (flushed first), so the run lasts long enough to kill a broker under it.
+    failures (a dict): partition -> {error text: count} of the deliveries that failed, for a
+    failing test to print."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
                   "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
@@ -262,6 +281,9 @@ def produce(brokers, topic, start, count, acked, pace=0.0):
     def dr(err, m):
         if err is None:
             acked[(m.partition(), m.offset())] = m.value().decode()
+        elif failures is not None:
+            by_error = failures.setdefault(m.partition(), {})
+            by_error[str(err)] = by_error.get(str(err), 0) + 1
 
     for i in range(start, start + count):
         while True:
@@ -302,7 +324,7 @@ def scenario_failover(ctx, zk):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     topic = "repl-f"
     code, msg = create(brokers, topic, 3, 3, {"min.insync.replicas": "2"})
     check(code == 0, "CreateTopics: %s %s" % (code, msg))
@@ -410,7 +432,7 @@ def described(broker, topic, key, rtype=2):
 def scenario_configs(ctx, zk):
     brokers = start_cluster(ctx, zk)
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     code, msg = create(brokers, "cfg", 2, 3)
     check(code == 0, "CreateTopics cfg: %s %s" % (code, msg))
     wait_until(lambda: all(described(b, "cfg", "retention.ms") is not None for b in brokers), 30,
@@ -545,7 +567,7 @@ def scenario_reassign(ctx, zk):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     a = admin(brokers)
     fs = a.create_topics([NewTopic(t, 1, replica_assignment=[[1, 2]]) for t in ("mv-api", "mv-zk")],
                          request_timeout=30)

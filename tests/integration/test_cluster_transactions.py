@@ -58,7 +58,7 @@ import harness  # noqa: E402
 import zookeeper  # noqa: E402
 from harness import check, wait_until  # noqa: E402
 from test_cluster_groups import find_coordinator, partition_for  # noqa: E402
-from test_cluster_replication import create, metadata, partition_states, wait_leaders, zk_json  # noqa: E402
+from test_cluster_replication import create, wait_formed, metadata, partition_states, wait_leaders, zk_json  # noqa: E402
 
 CHROOT = "/ck-txn"
 SESSION_MS = 3000
@@ -168,7 +168,7 @@ def setup(ctx, zk):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     code, msg = create(brokers, TOPIC, PARTS, 3)
     check(code == 0, "CreateTopics: %s %s" % (code, msg))
     wait_leaders(brokers, TOPIC, PARTS, want_isr=3)
@@ -302,7 +302,7 @@ def scenario_copy(ctx, zk):
     brokers = start_cluster(ctx, zk)
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    wait_formed(kz, brokers)
     for t in (src, dst):
         code, msg = create(brokers, t, 1, 3)
         check(code == 0, "CreateTopics %s: %s %s" % (t, code, msg))
