@@ -94,7 +94,7 @@ def run_controlled(ctx, zk, victim_is_controller):
     brokers = repl.start_cluster(ctx, zk, extra={"auto.leader.rebalance.enable": "false"})
     by_id = {i + 1: b for i, b in enumerate(brokers)}
     kz = zk.client(CHROOT)
-    wait_until(lambda: sorted(int(c) for c in kz.get_children("/brokers/ids")) == [1, 2, 3], 30, "3 registered")
+    repl.wait_formed(kz, brokers)
     topic = "cs"
     code, msg = repl.create(brokers, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
     check(code == 0, "CreateTopics: %s %s" % (code, msg))
@@ -102,7 +102,8 @@ def run_controlled(ctx, zk, victim_is_controller):
     assignment = {int(p): r for p, r in repl.zk_json(kz, "/brokers/topics/%s" % topic)["partitions"].items()}
 
     acked = {}
-    t = threading.Thread(target=repl.produce, args=(brokers, topic, 0, 6000, acked, 0.03))
+    failures = {}
+    t = threading.Thread(target=repl.produce, args=(brokers, topic, 0, 6000, acked, 0.03, failures))
     t.start()
     wait_until(lambda: len(acked) >= 1000, 60, "1000 acknowledgements before the SIGTERM", interval=0.01)
     if victim_is_controller:
@@ -159,10 +160,31 @@ def run_controlled(ctx, zk, victim_is_controller):
           "the SIGTERM'd broker timed an acks=all produce out: %s" %
           [ln for ln in victim_log.splitlines() if "REQUEST_TIMED_OUT" in ln][:2])
 
+    # Every survivor's Metadata, what clients route by, stops naming the
+    # victim: the controller's UpdateMetadata reached each of them.
+    survivors = [b for b in brokers if b is not victim]
+
+    seen = {}
+
+    def routed_off(b):
+        md = seen[b.name] = repl.metadata(b, topic)
+        return md is not None and len(md) == PARTITIONS and all(v[0] not in (-1, victim_id) for v in md.values())
+    try:
+        wait_until(lambda: all(routed_off(b) for b in survivors), 30,
+                   "every surviving broker's Metadata to name leaders other than broker %d" % victim_id, interval=0.1)
+    except harness.TestFailure:
+        print("[test] the last Metadata (partition: (leader, replicas, ISR)) of each survivor: %s" % seen, flush=True)
+        raise
+
     t.join(120)
+    if t.is_alive() or failures:
+        # What the clients are told, for the failure's reader.
+        for b in survivors:
+            print("[test] broker %s Metadata for %s: %s" % (b.name, topic, repl.metadata(b, topic)), flush=True)
+        print("[test] failed deliveries by partition: %s; acknowledged by partition: %s" %
+              (failures, {p: sum(1 for (q, _) in acked if q == p) for p in range(PARTITIONS)}), flush=True)
     check(not t.is_alive(), "the producer did not finish")
     check(len(acked) == 6000, "%d of 6000 acknowledged" % len(acked))
-    survivors = [b for b in brokers if b is not victim]
     got = repl.read_all(survivors, topic, acked)
     missing = [k for k in acked if got.get(k) != acked[k]]
     check(not missing, "%d acknowledged records lost or changed, e.g. %s" % (len(missing), missing[:5]))
