@@ -108,55 +108,80 @@ void MetadataCache::note_controller_epoch(int32_t controller_epoch) {
 
 ErrorCode MetadataCache::update(const UpdateMetadataRequest& req, int16_t version,
                                 std::vector<std::pair<std::string, int32_t>>* deleted) {
-  std::lock_guard<std::mutex> ulock(update_mu_);
-  if (req.controller_epoch < controller_epoch()) return ErrorCode::STALE_CONTROLLER_EPOCH;
-  auto next = std::make_shared<MetadataSnapshot>(*snapshot());
-  next->controller_id = req.controller_id < 0 ? -1 : req.controller_id;
-
-  next->brokers.clear();
-  for (const auto& b : req.live_brokers) {
-    CachedBroker cb;
-    cb.id = b.id;
-    if (version == 0) {
-      cb.endpoints.push_back(CachedEndpoint{"PLAINTEXT", b.v0_host, b.v0_port, 0});
-    } else {
-      for (const auto& e : b.endpoints)
-        cb.endpoints.push_back(CachedEndpoint{version >= 3 ? e.listener : protocol_name(e.security_protocol), e.host,
-                                              e.port, e.security_protocol});
-    }
-    if (version >= 2 && b.rack.has_value() && !b.rack->empty()) cb.rack = b.rack;
-    next->brokers[cb.id] = std::move(cb);
-  }
-
-  if (version < 5) {
-    for (const auto& p : req.ungrouped_partition_states) apply_partition(*next, p.topic_name, nullptr, p, deleted);
-  } else {
-    for (const auto& t : req.topic_states)
-      for (const auto& p : t.partition_states)
-        apply_partition(*next, t.topic_name, version >= 7 ? &t.topic_id : nullptr, p, deleted);
-  }
-  note_controller_epoch(req.controller_epoch);
-  initialized_.store(true, std::memory_order_release);
+  std::vector<std::function<void()>> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    snap_ = std::move(next);
-    changed_.notify_all();
+    std::lock_guard<std::mutex> ulock(update_mu_);
+    if (req.controller_epoch < controller_epoch()) return ErrorCode::STALE_CONTROLLER_EPOCH;
+    auto next = std::make_shared<MetadataSnapshot>(*snapshot());
+    next->controller_id = req.controller_id < 0 ? -1 : req.controller_id;
+
+    next->brokers.clear();
+    for (const auto& b : req.live_brokers) {
+      CachedBroker cb;
+      cb.id = b.id;
+      if (version == 0) {
+        cb.endpoints.push_back(CachedEndpoint{"PLAINTEXT", b.v0_host, b.v0_port, 0});
+      } else {
+        for (const auto& e : b.endpoints)
+          cb.endpoints.push_back(CachedEndpoint{version >= 3 ? e.listener : protocol_name(e.security_protocol),
+                                                e.host, e.port, e.security_protocol});
+      }
+      if (version >= 2 && b.rack.has_value() && !b.rack->empty()) cb.rack = b.rack;
+      next->brokers[cb.id] = std::move(cb);
+    }
+
+    if (version < 5) {
+      for (const auto& p : req.ungrouped_partition_states) apply_partition(*next, p.topic_name, nullptr, p, deleted);
+    } else {
+      for (const auto& t : req.topic_states)
+        for (const auto& p : t.partition_states)
+          apply_partition(*next, t.topic_name, version >= 7 ? &t.topic_id : nullptr, p, deleted);
+    }
+    note_controller_epoch(req.controller_epoch);
+    initialized_.store(true, std::memory_order_release);
+    std::shared_ptr<const MetadataSnapshot> published = next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      snap_ = std::move(next);
+    }
+    // After the publish: a when() that read the old snapshot has registered
+    // by the time this lock is ours, and is checked against the new one.
+    std::lock_guard<std::mutex> wlock(waiters_mu_);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->second.pred(*published)) {
+        ready.push_back(std::move(it->second.fn));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
+  for (auto& fn : ready) fn();  // outside the locks: a waiter may read the cache
   return ErrorCode::NONE;
 }
 
-bool MetadataCache::wait_until(const std::function<bool(const MetadataSnapshot&)>& pred,
-                               std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    std::shared_ptr<const MetadataSnapshot> s = snap_;
-    lock.unlock();
-    const bool ok = pred(*s);  // outside the lock: pred may take its time
-    lock.lock();
-    if (ok) return true;
-    if (snap_ != s) continue;  // updated meanwhile: check the new one
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && snap_ == s) return false;
+MetadataCache::WaiterId MetadataCache::when(std::function<bool(const MetadataSnapshot&)> pred,
+                                            std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> wlock(waiters_mu_);
+    if (!pred(*snapshot())) {
+      const WaiterId id = next_waiter_++;
+      waiters_.emplace(id, Waiter{std::move(pred), std::move(fn)});
+      return id;
+    }
   }
+  fn();
+  return 0;
+}
+
+bool MetadataCache::cancel(WaiterId id) {
+  std::lock_guard<std::mutex> wlock(waiters_mu_);
+  return waiters_.erase(id) > 0;
+}
+
+size_t MetadataCache::waiters() const {
+  std::lock_guard<std::mutex> wlock(waiters_mu_);
+  return waiters_.size();
 }
 
 }  // namespace ciuickafka::broker

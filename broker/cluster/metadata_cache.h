@@ -22,12 +22,12 @@
 //
 // Thread-safety: every method may be called from any thread. Readers take
 // an immutable snapshot (a shared_ptr swapped under a short lock) and never
-// wait for an update; updates are serialised by their own mutex.
+// wait for an update; updates are serialised by their own mutex. Waiters
+// (when()) run on the thread that applies the update they waited for.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -116,17 +116,31 @@ class MetadataCache {
   protocol::ErrorCode update(const protocol::UpdateMetadataRequest& req, int16_t version,
                              std::vector<std::pair<std::string, int32_t>>* deleted = nullptr);
 
-  // Blocks until pred(snapshot) holds or the deadline passes; pred is
-  // re-checked after every update (no polling). For threads that may wait:
-  // the admin worker (CreateTopics waiting for its leaders), never a
-  // network thread. Returns whether pred held.
-  bool wait_until(const std::function<bool(const MetadataSnapshot&)>& pred,
-                  std::chrono::steady_clock::time_point deadline) const;
+  // Runs fn once pred(snapshot) holds, without holding a thread while it
+  // waits (CreateTopics waiting for its leaders, as Kafka's
+  // DelayedCreatePartitions): at once on the calling thread when it holds
+  // already (the answer is then 0), else on the thread that applies the
+  // update after which it holds, once that update is published; pred is
+  // checked after every update (no polling). fn must be quick: that thread
+  // answers the controller. Returns an id for cancel().
+  using WaiterId = uint64_t;
+  WaiterId when(std::function<bool(const MetadataSnapshot&)> pred, std::function<void()> fn);
+  // Drops a waiter before its fn runs: true when dropped, false when its fn
+  // has run or is running (or id is 0). With a timeout, exactly one of the
+  // fn and the caller whose cancel() returned true goes on.
+  bool cancel(WaiterId id);
+  size_t waiters() const;
 
  private:
+  struct Waiter {
+    std::function<bool(const MetadataSnapshot&)> pred;
+    std::function<void()> fn;
+  };
   mutable std::mutex mu_;       // guards snap_ (the pointer)
-  mutable std::condition_variable changed_;  // notified (under mu_) after each update
   std::mutex update_mu_;        // serialises updates
+  mutable std::mutex waiters_mu_;  // guards waiters_, next_waiter_; taken after mu_ is released
+  std::map<WaiterId, Waiter> waiters_;
+  WaiterId next_waiter_ = 1;
   std::shared_ptr<const MetadataSnapshot> snap_;
   std::atomic<bool> initialized_{false};
   std::atomic<int32_t> controller_epoch_{-1};

@@ -27,6 +27,7 @@
 // every new partition (REQUEST_TIMED_OUT for a topic still without one at
 // timeout_ms; timeout_ms <= 0 answers once the znodes are written), as
 // Kafka's DelayedCreatePartitions does.
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
@@ -200,6 +201,78 @@ void answer_all_failed(RequestContext& ctx, const CreateTopicsRequest& req, Erro
   ctx.respond(make_response(ctx, resp));
 }
 
+// Cluster mode: a created topic's answer waits, as in Kafka
+// (DelayedCreatePartitions), until this broker's metadata names a leader for
+// each of its partitions, or REQUEST_TIMED_OUT for the topics still without
+// one at timeout_ms. The controller sends the replicas' LeaderAndIsr before
+// the UpdateMetadata, so a client that produces right after the answer finds
+// the partitions led. No thread waits: the answer comes from the thread that
+// applies the UpdateMetadata (a MetadataCache waiter), or from a timer on the
+// connection's thread. The admin worker is free for the next request
+// meanwhile, and the wait does not count as the request's work
+// (request_percentage), as Kafka's purgatory time does not.
+struct PendingCreate {
+  RequestContext ctx;
+  CreateTopicsResponse resp;
+  quotas::MutationQuota quota;
+  std::map<std::string, int32_t> topics;  // name -> partitions
+  int32_t timeout_ms = 0;
+  std::atomic<bool> answered{false};  // by the waiter (the timer need not start)
+};
+
+bool leaders_known(const MetadataSnapshot& s, const std::string& name, int32_t parts) {
+  const CachedTopic* ct = s.topic(name);
+  if (ct == nullptr || static_cast<int32_t>(ct->partitions.size()) < parts) return false;
+  for (const auto& [_, p] : ct->partitions)
+    if (p.leader < 0) return false;
+  return true;
+}
+
+void answer_pending(PendingCreate& p, const MetadataSnapshot& snap) {
+  for (auto& r : p.resp.topics)
+    if (auto it = p.topics.find(r.name); it != p.topics.end() && !leaders_known(snap, it->first, it->second)) {
+      r.error_code = to_wire(ErrorCode::REQUEST_TIMED_OUT);
+      r.error_message = "The topic was created, but its leaders were not elected within " +
+                        std::to_string(p.timeout_ms) + " ms.";
+    }
+  respond_with_mutation_quota(p.ctx, p.resp, p.quota);
+}
+
+void wait_for_leaders(RequestContext& ctx, CreateTopicsResponse resp, quotas::MutationQuota quota,
+                      std::map<std::string, int32_t> topics, int32_t timeout_ms) {
+  MetadataCache* cache = &ctx.broker->service<ReplicaManager>().metadata_cache();
+  auto p = std::make_shared<PendingCreate>();
+  p->ctx = ctx;
+  p->resp = std::move(resp);
+  p->quota = std::move(quota);
+  p->topics = std::move(topics);
+  p->timeout_ms = timeout_ms;
+  // The timer is only touched on the connection's thread (asio timers are
+  // not thread-safe): started there, cancelled there.
+  auto timer = std::make_shared<asio::steady_timer>(ctx.executor);
+  const MetadataCache::WaiterId id = cache->when(
+      [p](const MetadataSnapshot& s) {
+        for (const auto& [name, parts] : p->topics)
+          if (!leaders_known(s, name, parts)) return false;
+        return true;
+      },
+      [p, cache, timer] {
+        p->answered.store(true, std::memory_order_release);
+        answer_pending(*p, *cache->snapshot());
+        asio::post(p->ctx.executor, [timer] { timer->cancel(); });
+      });
+  if (id == 0) return;  // the leaders were known already: answered
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  asio::post(ctx.executor, [p, cache, timer, id, deadline] {
+    if (p->answered.load(std::memory_order_acquire)) return;
+    timer->expires_at(deadline);
+    timer->async_wait([p, cache, timer, id](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: the waiter answered
+      if (cache->cancel(id)) answer_pending(*p, *cache->snapshot());
+    });
+  });
+}
+
 // Answers the request; admin is set in cluster mode (topics go to ZooKeeper).
 void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* admin) {
   Broker& broker = *ctx.broker;
@@ -225,34 +298,8 @@ void answer(RequestContext& ctx, const CreateTopicsRequest& req, ZkTopicAdmin* a
       resp.topics.push_back(create_one(broker, t, req.validate_only, ctx.api_version(), quota));
   }
   if (!created_topics.empty() && req.timeout_ms > 0) {
-    // As Kafka (DelayedCreatePartitions): answer once this broker's metadata
-    // names a leader for every new partition, or REQUEST_TIMED_OUT for the
-    // topics still without one at timeout_ms. The controller sends the
-    // replicas' LeaderAndIsr before the UpdateMetadata, so a client that
-    // produces right after the answer finds the partitions led.
-    auto ready = [&](const MetadataSnapshot& s, const std::string& name, int32_t parts) {
-      const CachedTopic* ct = s.topic(name);
-      if (ct == nullptr || static_cast<int32_t>(ct->partitions.size()) < parts) return false;
-      for (const auto& [_, p] : ct->partitions)
-        if (p.leader < 0) return false;
-      return true;
-    };
-    MetadataCache& cache = broker.service<ReplicaManager>().metadata_cache();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(req.timeout_ms);
-    cache.wait_until(
-        [&](const MetadataSnapshot& s) {
-          for (const auto& [name, parts] : created_topics)
-            if (!ready(s, name, parts)) return false;
-          return true;
-        },
-        deadline);
-    auto snap = cache.snapshot();
-    for (auto& r : resp.topics)
-      if (auto it = created_topics.find(r.name); it != created_topics.end() && !ready(*snap, it->first, it->second)) {
-        r.error_code = to_wire(ErrorCode::REQUEST_TIMED_OUT);
-        r.error_message = "The topic was created, but its leaders were not elected within " +
-                          std::to_string(req.timeout_ms) + " ms.";
-      }
+    wait_for_leaders(ctx, std::move(resp), std::move(quota), std::move(created_topics), req.timeout_ms);
+    return;
   }
   respond_with_mutation_quota(ctx, resp, quota);
 }

@@ -1,6 +1,6 @@
 // tests/unit/handlers/cluster/metadata_cache_test.cc: MetadataCache updates
-// (full, partial, deletion, live brokers replaced), fencing, and old
-// UpdateMetadata versions through the real codec.
+// (full, partial, deletion, live brokers replaced), fencing, old
+// UpdateMetadata versions through the real codec, and waiters.
 #include <catch2/catch.hpp>
 
 #include "broker/cluster/metadata_cache.h"
@@ -90,6 +90,51 @@ TEST_CASE("metadata cache: controller epoch and broker epoch fencing") {
   CHECK(cache.check_fence(5, 99, 100) == ErrorCode::STALE_BROKER_EPOCH);
   CHECK(cache.check_fence(5, 100, 100) == ErrorCode::NONE);
   CHECK(cache.check_fence(5, 101, 100) == ErrorCode::NONE);
+}
+
+TEST_CASE("metadata cache: a waiter runs once, after the update that makes its condition hold") {
+  MetadataCache cache;
+  auto led = [](const MetadataSnapshot& s) {
+    const CachedPartition* p = s.partition("t", 0);
+    return p != nullptr && p->leader >= 0;
+  };
+  int ran = 0;
+  const MetadataCache::WaiterId id = cache.when(led, [&] { ++ran; });
+  CHECK(id != 0);
+  CHECK(cache.waiters() == 1);
+  // An update that does not make it hold: still waiting.
+  REQUIRE(cache.update(update_metadata({{"other", 0}}, {1}), 8) == ErrorCode::NONE);
+  CHECK(ran == 0);
+  // The one that does: run by update(), with the new snapshot already published.
+  bool saw_it = false;
+  const MetadataCache::WaiterId id2 = cache.when(led, [&] { saw_it = led(*cache.snapshot()); });
+  REQUIRE(cache.update(update_metadata({{"t", 0, 2}}, {1, 2}), 8) == ErrorCode::NONE);
+  CHECK(ran == 1);
+  CHECK(saw_it);
+  CHECK(cache.waiters() == 0);
+  // Once only; and a waiter that has run cannot be cancelled.
+  REQUIRE(cache.update(update_metadata({{"t", 0, 1}}, {1, 2}), 8) == ErrorCode::NONE);
+  CHECK(ran == 1);
+  CHECK_FALSE(cache.cancel(id));
+  CHECK_FALSE(cache.cancel(id2));
+  // A condition that holds already runs on the caller's thread at once: id 0.
+  int at_once = 0;
+  CHECK(cache.when(led, [&] { ++at_once; }) == 0);
+  CHECK(at_once == 1);
+  CHECK_FALSE(cache.cancel(0));
+}
+
+TEST_CASE("metadata cache: a cancelled waiter never runs") {
+  MetadataCache cache;
+  int ran = 0;
+  const MetadataCache::WaiterId id =
+      cache.when([](const MetadataSnapshot& s) { return s.partition("t", 0) != nullptr; }, [&] { ++ran; });
+  REQUIRE(id != 0);
+  CHECK(cache.cancel(id));
+  CHECK_FALSE(cache.cancel(id));  // exactly one cancel wins
+  REQUIRE(cache.update(update_metadata({{"t", 0}}, {1}), 8) == ErrorCode::NONE);
+  CHECK(ran == 0);
+  CHECK(cache.waiters() == 0);
 }
 
 TEST_CASE("metadata cache: UpdateMetadata v0 and v4 decode through the codec and apply") {

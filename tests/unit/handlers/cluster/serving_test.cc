@@ -5,7 +5,13 @@
 // controller_mutation_rate on topics written to ZooKeeper.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "broker/admin/admin_worker.h"
 #include "broker/broker.h"
+#include "broker/quotas/client_quotas.h"
 #include "broker/replica/leader_replicas.h"
 #include "protocol/generated/alter_client_quotas.h"
 #include "protocol/generated/controlled_shutdown.h"
@@ -379,6 +385,88 @@ TEST_CASE("cluster mode: CreateTopics places replicas on the brokers Metadata na
   req.topics[0].replication_factor = 4;
   resp = c.f().call<protocol::CreateTopicsResponse>(req, 7);
   CHECK(resp.topics.at(0).error_code == to_wire(ErrorCode::INVALID_REPLICATION_FACTOR));
+}
+
+protocol::CreateTopicsRequest create_one_topic(const std::string& name, int32_t timeout_ms) {
+  protocol::CreateTopicsRequest req;
+  auto& t = req.topics.emplace_back();
+  t.name = name;
+  t.num_partitions = 1;
+  t.replication_factor = 1;
+  req.timeout_ms = timeout_ms;
+  return req;
+}
+
+TEST_CASE("cluster mode: CreateTopics waits for its leaders without holding the admin worker") {
+  // No controller runs here: the test plays it. The answer must wait until
+  // an UpdateMetadata names the new partition's leader (Kafka's
+  // DelayedCreatePartitions), and meanwhile the admin worker serves other
+  // work: a task posted to it runs before that UpdateMetadata is sent.
+  ClusterFixture c;
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
+  std::string error;
+  replication::zk::ConnectOptions o;
+  o.connect = "fake:2181";
+  auto client = c.zk().client();
+  auto zk = client->connect(o, {}, &error);
+  REQUIRE(zk);
+  std::atomic<bool> worker_was_free{false};
+  std::atomic<bool> znode_seen{false};
+  // The znode's creation, by a ZooKeeper watch.
+  std::promise<void> created;
+  auto created_f = created.get_future();
+  std::atomic<bool> fired{false};
+  auto on_create = [&](replication::zk::EventType, const std::string&) {
+    if (!fired.exchange(true)) created.set_value();
+  };
+  if (zk->exists("/brokers/topics/late", nullptr, on_create) == replication::zk::Code::kOk) on_create({}, {});
+  std::thread controller([&] {
+    if (created_f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) return;
+    znode_seen = true;
+    std::promise<void> ran;
+    auto done = ran.get_future();
+    if (c.broker().service<admin::AdminWorker>().post([&ran] { ran.set_value(); }))
+      worker_was_free = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    c.rm().update_metadata(update_metadata({{"late", 0, 2}}, {1, 2, 3}), 8);
+    if (!worker_was_free) done.wait();  // the task refers to this frame
+  });
+  auto resp = c.f().call<protocol::CreateTopicsResponse>(create_one_topic("late", 15000), 7);
+  controller.join();
+  CHECK(znode_seen);
+  CHECK(worker_was_free);
+  REQUIRE(resp.topics.size() == 1);
+  INFO(resp.topics[0].error_message.value_or(""));
+  CHECK(resp.topics[0].error_code == 0);
+  CHECK(c.rm().metadata_cache().waiters() == 0);
+}
+
+TEST_CASE("cluster mode: CreateTopics still without leaders at timeout_ms is REQUEST_TIMED_OUT, its wait not counted as work") {
+  // request_percentage 5 (% of one thread): the 1.5 s wait, counted, would
+  // put this client over it (15 % of a 10 s window); the work itself (a few
+  // znodes in the in-memory ZooKeeper) is far below. Kafka counts a
+  // request's handler time, not its time in purgatory.
+  ClusterFixture c;
+  REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
+  protocol::AlterClientQuotasRequest q;
+  auto& e = q.entries.emplace_back();
+  auto& d = e.entity.emplace_back();
+  d.entity_type = "client-id";
+  d.entity_name = "fixture";
+  auto& op = e.ops.emplace_back();
+  op.key = "request_percentage";
+  op.value = 5.0;
+  REQUIRE(c.f().call<protocol::AlterClientQuotasResponse>(q, 1).entries.at(0).error_code == 0);
+  auto& quotas = c.broker().client_quotas();
+  const uint64_t throttled_before = quotas.throttled(quotas::Kind::kRequest);
+  const auto start = std::chrono::steady_clock::now();
+  auto resp = c.f().call<protocol::CreateTopicsResponse>(create_one_topic("never-led", 1500), 7);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1500));
+  REQUIRE(resp.topics.size() == 1);
+  CHECK(resp.topics[0].error_code == to_wire(ErrorCode::REQUEST_TIMED_OUT));
+  CHECK(resp.topics[0].error_message.value_or("").find("not elected within 1500 ms") != std::string::npos);
+  CHECK(resp.throttle_time_ms == 0);
+  CHECK(quotas.throttled(quotas::Kind::kRequest) == throttled_before);
+  CHECK(c.rm().metadata_cache().waiters() == 0);
 }
 
 TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePartitions and DeleteTopics in ZooKeeper") {
