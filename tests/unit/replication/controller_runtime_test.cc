@@ -129,19 +129,6 @@ TEST_CASE("Controller: a broker that rewrites its registration (listeners change
   REQUIRE(wait_until([&] { return f.state("t", 0).has_value(); }));
   const int64_t epoch = f.epoch_of(2);
   const int32_t leader_epoch = f.state("t", 0)->leader_epoch;
-  // The port broker 1 hears for broker 2's listener `name`, in an
-  // UpdateMetadata sent at index >= from (0: none).
-  const auto heard = [&](const std::string& name, size_t from) {
-    int32_t port = 0;
-    const auto sent = f.sender.sent();
-    for (size_t i = from; i < sent.size(); ++i)
-      if (auto it = sent[i].update_metadata.find(1); it != sent[i].update_metadata.end())
-        for (const auto& b : it->second.live_brokers)
-          if (b.id == 2)
-            for (const auto& e : b.endpoints)
-              if (e.listener == name) port = e.port;
-    return port;
-  };
   const size_t before = f.sender.sent_count();
 
   // Broker 2 adds a listener: the same znode (so the same epoch), new data.
@@ -149,7 +136,7 @@ TEST_CASE("Controller: a broker that rewrites its registration (listeners change
   endpoints.push_back({"EXTRA", "127.0.0.1", 19092, "PLAINTEXT"});
   REQUIRE(f.broker_sessions[2]->set(broker_id_path(2), encode_registration(endpoints, std::nullopt, 2), -1) ==
           zk::Code::kOk);
-  REQUIRE(wait_until([&] { return heard("EXTRA", before) == 19092; }));
+  REQUIRE(wait_until([&] { return f.sender.heard_port(1, 2, "EXTRA", before) == 19092; }));
   CHECK(f.epoch_of(2) == epoch);
   CHECK(f.sender.metadata_to(2, before));
   // Not a bounce: broker 2 stays in the ISR and nothing is re-elected.
@@ -162,7 +149,7 @@ TEST_CASE("Controller: a broker that rewrites its registration (listeners change
   endpoints.back().port = 19093;
   REQUIRE(f.broker_sessions[2]->set(broker_id_path(2), encode_registration(endpoints, std::nullopt, 3), -1) ==
           zk::Code::kOk);
-  REQUIRE(wait_until([&] { return heard("EXTRA", second) == 19093; }));
+  REQUIRE(wait_until([&] { return f.sender.heard_port(1, 2, "EXTRA", second) == 19093; }));
 }
 
 TEST_CASE("Controller: a registration rewritten before its watch was set is spread as well", "[controller][runtime]") {
@@ -176,16 +163,7 @@ TEST_CASE("Controller: a registration rewritten before its watch was set is spre
           zk::Code::kOk);
   auto c = f.make();
   c->activate(f.controller_session(), f.id, live);
-  const auto heard = [&] {
-    for (const auto& r : f.sender.sent())
-      if (auto it = r.update_metadata.find(1); it != r.update_metadata.end())
-        for (const auto& b : it->second.live_brokers)
-          if (b.id == 2)
-            for (const auto& e : b.endpoints)
-              if (e.listener == "EXTRA" && e.port == 19094) return true;
-    return false;
-  };
-  REQUIRE(wait_until(heard));
+  REQUIRE(wait_until([&] { return f.sender.heard_port(1, 2, "EXTRA") == 19094; }));
   CHECK(f.state("t", 0)->isr == std::vector<int32_t>{1, 2});
 }
 

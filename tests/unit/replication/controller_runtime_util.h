@@ -63,6 +63,19 @@ class FakeSender : public RequestSender {
     std::lock_guard<std::mutex> lock(mu_);
     return brokers_;
   }
+  // The port broker `to` was last told, in an UpdateMetadata sent at index
+  // >= from, for broker `about`'s listener `listener` (0: none).
+  int32_t heard_port(int32_t to, int32_t about, const std::string& listener, size_t from = 0) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    int32_t port = 0;
+    for (size_t i = from; i < sent_.size(); ++i)
+      if (auto it = sent_[i].update_metadata.find(to); it != sent_[i].update_metadata.end())
+        for (const auto& b : it->second.live_brokers)
+          if (b.id == about)
+            for (const auto& e : b.endpoints)
+              if (e.listener == listener) port = e.port;
+    return port;
+  }
   // A LeaderAndIsr to broker b, sent at index >= from, for topic-p; its
   // leader (or -100 when none).
   int32_t lai_leader(int32_t b, const std::string& topic, int32_t p, size_t from = 0) const {
