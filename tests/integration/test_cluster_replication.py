@@ -267,16 +267,27 @@ def init_producer_id(broker):
     return result[-1]
 
 
-def produce(brokers, topic, start, count, acked, pace=0.0, failures=None):
+def produce(brokers, topic, start, count, acked, pace=0.0, failures=None, debug_log=None):
     """acks=all; every acknowledged (partition, offset) -> value into acked. pace: a pause after
     every 100 records (flushed first), so the run lasts long enough to kill a broker under it.
-    failures (a dict): partition -> {error text: count} of the deliveries that failed, for a
-    failing test to print."""
+    failures (a dict): partition -> {error text: count} of the deliveries that failed, and
+    debug_log (a path): librdkafka's metadata, topic and broker debug lines, for a failing test
+    to print."""
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
-                  "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
-                  "broker.address.family": "v4", "retries": 1000000, "retry.backoff.ms": 100,
-                  **harness.rdkafka_debug_conf()})
+    conf = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers), "acks": "all",
+            "enable.idempotence": False, "linger.ms": 5, "message.timeout.ms": 60000,
+            "broker.address.family": "v4", "retries": 1000000, "retry.backoff.ms": 100,
+            **harness.rdkafka_debug_conf()}
+    extra = {}
+    if debug_log is not None:
+        import logging
+        logger = logging.getLogger("ck-producer-" + os.path.basename(debug_log))
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(logging.FileHandler(debug_log))
+        conf["debug"] = "metadata,topic,broker"
+        extra["logger"] = logger  # served from poll() and flush()
+    p = Producer(conf, **extra)
 
     def dr(err, m):
         if err is None:

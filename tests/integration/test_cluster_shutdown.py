@@ -103,7 +103,8 @@ def run_controlled(ctx, zk, victim_is_controller):
 
     acked = {}
     failures = {}
-    t = threading.Thread(target=repl.produce, args=(brokers, topic, 0, 6000, acked, 0.03, failures))
+    debug_log = os.path.join(ctx.work, "producer-debug.log")
+    t = threading.Thread(target=repl.produce, args=(brokers, topic, 0, 6000, acked, 0.03, failures, debug_log))
     t.start()
     wait_until(lambda: len(acked) >= 1000, 60, "1000 acknowledgements before the SIGTERM", interval=0.01)
     if victim_is_controller:
@@ -183,6 +184,13 @@ def run_controlled(ctx, zk, victim_is_controller):
             print("[test] broker %s Metadata for %s: %s" % (b.name, topic, repl.metadata(b, topic)), flush=True)
         print("[test] failed deliveries by partition: %s; acknowledged by partition: %s" %
               (failures, {p: sum(1 for (q, _) in acked if q == p) for p in range(PARTITIONS)}), flush=True)
+        # Where librdkafka routed each partition, and from which broker's answer.
+        keys = ("Leader", "delegat", "QRYLEADER", "Received metadata", "Request metadata", "STATE")
+        with open(debug_log, errors="replace") as f:
+            lines = [ln.rstrip() for ln in f if any(k in ln for k in keys)]
+        print("[test] the producer's last %d routing lines (of %d):" % (min(150, len(lines)), len(lines)), flush=True)
+        for ln in lines[-150:]:
+            print("  | " + ln[:240], flush=True)
     check(not t.is_alive(), "the producer did not finish")
     check(len(acked) == 6000, "%d of 6000 acknowledged" % len(acked))
     got = repl.read_all(survivors, topic, acked)
