@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "broker/cluster/replica_manager.h"
 #include "broker/cluster/zk_cluster.h"
+#include "protocol/generated/alter_client_quotas.h"
 #include "protocol/generated/leader_and_isr.h"
 #include "protocol/generated/stop_replica.h"
 #include "protocol/generated/update_metadata.h"
@@ -44,6 +46,33 @@ class ClusterFixture {
   ReplicaManager& rm() { return broker().service<ReplicaManager>(); }
   replication::zk::FakeZkServer& zk() { return server_; }
 
+  // A ZooKeeper session of a tool beside the broker (kept by the fixture).
+  replication::zk::Session& tool_session() {
+    if (!tool_) {
+      std::string error;
+      replication::zk::ConnectOptions o;
+      o.connect = "fake:2181";
+      tool_client_ = server_.client();
+      tool_ = tool_client_->connect(o, {}, &error);
+      if (!tool_) throw std::runtime_error(error);
+    }
+    return *tool_;
+  }
+
+  // Sets one client quota of the fixture's client id through AlterClientQuotas.
+  void set_client_quota(const std::string& key, double value) {
+    protocol::AlterClientQuotasRequest q;
+    auto& e = q.entries.emplace_back();
+    auto& d = e.entity.emplace_back();
+    d.entity_type = "client-id";
+    d.entity_name = "fixture";
+    auto& op = e.ops.emplace_back();
+    op.key = key;
+    op.value = value;
+    if (broker_.call<protocol::AlterClientQuotasResponse>(q, 1).entries.at(0).error_code != 0)
+      throw std::runtime_error("AlterClientQuotas refused " + key);
+  }
+
   // Writes /config/topics/<topic> as kafka-configs.sh would.
   void set_topic_config(const std::string& topic, const replication::ConfigEntries& entries) {
     std::string error;
@@ -68,6 +97,8 @@ class ClusterFixture {
   replication::zk::FakeZkServer server_;
   FactoryGuard guard_;
   BrokerFixture broker_;
+  std::unique_ptr<replication::zk::Client> tool_client_;
+  std::unique_ptr<replication::zk::Session> tool_;  // goes before its client
 };
 
 inline protocol::Uuid uuid(uint8_t b) {

@@ -404,12 +404,7 @@ TEST_CASE("cluster mode: CreateTopics waits for its leaders without holding the 
   // work: a task posted to it runs before that UpdateMetadata is sent.
   ClusterFixture c;
   REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
-  std::string error;
-  replication::zk::ConnectOptions o;
-  o.connect = "fake:2181";
-  auto client = c.zk().client();
-  auto zk = client->connect(o, {}, &error);
-  REQUIRE(zk);
+  replication::zk::Session& zk = c.tool_session();
   std::atomic<bool> worker_was_free{false};
   std::atomic<bool> znode_seen{false};
   // The znode's creation, by a ZooKeeper watch.
@@ -419,7 +414,7 @@ TEST_CASE("cluster mode: CreateTopics waits for its leaders without holding the 
   auto on_create = [&](replication::zk::EventType, const std::string&) {
     if (!fired.exchange(true)) created.set_value();
   };
-  if (zk->exists("/brokers/topics/late", nullptr, on_create) == replication::zk::Code::kOk) on_create({}, {});
+  if (zk.exists("/brokers/topics/late", nullptr, on_create) == replication::zk::Code::kOk) on_create({}, {});
   std::thread controller([&] {
     if (created_f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) return;
     znode_seen = true;
@@ -447,15 +442,7 @@ TEST_CASE("cluster mode: CreateTopics still without leaders at timeout_ms is REQ
   // request's handler time, not its time in purgatory.
   ClusterFixture c;
   REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
-  protocol::AlterClientQuotasRequest q;
-  auto& e = q.entries.emplace_back();
-  auto& d = e.entity.emplace_back();
-  d.entity_type = "client-id";
-  d.entity_name = "fixture";
-  auto& op = e.ops.emplace_back();
-  op.key = "request_percentage";
-  op.value = 5.0;
-  REQUIRE(c.f().call<protocol::AlterClientQuotasResponse>(q, 1).entries.at(0).error_code == 0);
+  c.set_client_quota("request_percentage", 5.0);
   auto& quotas = c.broker().client_quotas();
   const uint64_t throttled_before = quotas.throttled(quotas::Kind::kRequest);
   const auto start = std::chrono::steady_clock::now();
@@ -473,22 +460,8 @@ TEST_CASE("cluster mode: controller_mutation_rate limits CreateTopics, CreatePar
   // 1 partition per second, a bucket of 20 (2 windows of 10 s).
   ClusterFixture c({"controller.quota.window.num=2", "controller.quota.window.size.seconds=10"});
   REQUIRE(c.f().call<protocol::UpdateMetadataResponse>(update_metadata({}, {1, 2, 3}), 8).error_code == 0);
-  protocol::AlterClientQuotasRequest q;
-  auto& e = q.entries.emplace_back();
-  auto& d = e.entity.emplace_back();
-  d.entity_type = "client-id";
-  d.entity_name = "fixture";
-  auto& op = e.ops.emplace_back();
-  op.key = "controller_mutation_rate";
-  op.value = 1.0;
-  REQUIRE(c.f().call<protocol::AlterClientQuotasResponse>(q, 1).entries.at(0).error_code == 0);
-
-  std::string error;
-  replication::zk::ConnectOptions o;
-  o.connect = "fake:2181";
-  auto client = c.zk().client();
-  auto zk = client->connect(o, {}, &error);
-  REQUIRE(zk);
+  c.set_client_quota("controller_mutation_rate", 1.0);
+  replication::zk::Session* zk = &c.tool_session();
   auto exists = [&](const std::string& path) { return zk->exists(path) == replication::zk::Code::kOk; };
   const auto throttled = to_wire(ErrorCode::THROTTLING_QUOTA_EXCEEDED);
 
