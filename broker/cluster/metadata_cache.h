@@ -138,7 +138,7 @@ class MetadataCache {
   };
   mutable std::mutex mu_;       // guards snap_ (the pointer)
   std::mutex update_mu_;        // serialises updates
-  mutable std::mutex waiters_mu_;  // guards waiters_, next_waiter_; taken after mu_ is released
+  mutable std::mutex waiters_mu_;  // guards waiters_, next_waiter_; never taken while mu_ is held
   std::map<WaiterId, Waiter> waiters_;
   WaiterId next_waiter_ = 1;
   std::shared_ptr<const MetadataSnapshot> snap_;
