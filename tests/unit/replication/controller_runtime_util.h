@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -51,9 +52,10 @@ class FakeSender : public RequestSender {
     brokers_.clear();
     ++clears_;
   }
-  std::vector<ControlRequests> sent() const {
+  // What was sent, from index `from` on.
+  std::vector<ControlRequests> sent(size_t from = 0) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return sent_;
+    return {sent_.begin() + static_cast<std::ptrdiff_t>(std::min(from, sent_.size())), sent_.end()};
   }
   size_t sent_count() const {
     std::lock_guard<std::mutex> lock(mu_);
