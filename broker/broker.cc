@@ -349,6 +349,12 @@ bool Broker::start_cluster(std::vector<replication::ListenerEndpoint> endpoints,
   return true;
 }
 
+namespace {
+// How long a controlled shutdown waits for the controller's UpdateMetadata
+// of the move before the listeners stop anyway.
+constexpr int64_t kMetadataMoveWaitMs = 5000;
+}  // namespace
+
 bool Broker::controlled_shutdown() {
   if (!cluster_ || !config_.get_bool("controlled.shutdown.enable")) return true;
   ControlledShutdownSettings s;
@@ -360,6 +366,14 @@ bool Broker::controlled_shutdown() {
   CK_LOG_INFO("broker", "controlled shutdown: starting (at most %lld ms)",
               static_cast<long long>(s.bound_ms()));
   ZkCluster* c = cluster_.get();
+  // The topics with a partition led here that has other replicas: the move's.
+  std::vector<std::string> moving;
+  for (const auto& [name, t] : service<ReplicaManager>().metadata_cache().snapshot()->topics)
+    for (const auto& [index, p] : t.partitions)
+      if (p.leader == node_id_ && p.replicas.size() > 1) {
+        moving.push_back(name);
+        break;
+      }
   const ControlledShutdownReport r = run_controlled_shutdown(s, [c] { return c->view(); });
   metrics::log::writef(r.succeeded ? metrics::log::Level::kInfo : metrics::log::Level::kWarn, "cluster",
                        "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up",
@@ -370,6 +384,26 @@ bool Broker::controlled_shutdown() {
   if (r.succeeded && r.attempts > 0) {
     const size_t n = service<ReplicaManager>().step_down_after_controlled_shutdown();
     if (n > 0) CK_LOG_INFO("cluster", "controlled shutdown: %zu partition(s) no longer led here", n);
+    // The listeners stop only once the controller's UpdateMetadata for the
+    // move has reached this broker and every other one (controlled_shutdown.h
+    // says why); bounded.
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed_ms = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::string why = "this broker's metadata does not show it yet";
+    bool moved = service<ReplicaManager>().wait_metadata_moved_off(kMetadataMoveWaitMs);
+    if (moved) {
+      auto view = c->view();
+      moved = view != nullptr && wait_others_routed_off(s, *view, moving, kMetadataMoveWaitMs - elapsed_ms(), &why);
+      if (view == nullptr) why = "no cluster view";
+    }
+    if (moved)
+      CK_LOG_INFO("cluster", "controlled shutdown: every broker's metadata shows the move after %lld ms",
+                  static_cast<long long>(elapsed_ms()));
+    else
+      CK_LOG_WARN("cluster", "controlled shutdown: after %lld ms %s; stopping anyway",
+                  static_cast<long long>(elapsed_ms()), why.c_str());
   }
   return r.succeeded;
 }

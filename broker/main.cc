@@ -7,7 +7,8 @@
 // invalid value stops startup with one line naming key and value, exit 1),
 // opens the log dirs (recovery), starts the metrics endpoint and the
 // listeners, then waits for SIGINT/SIGTERM. Shutdown: in cluster mode a
-// controlled shutdown first (leaderships move, bounded), then stop accepting, let
+// controlled shutdown first (leaderships move, and every broker's metadata
+// shows it; bounded), then stop accepting, let
 // in-flight requests finish (bounded), flush and checkpoint every log, write
 // the clean-shutdown marker, exit 0.
 //

@@ -10,6 +10,7 @@
 #include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/controlled_shutdown.h"
+#include "protocol/generated/metadata.h"
 #include "replication/net/broker_client.h"
 
 namespace ciuickafka::broker {
@@ -84,7 +85,62 @@ bool attempt(const ControlledShutdownSettings& s, const replication::ClusterView
   return true;
 }
 
+// True when resp names a leader other than `me` for every partition of
+// every topic it answers with (a topic it does not know counts as moved).
+bool routed_off(const protocol::MetadataResponse& resp, int32_t me) {
+  for (const auto& t : resp.topics)
+    for (const auto& p : t.partitions)
+      if (p.leader_id == me) return false;
+  return true;
+}
+
 }  // namespace
+
+bool wait_others_routed_off(const ControlledShutdownSettings& s, const replication::ClusterView& v,
+                            const std::vector<std::string>& topics, int64_t bound_ms, std::string* what) {
+  if (topics.empty()) return true;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, bound_ms));
+  protocol::MetadataRequest req;
+  req.topics.emplace();
+  for (const auto& t : topics) req.topics->emplace_back().name = t;
+  req.allow_auto_topic_creation = false;
+  for (const auto& b : v.brokers) {
+    if (b.id == s.broker_id) continue;
+    const replication::ListenerEndpoint* ep = nullptr;
+    for (const auto& e : b.endpoints)
+      if (e.listener == s.listener) ep = &e;
+    if (ep == nullptr || ep->port <= 0 || ep->port > 65535) continue;  // cannot be asked
+    const std::string host = ep->host.empty() ? "127.0.0.1" : ep->host;
+    std::unique_ptr<replication::net::BrokerClient> client;
+    for (;;) {
+      const Clock::time_point now = Clock::now();
+      if (now >= deadline) {
+        *what = "broker " + std::to_string(b.id) + " still names this broker as a leader";
+        return false;
+      }
+      if (!client) {
+        replication::net::ClientOptions o;
+        o.client_id = "ciuickafka-controlled-shutdown-" + std::to_string(s.broker_id);
+        o.connect_timeout_ms = o.request_timeout_ms =
+            static_cast<int32_t>(std::clamp<int64_t>(ms_between(now, deadline), 1, s.socket_timeout_ms));
+        auto c = replication::net::BrokerClient::connect(host, static_cast<uint16_t>(ep->port), o);
+        if (!c) break;  // not reachable: it answers no client either
+        client = std::move(c.value());
+      }
+      const auto version = client->pick_version(protocol::MetadataRequest::kApiKey, 12, 4);
+      if (!version) break;  // cannot be asked
+      protocol::MetadataResponse resp;
+      if (!client->call(req, *version, &resp)) {
+        client.reset();  // connected again next time, or not reachable any more
+      } else if (routed_off(resp, s.broker_id)) {
+        break;
+      }
+      // Asked again in 10 ms, never past the bound.
+      std::this_thread::sleep_until(std::min(Clock::now() + std::chrono::milliseconds(10), deadline));
+    }
+  }
+  return true;
+}
 
 int64_t ControlledShutdownSettings::bound_ms() const {
   const int64_t n = std::max<int32_t>(max_retries, 0);

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "replication/membership.h"
 
@@ -54,5 +55,20 @@ struct ControlledShutdownReport {
 using ViewFn = std::function<std::shared_ptr<const replication::ClusterView>()>;
 
 ControlledShutdownReport run_controlled_shutdown(const ControlledShutdownSettings& settings, const ViewFn& view);
+
+// After the move, before the listeners stop: asks every other live broker in
+// the view (on the inter-broker listener) for the Metadata of `topics` until
+// each names a leader other than this broker for all their partitions, or
+// bound_ms passes; a broker is asked again every 10 ms. The controller sends
+// the UpdateMetadata of the move to every broker at once, after it answered
+// the ControlledShutdown: a client that loses its connection here asks
+// another broker where the partitions went, and one asked before its
+// UpdateMetadata arrived sends them back here. librdkafka 2.0 then waits on
+// this dead broker for minutes (it asks again only while it is trying to
+// connect to it). A broker that cannot be reached is not waited for (it
+// answers no client either). Returns whether every broker answered so;
+// *what says which one did not.
+bool wait_others_routed_off(const ControlledShutdownSettings& settings, const replication::ClusterView& view,
+                            const std::vector<std::string>& topics, int64_t bound_ms, std::string* what);
 
 }  // namespace ciuickafka::broker

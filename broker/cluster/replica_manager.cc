@@ -3,7 +3,10 @@
 #include "broker/cluster/replica_manager.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <future>
+#include <memory>
 
 #include "broker/broker.h"
 #include "broker/cluster/zk_cluster.h"
@@ -351,6 +354,24 @@ size_t ReplicaManager::step_down_after_controlled_shutdown() {
     }
   }
   return n;
+}
+
+bool ReplicaManager::wait_metadata_moved_off(int64_t bound_ms) {
+  const int32_t me = broker_.node_id();
+  auto moved = [me](const MetadataSnapshot& s) {
+    for (const auto& [name, t] : s.topics)
+      for (const auto& [index, p] : t.partitions)
+        if (p.leader == me && p.replicas.size() > 1) return false;
+    return true;
+  };
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  const MetadataCache::WaiterId id = cache_.when(moved, [done] { done->set_value(); });
+  if (id == 0) return true;
+  if (f.wait_for(std::chrono::milliseconds(std::max<int64_t>(0, bound_ms))) == std::future_status::ready) return true;
+  if (cache_.cancel(id)) return false;
+  f.wait();  // its fn is running: it has just moved
+  return true;
 }
 
 protocol::UpdateMetadataResponse ReplicaManager::update_metadata(const protocol::UpdateMetadataRequest& req,

@@ -73,6 +73,11 @@ class ReplicaManager {
   // followers that now follow someone else until the shutdown's grace ends.
   // Returns how many partitions stepped down.
   size_t step_down_after_controlled_shutdown();
+  // After a controlled shutdown, before the listeners stop: blocks until
+  // this broker's metadata cache names no partition with other replicas as
+  // led here, or bound_ms passes; returns whether it did (the others are
+  // asked too: wait_others_routed_off in controlled_shutdown.h says why).
+  bool wait_metadata_moved_off(int64_t bound_ms);
 
   // The topic config overrides for a log LeaderAndIsr creates; nullopt when
   // they cannot be read (the log then takes the broker defaults). Default:

@@ -155,6 +155,11 @@ def run_controlled(ctx, zk, victim_is_controller):
           (first, t_new_leader - t_term, t_exit - t_term, SESSION_MS / 1000), flush=True)
     victim_log = victim.log_text()
     check("controlled shutdown: succeeded" in victim_log, "the broker's log does not say it succeeded")
+    # Its listeners stopped only once every broker's Metadata showed the
+    # move: a client that lost its connection asks a survivor where the
+    # partitions went, and a stale answer sent it back to the dead broker.
+    check("every broker's metadata shows the move" in victim_log,
+          "the broker stopped its listeners before every broker's metadata showed the move")
     # Once its leaderships moved it answers NOT_LEADER_OR_FOLLOWER at once: it
     # never holds an acks=all produce until the stop's grace runs out.
     check("REQUEST_TIMED_OUT" not in victim_log,

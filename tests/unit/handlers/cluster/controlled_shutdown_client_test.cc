@@ -4,7 +4,8 @@
 // epoch) goes to the controller named in the view on the inter-broker
 // listener; remaining partitions and errors are retried up to max_retries;
 // a controller that never answers is bounded by bound_ms(); no controller,
-// or no other broker registered.
+// or no other broker registered. Then the wait for the other brokers'
+// Metadata to show the move, against a fake broker.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 
 #include "broker/cluster/controlled_shutdown.h"
 #include "protocol/generated/controlled_shutdown.h"
+#include "protocol/generated/metadata.h"
 #include "protocol/wire/reader.h"
 #include "tests/unit/replication/fake_kafka_server.h"
 
@@ -150,6 +152,62 @@ TEST_CASE("controlled shutdown client: no controller elected - no other broker r
   r = run_controlled_shutdown(s, [&] { return alone; });
   CHECK(r.succeeded);
   CHECK(r.attempts == 0);
+}
+
+namespace {
+
+// A fake broker 2 answering Metadata for "t": partition 0 led by broker 1
+// (the one shutting down) for the first `stale` answers, by broker 2 after.
+void serve_metadata(int fd, int stale, std::atomic<int>* asked, std::atomic<bool>* auto_create_asked) {
+  if (!fk::serve_api_versions(fd)) return;
+  for (;;) {
+    auto req = fk::read_request(fd);
+    if (!req || req->header.header.request_api_key != 3) return;
+    const int16_t v = req->header.header.request_api_version;
+    protocol::Reader r(std::span<const uint8_t>(req->frame).subspan(req->header.body_offset));
+    protocol::MetadataRequest got;
+    got.decode(r, v);
+    if (got.allow_auto_topic_creation) *auto_create_asked = true;
+    const int n = asked->fetch_add(1);
+    protocol::MetadataResponse resp;
+    auto& t = resp.topics.emplace_back();
+    t.name = "t";
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    p.leader_id = n < stale ? 1 : 2;
+    p.replica_nodes = {1, 2};
+    p.isr_nodes = {2};
+    if (!fk::write_all(fd, fk::response_frame(3, v, req->header.header.correlation_id, fk::encode_body(resp, v))))
+      return;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("controlled shutdown: the listeners wait until the other brokers' Metadata shows the move") {
+  std::atomic<int> asked{0};
+  std::atomic<bool> auto_create{false};
+  fk::FakeKafkaServer server([&](int fd, int) { serve_metadata(fd, 3, &asked, &auto_create); }, 1);
+  const auto view = view_with_controller(server.port());
+  std::string why;
+  CHECK(wait_others_routed_off(settings(), *view, {"t"}, 5000, &why));
+  CHECK(asked.load() == 4);  // three answers still naming broker 1, then the move
+  CHECK_FALSE(auto_create.load());
+}
+
+TEST_CASE("controlled shutdown: a broker whose Metadata never shows the move is waited for at most the bound") {
+  std::atomic<int> asked{0};
+  std::atomic<bool> auto_create{false};
+  fk::FakeKafkaServer server([&](int fd, int) { serve_metadata(fd, 1 << 30, &asked, &auto_create); }, 1);
+  const auto view = view_with_controller(server.port());
+  std::string why;
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(wait_others_routed_off(settings(), *view, {"t"}, 300, &why));
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+  CHECK(why == "broker 2 still names this broker as a leader");
+  CHECK(asked.load() > 1);  // asked again, not once
+  // Nothing moved here: nothing to wait for.
+  CHECK(wait_others_routed_off(settings(), *view, {}, 300, &why));
 }
 
 }  // namespace ciuickafka::broker
