@@ -24,6 +24,13 @@ int64_t ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
 }
 
+// A broker's endpoint on the listener, when it has one with a usable port.
+const replication::ListenerEndpoint* endpoint_on(const replication::LiveBroker& b, const std::string& listener) {
+  for (const auto& e : b.endpoints)
+    if (e.listener == listener && e.port > 0 && e.port <= 65535) return &e;
+  return nullptr;
+}
+
 // One attempt; true when the controller answered NONE with nothing remaining.
 bool attempt(const ControlledShutdownSettings& s, const replication::ClusterView& v, int64_t budget_ms,
              std::string* what) {
@@ -37,10 +44,8 @@ bool attempt(const ControlledShutdownSettings& s, const replication::ClusterView
   }
   const replication::ListenerEndpoint* ep = nullptr;
   for (const auto& b : v.brokers)
-    if (b.id == v.controller_id)
-      for (const auto& e : b.endpoints)
-        if (e.listener == s.listener) ep = &e;
-  if (ep == nullptr || ep->port <= 0 || ep->port > 65535) {
+    if (b.id == v.controller_id) ep = endpoint_on(b, s.listener);
+  if (ep == nullptr) {
     *what = "controller " + std::to_string(v.controller_id) + " has no endpoint on listener " + s.listener;
     return false;
   }
@@ -106,10 +111,8 @@ bool wait_others_routed_off(const ControlledShutdownSettings& s, const replicati
   req.allow_auto_topic_creation = false;
   for (const auto& b : v.brokers) {
     if (b.id == s.broker_id) continue;
-    const replication::ListenerEndpoint* ep = nullptr;
-    for (const auto& e : b.endpoints)
-      if (e.listener == s.listener) ep = &e;
-    if (ep == nullptr || ep->port <= 0 || ep->port > 65535) continue;  // cannot be asked
+    const replication::ListenerEndpoint* ep = endpoint_on(b, s.listener);
+    if (ep == nullptr) continue;  // cannot be asked
     const std::string host = ep->host.empty() ? "127.0.0.1" : ep->host;
     std::unique_ptr<replication::net::BrokerClient> client;
     for (;;) {
