@@ -367,13 +367,8 @@ bool Broker::controlled_shutdown() {
               static_cast<long long>(s.bound_ms()));
   ZkCluster* c = cluster_.get();
   // The topics with a partition led here that has other replicas: the move's.
-  std::vector<std::string> moving;
-  for (const auto& [name, t] : service<ReplicaManager>().metadata_cache().snapshot()->topics)
-    for (const auto& [index, p] : t.partitions)
-      if (p.leader == node_id_ && p.replicas.size() > 1) {
-        moving.push_back(name);
-        break;
-      }
+  const std::vector<std::string> moving =
+      service<ReplicaManager>().metadata_cache().snapshot()->topics_led_with_followers(node_id_);
   const ControlledShutdownReport r = run_controlled_shutdown(s, [c] { return c->view(); });
   metrics::log::writef(r.succeeded ? metrics::log::Level::kInfo : metrics::log::Level::kWarn, "cluster",
                        "controlled shutdown: %s after %d attempt(s) in %lld ms", r.succeeded ? "succeeded" : "gave up",

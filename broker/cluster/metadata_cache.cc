@@ -84,6 +84,17 @@ const CachedPartition* MetadataSnapshot::partition(std::string_view topic_name, 
   return it == t->partitions.end() ? nullptr : &it->second;
 }
 
+std::vector<std::string> MetadataSnapshot::topics_led_with_followers(int32_t broker) const {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : topics)
+    for (const auto& [index, p] : t.partitions)
+      if (p.leader == broker && p.replicas.size() > 1) {
+        out.push_back(name);
+        break;
+      }
+  return out;
+}
+
 MetadataCache::MetadataCache() : snap_(std::make_shared<const MetadataSnapshot>()) {}
 
 std::shared_ptr<const MetadataSnapshot> MetadataCache::snapshot() const {

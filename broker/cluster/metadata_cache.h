@@ -89,6 +89,9 @@ struct MetadataSnapshot {
   const CachedTopic* topic(std::string_view name) const;
   const CachedTopic* topic(const protocol::Uuid& id) const;
   const CachedPartition* partition(std::string_view topic, int32_t partition) const;
+  // The topics with a partition `broker` leads that has other replicas (what
+  // a controlled shutdown of it moves).
+  std::vector<std::string> topics_led_with_followers(int32_t broker) const;
 };
 
 class MetadataCache {

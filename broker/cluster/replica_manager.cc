@@ -358,12 +358,7 @@ size_t ReplicaManager::step_down_after_controlled_shutdown() {
 
 bool ReplicaManager::wait_metadata_moved_off(int64_t bound_ms) {
   const int32_t me = broker_.node_id();
-  auto moved = [me](const MetadataSnapshot& s) {
-    for (const auto& [name, t] : s.topics)
-      for (const auto& [index, p] : t.partitions)
-        if (p.leader == me && p.replicas.size() > 1) return false;
-    return true;
-  };
+  auto moved = [me](const MetadataSnapshot& s) { return s.topics_led_with_followers(me).empty(); };
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> f = done->get_future();
   const MetadataCache::WaiterId id = cache_.when(moved, [done] { done->set_value(); });

@@ -45,6 +45,10 @@ TEST_CASE("metadata cache: a full update, then a partial one that names one part
   CHECK(a1->replicas == std::vector<int32_t>{2, 3});
   CHECK(a1->zk_version == 3);
   CHECK(s->topic("a")->id == uuid(7));
+  // What a controlled shutdown of each broker moves: b-0 has no other replica.
+  CHECK(s->topics_led_with_followers(1) == std::vector<std::string>{"a"});
+  CHECK(s->topics_led_with_followers(2) == std::vector<std::string>{"a"});
+  CHECK(s->topics_led_with_followers(3).empty());
 
   // Partial: only a-0 changes; broker 3 left, so the live list shrinks.
   auto partial = update_metadata({{"a", 0, 2, 6, {2}, {1, 2}}}, {1, 2}, 2);
