@@ -470,9 +470,10 @@ int fetch_once(int argc, char** argv) {
     fastest = *std::max_element(r.consumer_rates.begin(), r.consumer_rates.end());
   }
   std::printf("{\"msgs\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"finished\":%d,\"slowest\":%.1f,\"fastest\":%.1f,"
-              "\"error\":\"%s\"}\n",
+              "\"stream_msgs\":%llu,\"stream_secs\":%.6f,\"first_record_s\":%.6f,\"error\":\"%s\"}\n",
               static_cast<unsigned long long>(r.msgs), static_cast<unsigned long long>(r.bytes), r.secs,
-              r.finished, slowest, fastest, err.c_str());
+              r.finished, slowest, fastest, static_cast<unsigned long long>(r.stream_msgs), r.stream_secs,
+              r.first_record_s, err.c_str());
   return r.finished == consumers && r.msgs > 0 ? 0 : 1;
 }
 

@@ -106,6 +106,12 @@ struct FetchResult {
   double secs = 0;
   int finished = 0;  // consumers that reached the end of every partition
   std::vector<double> consumer_rates;  // msgs/s of each consumer, from the start to its last message
+  // The stream alone, without the clients' start-up (connect, metadata,
+  // ListOffsets, the first fetch): from the first call that returned records
+  // (any consumer) to the last record, and the records after those first
+  // calls. first_record_s: the slowest consumer's wait for its first records.
+  double stream_secs = 0, first_record_s = 0;
+  std::uint64_t stream_msgs = 0;
   std::string first_error;
 };
 FetchResult run_fetch(const FetchSpec& spec);
