@@ -253,8 +253,11 @@ class Runner:
             # The rate of the stream itself, from the first records to the last, as the Java tool's
             # fetch time: librdkafka's consumer start-up (about 0.5 s here, the same against both
             # brokers) would otherwise be half of a 1 M x 100 B run and pull every ratio to 1.
-            return Sample(r["stream_msgs"], r["bytes"], r["stream_secs"], error=error,
-                          extra={"first_record_s": r["first_record_s"]})
+            if r["stream_msgs"] > 0 and r["stream_secs"] > 0:
+                return Sample(r["stream_msgs"], r["bytes"], r["stream_secs"], error=error,
+                              extra={"first_record_s": r["first_record_s"]})
+            # Everything came in the first call (a --quick run): only the whole run can be timed.
+            return Sample(r["msgs"], r["bytes"], r["secs"], error=error)
         rc, out, err = self._run(self._tool("org.apache.kafka.tools.ConsumerPerformance", [
             "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(expect),
             "--timeout", "20000", "--group", "vs-kafka-" + topic]), self.a.secs * 6 + 60)
