@@ -461,6 +461,9 @@ int fetch_once(int argc, char** argv) {
   std::vector<int> all;
   for (int p = 0; p < partitions; ++p) all.push_back(p);
   spec.consumers.assign(static_cast<std::size_t>(consumers), all);
+  // What a reader may read plus one fetch's overshoot, at most 1 GiB (librdkafka allows 2 GiB).
+  spec.queue_kbytes = std::min<std::uint64_t>(
+      spec.max_bytes_per_consumer ? spec.max_bytes_per_consumer / 1024 + 16384 : 1048576, 1048576);
   ckbench::FetchResult r = ckbench::run_fetch(spec);
   std::string err;
   for (char c : r.first_error) err += (c == '"' || c == '\\') ? ' ' : c;

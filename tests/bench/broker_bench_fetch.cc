@@ -28,9 +28,21 @@ struct ConsumerOut {
   std::string error;
 };
 
-rd_kafka_t* make_consumer(const std::string& brokers, std::string* error) {
+// queue_kbytes: FetchSpec::queue_kbytes.
+//
+// librdkafka 2.0 stops fetching a partition whose local queue holds
+// queued.min.messages or queued.max.messages.kbytes and, once the
+// application has drained it, fetches again only when its broker thread next
+// wakes, up to about a second later. Reading 4 M x 100 B at 100,000 and
+// 64 MiB took 1.8 to 6.6 s from run to run, the client busy 1.6 CPU-s and our
+// broker 0.05 of it; above what the run reads, the same read took 1.65-1.72 s
+// every time. So `broker_bench fetch` gives its readers bounds above what they
+// read, and a row measures the brokers, not that wait; both brokers get the
+// same settings.
+rd_kafka_t* make_consumer(const std::string& brokers, std::string* error, std::uint64_t queue_kbytes = 0) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char buf[512];
+  const std::string kbytes = std::to_string(queue_kbytes ? queue_kbytes : 65536);
   const char* kv[][2] = {
       {"bootstrap.servers", brokers.c_str()},
       // librdkafka 2.0's assign() needs a group.id; nothing joins or commits.
@@ -41,16 +53,8 @@ rd_kafka_t* make_consumer(const std::string& brokers, std::string* error) {
       {"fetch.wait.max.ms", "100"},
       {"max.partition.fetch.bytes", "8388608"},
       {"fetch.max.bytes", "52428800"},
-      // librdkafka 2.0 stops fetching a partition whose local queue holds
-      // queued.min.messages (default 100,000) or queued.max.messages.kbytes
-      // and, once the application has drained it, fetches again only when
-      // its broker thread next wakes, up to about a second later. Reading
-      // 4 M x 100 B at 100,000 and 64 MiB took 1.8 to 6.6 s from run to run,
-      // the client busy 1.6 CPU-s and our broker 0.05 of it; above what one
-      // run reads, the same read took 1.65-1.72 s every time. So a row
-      // measures the brokers, not that wait; both get the same settings.
-      {"queued.min.messages", "10000000"},
-      {"queued.max.messages.kbytes", "1048576"},
+      {"queued.max.messages.kbytes", kbytes.c_str()},
+      {"queued.min.messages", queue_kbytes ? "10000000" : "100000"},
       {"check.crcs", "false"},
   };
   for (auto& p : kv) {
@@ -74,7 +78,7 @@ rd_kafka_t* make_consumer(const std::string& brokers, std::string* error) {
 }
 
 void consume(const FetchSpec& spec, const std::vector<int>& parts, double deadline, ConsumerOut* out) {
-  rd_kafka_t* rk = make_consumer(spec.brokers, &out->error);
+  rd_kafka_t* rk = make_consumer(spec.brokers, &out->error, spec.queue_kbytes);
   if (!rk) return;
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
   for (int p : parts) rd_kafka_topic_partition_list_add(list, spec.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
