@@ -340,6 +340,12 @@ void Connection::pump() {
     if (writer_) {
       if (waiting_writable_) return;
       std::error_code ec;
+      // Before the bytes go, not after: once a client holds its answer,
+      // the connection's activity is on record, so what max.connections
+      // closes as least recently active follows the order clients saw
+      // (a touch after the send could land after another connection's
+      // next request, on a thread descheduled in between).
+      touch();
       const ResponseWriter::Status st = writer_->write_some(ec);
       if (st == ResponseWriter::Status::kFailed) {
         close(ec == std::errc::io_error ? "a file slice ended early" : nullptr);
@@ -352,8 +358,7 @@ void Connection::pump() {
         return;
       }
       writer_.reset();
-      touch();
-      record_times(writer_timing_, last_activity_, true, writing_since_);
+      record_times(writer_timing_, std::chrono::steady_clock::now(), true, writing_since_);
       continue;
     }
     if (slots_.empty() || !slots_.front().response) break;
