@@ -32,7 +32,14 @@ Scenarios:
               znodes show every preferred replica leading.
   controller  the same with the SIGTERM sent to the controller itself (it
               answers its own ControlledShutdown over the network, as Kafka's
-              controller does, then resigns on exit).
+              controller does, then resigns on exit), and the election on
+              the (new) controller made by Kafka 3.9's own
+              kafka-leader-election (LeaderElectionCommand, build/java as
+              for the kafka_tools tests): with --path-to-json-file naming
+              the six partitions it reports the restarted broker's
+              partitions elected and the others already led by their
+              preferred replica; with --topic/--partition of one of the
+              latter, that one already elected.
 """
 
 import json
@@ -80,6 +87,45 @@ def elect_leaders_v1(broker, partitions_by_topic, election_type=0):
             out[(name, pid)] = (code, msg)
     d.array(result)
     return top, out
+
+
+def tool_partitions(out, prefix):
+    """The partitions of kafka-leader-election's line that starts with prefix, as a set of names."""
+    lines = [ln for ln in out.splitlines() if ln.startswith(prefix)]
+    check(len(lines) <= 1, "more than one %r line:\n%s" % (prefix, out))
+    return set(lines[0][len(prefix):].strip().split(", ")) if lines else set()
+
+
+def elect_with_kafka_tool(ctx, brokers, topic, prefers_victim):
+    """Kafka 3.9's kafka-leader-election (LeaderElectionCommand, through its
+    Admin client: the election goes to the controller whichever broker it
+    bootstraps from) elects the preferred leaders of a JSON file's
+    partitions, then is told one partition whose preferred leader leads."""
+    from test_java_clients import java_dir
+    from test_kafka_tools import Batch
+    cp = os.path.join(java_dir("clients", "3.9.1"), "ck-java-it.jar") + os.pathsep + \
+        os.path.join(java_dir("tools", "3.9.1"), "*")
+    batch = Batch(ctx, cp, "leader-election")
+    plan = batch.file("elect.json", json.dumps(
+        {"partitions": [{"topic": topic, "partition": p} for p in range(PARTITIONS)]}))
+    boot = ",".join(b.bootstrap for b in brokers)
+    main = "org.apache.kafka.tools.LeaderElectionCommand"
+    batch.add("file", main, "--bootstrap-server", boot, "--election-type", "preferred", "--path-to-json-file", plan)
+    settled = next(p for p in range(PARTITIONS) if p not in prefers_victim)
+    batch.add("one", main, "--bootstrap-server", boot, "--election-type", "PREFERRED", "--topic", topic,
+              "--partition", str(settled))
+    batch.run()
+    out = batch.out("file")
+    moved = tool_partitions(out, "Successfully completed leader election (PREFERRED) for partitions ")
+    noop = tool_partitions(out, "Valid replica already elected for partitions ")
+    check(moved == {"%s-%d" % (topic, p) for p in prefers_victim} and
+          noop == {"%s-%d" % (topic, p) for p in range(PARTITIONS) if p not in prefers_victim} and
+          "Error completing" not in out, "kafka-leader-election --path-to-json-file said:\n%s" % out)
+    out = batch.out("one")
+    check(tool_partitions(out, "Valid replica already elected for partitions ") == {"%s-%d" % (topic, settled)} and
+          "Successfully completed" not in out, "kafka-leader-election --topic --partition said:\n%s" % out)
+    print("[test] kafka-leader-election: %s" % " / ".join(out.strip().splitlines() + batch.out("file").strip().splitlines()),
+          flush=True)
 
 
 def scenario_controlled(ctx, zk):
@@ -227,11 +273,15 @@ def run_controlled(ctx, zk, victim_is_controller):
     check(top == 0 and all(res.get((topic, p), (None,))[0] == 41 for p in range(PARTITIONS)),
           "ElectLeaders on broker %s (not the controller): %s %s" % (other.name, top, res))
     t_elect = time.monotonic()
-    top, res = elect_leaders_v1(by_id[controller_id], {topic: list(range(PARTITIONS))})
-    check(top == 0, "ElectLeaders top-level error %d" % top)
-    for p in range(PARTITIONS):
-        want = 0 if p in prefers_victim else 84  # NONE / ELECTION_NOT_NEEDED
-        check(res.get((topic, p), (None,))[0] == want, "ElectLeaders partition %d: %s (want %d)" % (p, res.get((topic, p)), want))
+    if victim_is_controller:
+        elect_with_kafka_tool(ctx, brokers, topic, prefers_victim)
+    else:
+        top, res = elect_leaders_v1(by_id[controller_id], {topic: list(range(PARTITIONS))})
+        check(top == 0, "ElectLeaders top-level error %d" % top)
+        for p in range(PARTITIONS):
+            want = 0 if p in prefers_victim else 84  # NONE / ELECTION_NOT_NEEDED
+            check(res.get((topic, p), (None,))[0] == want,
+                  "ElectLeaders partition %d: %s (want %d)" % (p, res.get((topic, p)), want))
     for p in range(PARTITIONS):
         s, _ = state_with_stat(kz, topic, p)
         check(s["leader"] == assignment[p][0], "partition %d after ElectLeaders: %s, preferred %d" % (p, s, assignment[p][0]))
