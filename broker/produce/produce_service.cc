@@ -20,21 +20,29 @@ namespace ciuickafka::broker::produce {
 namespace {
 
 constexpr uint64_t kScanChunkBytes = 1u << 20;
+// What a scan reads at a batch start when the next header is not in hand:
+// the headers of the small batches that follow come with it, and of a large
+// batch only this much is read.
+constexpr size_t kHeaderWindow = 16u << 10;
 
-IncomingBatch incoming_of(const protocol::RecordBatchView& b) {
+IncomingBatch incoming_of(const protocol::BatchHeader& b) {
   IncomingBatch in;
-  in.producer_id = b.producer_id();
-  in.epoch = b.producer_epoch();
-  in.base_seq = b.base_sequence();
-  in.last_offset_delta = b.last_offset_delta();
-  in.max_timestamp = b.max_timestamp();
+  in.producer_id = b.producer_id;
+  in.epoch = b.producer_epoch;
+  in.base_seq = b.base_sequence;
+  in.last_offset_delta = b.last_offset_delta;
+  in.max_timestamp = b.max_timestamp;
   in.transactional = b.is_transactional();
   return in;
 }
 
-// Replays the idempotent batches of log from offset to its end.
+// Replays the idempotent batches of log from offset to its end. Only batch
+// headers are read (a control batch whole, for its marker): a load after a
+// log of large batches reads a few KiB per batch, not every record.
 void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
   offset = std::max(offset, log.log_start_offset());
+  std::vector<uint8_t> window(kHeaderWindow);
+  std::vector<uint8_t> control;
   while (offset < log.log_end_offset()) {
     auto read = log.read(offset, kScanChunkBytes);
     if (!read.is_ok()) {
@@ -43,24 +51,39 @@ void scan_log(storage::Log& log, int64_t offset, ProducerStateTable& table) {
       continue;
     }
     if (read.value().slices.empty()) return;
-    auto bytes = storage::read_slices(read.value());
-    if (!bytes.is_ok()) return;
-    protocol::BatchSplitter splitter{std::span<const uint8_t>(bytes.value())};
-    protocol::RecordsEntry e;
     const int64_t before = offset;
-    while (splitter.next(&e) == protocol::SplitStatus::kEntry) {
-      auto view = protocol::RecordBatchView::parse(e.bytes);
-      if (!view.ok()) break;
-      const auto& b = view.value();
-      if (b.last_offset() < offset) continue;
-      if (b.producer_id() >= 0 && !b.is_control()) {
-        table.replay(incoming_of(b), b.base_offset(), b.last_offset());
-      } else if (b.producer_id() >= 0 && b.is_control()) {
-        if (auto m = protocol::read_txn_marker(b))
-          table.complete_txn(b.producer_id(), b.producer_epoch(), m->coordinator_epoch, m->commit, b.base_offset(),
-                             b.max_timestamp());
+    for (const storage::LogSlice& s : read.value().slices) {
+      const storage::FileSlice& f = s.slice;
+      uint64_t pos = 0;                  // in the slice
+      uint64_t win_at = 0, win_len = 0;  // window holds the slice's [win_at, win_at + win_len)
+      while (pos + protocol::batch_v2::kHeaderSize <= f.length) {
+        if (pos < win_at || pos + protocol::batch_v2::kHeaderSize > win_at + win_len) {
+          const size_t want = static_cast<size_t>(std::min<uint64_t>(window.size(), f.length - pos));
+          auto n = f.file->read_at(f.position + pos, std::span<uint8_t>(window.data(), want));
+          if (!n.is_ok() || *n < protocol::batch_v2::kHeaderSize) return;
+          win_at = pos;
+          win_len = *n;
+        }
+        auto h = protocol::BatchHeader::read(
+            std::span<const uint8_t>(window.data() + (pos - win_at), static_cast<size_t>(win_len - (pos - win_at))));
+        if (!h.ok() || pos + h->size_bytes() > f.length) return;
+        if (h->last_offset() >= offset) {
+          if (h->producer_id >= 0 && !h->is_control()) {
+            table.replay(incoming_of(*h), h->base_offset, h->last_offset());
+          } else if (h->producer_id >= 0) {
+            control.resize(static_cast<size_t>(h->size_bytes()));
+            auto n = f.file->read_at(f.position + pos, control);
+            if (!n.is_ok() || *n != control.size()) return;
+            auto view = protocol::RecordBatchView::parse(control);
+            if (!view.ok()) return;
+            if (auto m = protocol::read_txn_marker(view.value()))
+              table.complete_txn(h->producer_id, h->producer_epoch, m->coordinator_epoch, m->commit, h->base_offset,
+                                 h->max_timestamp);
+          }
+          offset = h->next_offset();
+        }
+        pos += h->size_bytes();
       }
-      offset = b.next_offset();
     }
     if (offset == before) return;  // no progress: stop rather than spin
   }
@@ -394,12 +417,12 @@ MarkerResult ProduceService::append_transactional(Partition& p, int64_t producer
     out.error = protocol::ErrorCode::INVALID_PRODUCER_EPOCH;
     return out;
   }
-  auto view = protocol::RecordBatchView::parse(batch);
-  if (!view.ok()) {
+  auto header = protocol::BatchHeader::read(batch);
+  if (!protocol::RecordBatchView::parse(batch).ok() || !header.ok()) {
     out.error = protocol::ErrorCode::UNKNOWN_SERVER_ERROR;
     return out;
   }
-  IncomingBatch in = incoming_of(view.value());
+  IncomingBatch in = incoming_of(header.value());
   st->txn_free.store(false, std::memory_order_release);
   auto r = p.append(std::span<uint8_t>(batch), Broker::now_ms());
   if (!r.is_ok()) {

@@ -55,6 +55,24 @@ Result<RecordBatchView, RecordError> RecordBatchView::parse(std::span<const uint
   return RecordBatchView(bytes.first(total));
 }
 
+Result<BatchHeader, RecordError> BatchHeader::read(std::span<const uint8_t> bytes) {
+  using namespace batch_v2;
+  if (bytes.size() < kHeaderSize) return RecordError::kTruncated;
+  const uint8_t* p = bytes.data();
+  if (static_cast<int8_t>(p[kMagicOffset]) != kMagic) return RecordError::kBadMagic;
+  BatchHeader h;
+  h.batch_length = static_cast<int32_t>(load_be(p + kBatchLengthOffset, 4));
+  if (h.batch_length < kMinBatchLength) return RecordError::kBadLength;
+  h.base_offset = static_cast<int64_t>(load_be(p + kBaseOffsetOffset, 8));
+  h.attributes = static_cast<uint16_t>(load_be(p + kAttributesOffset, 2));
+  h.last_offset_delta = static_cast<int32_t>(load_be(p + kLastOffsetDeltaOffset, 4));
+  h.max_timestamp = static_cast<int64_t>(load_be(p + kMaxTimestampOffset, 8));
+  h.producer_id = static_cast<int64_t>(load_be(p + kProducerIdOffset, 8));
+  h.producer_epoch = static_cast<int16_t>(load_be(p + kProducerEpochOffset, 2));
+  h.base_sequence = static_cast<int32_t>(load_be(p + kBaseSequenceOffset, 4));
+  return h;
+}
+
 Result<RecordBatchView, RecordError> RecordBatchView::parse_and_validate(std::span<const uint8_t> bytes) {
   auto r = parse(bytes);
   if (!r.ok()) return r;

@@ -161,6 +161,32 @@ class RecordBatchView {
   std::span<const uint8_t> bytes_;
 };
 
+// The fixed header of a v2 batch, decoded from a span that holds at least
+// its kHeaderSize bytes; the records need not be there. For scans that need
+// no record (a producer state load reads each batch's header, not its
+// records).
+struct BatchHeader {
+  int64_t base_offset = 0;
+  int32_t batch_length = 0;
+  uint16_t attributes = 0;
+  int32_t last_offset_delta = 0;
+  int64_t max_timestamp = batch_v2::kNoTimestamp;
+  int64_t producer_id = batch_v2::kNoProducerId;
+  int16_t producer_epoch = batch_v2::kNoProducerEpoch;
+  int32_t base_sequence = batch_v2::kNoSequence;
+
+  // kTruncated below kHeaderSize bytes, kBadMagic, kBadLength (what parse()
+  // checks, but not that the whole batch is present).
+  static Result<BatchHeader, RecordError> read(std::span<const uint8_t> bytes);
+
+  // The whole batch's size, batchLength plus the 12 bytes before it.
+  uint64_t size_bytes() const { return batch_v2::kLogOverhead + static_cast<uint64_t>(batch_length); }
+  int64_t last_offset() const { return base_offset + last_offset_delta; }
+  int64_t next_offset() const { return last_offset() + 1; }
+  bool is_transactional() const { return (attributes & batch_v2::kTransactionalBit) != 0; }
+  bool is_control() const { return (attributes & batch_v2::kControlBit) != 0; }
+};
+
 // In-place rewrites of a whole batch (its first bytes must be a v2 header;
 // the span must hold at least kHeaderSize bytes, else these do nothing and
 // return false). The first two fields lie outside the CRC; the others

@@ -6,13 +6,14 @@ snapshot is scanned whole).
 Usage: test_state_load.py --broker BIN --work DIR
 
 The broker (test build) runs on the in-memory file system with a disk that
-reads at 10 MB/s (CK_TEST_MEMFS=1, CK_TEST_MEMFS_READ_BPS) and one network
-thread. Plain Produce requests (no producer id, acks=1) write 24 MB to a
-partition, so it has no producer snapshot. Then, while a second client on
-that thread sends ApiVersions in a loop, a confluent-kafka idempotent
-producer writes one record: the broker loads the partition's producer state
-first, scanning all 24 MB (seconds on this disk). Done on the network
-thread (as before this change), the scan would hold the prober for as long.
+reads at 0.5 MB/s (CK_TEST_MEMFS=1, CK_TEST_MEMFS_READ_BPS) and one network
+thread. Plain Produce requests (no producer id, acks=1) write 24 MB in 48
+batches to a partition, so it has no producer snapshot. Then, while a
+second client on that thread sends ApiVersions in a loop, a confluent-kafka
+idempotent producer writes one record: the broker loads the partition's
+producer state first, scanning the whole log (a 16 KiB header window per
+batch, about 0.8 MB: seconds on this disk). Done on the network thread (as
+before this change), the scan would hold the prober for as long.
 Checked: the record lands right after the plain ones; the broker logged
 the load as a scan of the whole log without a snapshot that took 1 s or
 more (else the test shows nothing); no ApiVersions round trip took as long
@@ -34,7 +35,7 @@ import kafka_wire as kw  # noqa: E402
 TOPIC = "plain"
 REQUESTS = 48         # plain Produce requests of one batch (Produce v3+) each
 RECORDS = 500         # per batch, 1,000 bytes each: 0.5 MB
-READ_BPS = 10000000   # the in-memory disk reads at 10 MB/s
+READ_BPS = 500000     # the in-memory disk reads at 0.5 MB/s (the load reads a 16 KiB window per batch)
 LOADED = re.compile(r"(\S+): producer state loaded, offsets (\d+) to (\d+) scanned \((no snapshot|after a snapshot)\) "
                     r"in (\d+) ms")
 

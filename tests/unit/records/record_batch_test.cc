@@ -97,6 +97,31 @@ TEST_CASE("header of a hand-built batch") {
   CHECK(rd.error() == RecordError::kNone);
 }
 
+TEST_CASE("BatchHeader reads the hand-built batch's header from its first 61 bytes alone") {
+  Bytes b = hand_built_batch();
+  auto h = BatchHeader::read(std::span<const uint8_t>(b).first(61));
+  REQUIRE(h.ok());
+  CHECK(h->base_offset == 100);
+  CHECK(h->batch_length == 58);
+  CHECK(h->size_bytes() == 70);
+  CHECK(h->is_transactional());
+  CHECK_FALSE(h->is_control());
+  CHECK(h->last_offset_delta == 0);
+  CHECK(h->last_offset() == 100);
+  CHECK(h->next_offset() == 101);
+  CHECK(h->max_timestamp == 1000);
+  CHECK(h->producer_id == 77);
+  CHECK(h->producer_epoch == 3);
+  CHECK(h->base_sequence == 9);
+  CHECK(BatchHeader::read(std::span<const uint8_t>(b).first(60)).error() == RecordError::kTruncated);
+  Bytes bad = b;
+  bad[16] = 1;
+  CHECK(BatchHeader::read(bad).error() == RecordError::kBadMagic);
+  bad = b;
+  bad[11] = 48;
+  CHECK(BatchHeader::read(bad).error() == RecordError::kBadLength);
+}
+
 TEST_CASE("the builder reproduces the hand-built batch exactly") {
   BatchOptions o;
   o.base_offset = 100;
