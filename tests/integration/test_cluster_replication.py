@@ -555,13 +555,18 @@ def scenario_configs(ctx, zk):
                "a default written into ZooKeeper while broker3 was down")
 
 
-def reassign_tool(ctx, name, *commands):
-    """One JVM running Kafka 3.9's ReassignPartitionsCommand once per (label, args); {label: stdout}."""
+def tools_batch(ctx, name):
+    """A test_kafka_tools.Batch (one JVM, commands run in order) on Kafka 3.9.1's tools (build/java)."""
     from test_java_clients import java_dir
     from test_kafka_tools import Batch
     cp = os.path.join(java_dir("clients", "3.9.1"), "ck-java-it.jar") + os.pathsep + \
         os.path.join(java_dir("tools", "3.9.1"), "*")
-    batch = Batch(ctx, cp, name)
+    return Batch(ctx, cp, name)
+
+
+def reassign_tool(ctx, name, *commands):
+    """One JVM running Kafka 3.9's ReassignPartitionsCommand once per (label, args); {label: stdout}."""
+    batch = tools_batch(ctx, name)
     for label, args in commands:
         batch.add(label, "org.apache.kafka.tools.reassign.ReassignPartitionsCommand", *args)
     batch.run()

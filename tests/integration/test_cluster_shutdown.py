@@ -101,11 +101,7 @@ def elect_with_kafka_tool(ctx, brokers, topic, prefers_victim):
     Admin client: the election goes to the controller whichever broker it
     bootstraps from) elects the preferred leaders of a JSON file's
     partitions, then is told one partition whose preferred leader leads."""
-    from test_java_clients import java_dir
-    from test_kafka_tools import Batch
-    cp = os.path.join(java_dir("clients", "3.9.1"), "ck-java-it.jar") + os.pathsep + \
-        os.path.join(java_dir("tools", "3.9.1"), "*")
-    batch = Batch(ctx, cp, "leader-election")
+    batch = repl.tools_batch(ctx, "leader-election")
     plan = batch.file("elect.json", json.dumps(
         {"partitions": [{"topic": topic, "partition": p} for p in range(PARTITIONS)]}))
     boot = ",".join(b.bootstrap for b in brokers)
@@ -115,17 +111,16 @@ def elect_with_kafka_tool(ctx, brokers, topic, prefers_victim):
     batch.add("one", main, "--bootstrap-server", boot, "--election-type", "PREFERRED", "--topic", topic,
               "--partition", str(settled))
     batch.run()
-    out = batch.out("file")
-    moved = tool_partitions(out, "Successfully completed leader election (PREFERRED) for partitions ")
-    noop = tool_partitions(out, "Valid replica already elected for partitions ")
+    by_file, one = batch.out("file"), batch.out("one")
+    print("[test] kafka-leader-election --path-to-json-file: %s; --topic --partition: %s" %
+          (" / ".join(by_file.strip().splitlines()), " / ".join(one.strip().splitlines())), flush=True)
+    moved = tool_partitions(by_file, "Successfully completed leader election (PREFERRED) for partitions ")
+    noop = tool_partitions(by_file, "Valid replica already elected for partitions ")
     check(moved == {"%s-%d" % (topic, p) for p in prefers_victim} and
           noop == {"%s-%d" % (topic, p) for p in range(PARTITIONS) if p not in prefers_victim} and
-          "Error completing" not in out, "kafka-leader-election --path-to-json-file said:\n%s" % out)
-    out = batch.out("one")
-    check(tool_partitions(out, "Valid replica already elected for partitions ") == {"%s-%d" % (topic, settled)} and
-          "Successfully completed" not in out, "kafka-leader-election --topic --partition said:\n%s" % out)
-    print("[test] kafka-leader-election: %s" % " / ".join(out.strip().splitlines() + batch.out("file").strip().splitlines()),
-          flush=True)
+          "Error completing" not in by_file, "kafka-leader-election --path-to-json-file said:\n%s" % by_file)
+    check(tool_partitions(one, "Valid replica already elected for partitions ") == {"%s-%d" % (topic, settled)} and
+          "Successfully completed" not in one, "kafka-leader-election --topic --partition said:\n%s" % one)
 
 
 def scenario_controlled(ctx, zk):
