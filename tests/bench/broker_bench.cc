@@ -472,10 +472,19 @@ int fetch_once(int argc, char** argv) {
     slowest = *std::min_element(r.consumer_rates.begin(), r.consumer_rates.end());
     fastest = *std::max_element(r.consumer_rates.begin(), r.consumer_rates.end());
   }
+  // The same over each reader's own stream (start-up left out), for readers that read past their
+  // first call.
+  double stream_slowest = 0, stream_fastest = 0;
+  if (r.stream_rates.size() == r.consumer_rates.size() && !r.stream_rates.empty()) {
+    stream_slowest = *std::min_element(r.stream_rates.begin(), r.stream_rates.end());
+    stream_fastest = *std::max_element(r.stream_rates.begin(), r.stream_rates.end());
+  }
   std::printf("{\"msgs\":%llu,\"bytes\":%llu,\"secs\":%.6f,\"finished\":%d,\"slowest\":%.1f,\"fastest\":%.1f,"
-              "\"stream_msgs\":%llu,\"stream_secs\":%.6f,\"first_record_s\":%.6f,\"error\":\"%s\"}\n",
+              "\"stream_msgs\":%llu,\"stream_bytes\":%llu,\"stream_secs\":%.6f,\"stream_slowest\":%.1f,"
+              "\"stream_fastest\":%.1f,\"first_record_s\":%.6f,\"error\":\"%s\"}\n",
               static_cast<unsigned long long>(r.msgs), static_cast<unsigned long long>(r.bytes), r.secs,
-              r.finished, slowest, fastest, static_cast<unsigned long long>(r.stream_msgs), r.stream_secs,
+              r.finished, slowest, fastest, static_cast<unsigned long long>(r.stream_msgs),
+              static_cast<unsigned long long>(r.stream_bytes), r.stream_secs, stream_slowest, stream_fastest,
               r.first_record_s, err.c_str());
   return r.finished == consumers && r.msgs > 0 ? 0 : 1;
 }

@@ -114,8 +114,12 @@ struct FetchResult {
   // ListOffsets, the first fetch): from the first call that returned records
   // (any consumer) to the last record, and the records after those first
   // calls. first_record_s: the slowest consumer's wait for its first records.
+  // stream_rates: each consumer's own stream, msgs/s from its first call
+  // that returned records to its last record (0 for one that read nothing
+  // after that call).
   double stream_secs = 0, first_record_s = 0;
-  std::uint64_t stream_msgs = 0;
+  std::uint64_t stream_msgs = 0, stream_bytes = 0;
+  std::vector<double> stream_rates;
   std::string first_error;
 };
 FetchResult run_fetch(const FetchSpec& spec);

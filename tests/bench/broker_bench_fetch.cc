@@ -25,6 +25,7 @@ struct ConsumerOut {
   double end_s = 0;  // when its last message (or end of data) arrived, before closing
   double first_s = 0;  // when the first call that returned records returned
   std::uint64_t first_msgs = 0;  // records that call returned
+  std::uint64_t first_bytes = 0;  // and their bytes
   std::string error;
 };
 
@@ -112,6 +113,7 @@ void consume(const FetchSpec& spec, const std::vector<int>& parts, double deadli
     if (before == 0 && out->msgs > 0) {
       out->first_s = now_s();
       out->first_msgs = out->msgs;
+      out->first_bytes = out->bytes;
     }
     if (std::all_of(at_eof.begin(), at_eof.end(), [](bool b) { return b; })) {
       out->finished = true;
@@ -140,12 +142,15 @@ FetchResult run_fetch(const FetchSpec& spec) {
   for (auto& o : outs) end = std::max(end, o.end_s);
   r.secs = end - t0;  // consumer close time is not part of the figure
   double first = end;
-  std::uint64_t first_msgs = 0;
+  std::uint64_t first_msgs = 0, first_bytes = 0;
   for (auto& o : outs) {
     if (o.first_msgs == 0) continue;
     first = std::min(first, o.first_s);
     r.first_record_s = std::max(r.first_record_s, o.first_s - t0);
     first_msgs += o.first_msgs;
+    first_bytes += o.first_bytes;
+    r.stream_rates.push_back(o.end_s > o.first_s ? static_cast<double>(o.msgs - o.first_msgs) / (o.end_s - o.first_s)
+                                                 : 0);
   }
   r.stream_secs = end - first;
   for (auto& o : outs) {
@@ -156,6 +161,7 @@ FetchResult run_fetch(const FetchSpec& spec) {
     if (r.first_error.empty() && !o.error.empty()) r.first_error = o.error;
   }
   r.stream_msgs = r.msgs - first_msgs;
+  r.stream_bytes = r.bytes - first_bytes;
   return r;
 }
 

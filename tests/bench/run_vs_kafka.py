@@ -30,8 +30,10 @@ partitions, consume 100 B and 1 KiB (the acks=1 topics, one consumer, from
 offset 0 to the end). With the librdkafka generator only (Kafka's perf tools
 have no equivalent run at load): fan-out, 8 and 64 consumers at once of the
 1 KiB acks=1 topic (one partition), each from offset 0 for --fanout-mb MB
-(default 64) or to the end (aggregate rate, and fairness = the slowest
-consumer's rate / the fastest's); and produce-to-consume latency, 1 KiB
+(default 64) or to the end (aggregate rate from the first records any
+reader got to the last record, the readers' start-up left out as in the
+consume rows; fairness = the slowest consumer's rate / the fastest's, each
+from the readers' creation to its last record); and produce-to-consume latency, 1 KiB
 acks=1 at 20,000 msgs/s (producer linger.ms 5, librdkafka's default, and
 0, the Java client's default in 3.9) and at 100,000 msgs/s (linger.ms 5),
 for --e2e-secs (default 5) on a fresh topic (`broker_bench e2e`: each
@@ -220,8 +222,21 @@ class Runner:
         r = parse_bench_json(out)
         error = r["error"] or ("" if r["finished"] == ph.readers else
                                "%d of %d readers finished" % (r["finished"], ph.readers))
+        # Fairness: each reader's records over the time from the readers' creation to its last
+        # record (the start-up is about the same for every reader). stream_fairness, printed per
+        # run: the same over each reader's own stream, from its first records.
         fair = r["slowest"] / r["fastest"] if r.get("fastest") else None
-        return Sample(r["msgs"], r["bytes"], r["secs"], error=error, extra={"fairness": fair})
+        extra = {"fairness": fair}
+        if r["stream_fastest"] > 0:
+            extra["stream_fairness"] = r["stream_slowest"] / r["stream_fastest"]
+        # As in consume, the aggregate rate runs from the first records any reader got to the last
+        # record, so the readers' start-up (about 0.5 s, the same with both brokers) is not
+        # counted as the broker's time.
+        if r["stream_msgs"] > 0 and r["stream_secs"] > 0:
+            extra["first_record_s"] = r["first_record_s"]
+            return Sample(r["stream_msgs"], r["stream_bytes"], r["stream_secs"], error=error, extra=extra,
+                          cpu_bytes=r["bytes"])
+        return Sample(r["msgs"], r["bytes"], r["secs"], error=error, extra=extra)
 
     def writers(self, bootstrap, ph, topic):
         n = self.records_for(ph)
@@ -254,8 +269,8 @@ class Runner:
             # fetch time: librdkafka's consumer start-up (about 0.5 s here, the same against both
             # brokers) would otherwise be half of a 1 M x 100 B run and pull every ratio to 1.
             if r["stream_msgs"] > 0 and r["stream_secs"] > 0:
-                return Sample(r["stream_msgs"], r["bytes"], r["stream_secs"], error=error,
-                              extra={"first_record_s": r["first_record_s"]})
+                return Sample(r["stream_msgs"], r["stream_bytes"], r["stream_secs"], error=error,
+                              extra={"first_record_s": r["first_record_s"]}, cpu_bytes=r["bytes"])
             # Everything came in the first call (a --quick run): only the whole run can be timed.
             return Sample(r["msgs"], r["bytes"], r["secs"], error=error)
         rc, out, err = self._run(self._tool("org.apache.kafka.tools.ConsumerPerformance", [
@@ -405,6 +420,9 @@ def run(a):
                         more = ""
                         if ph.kind in ("fanout", "writers"):
                             more = " fairness %s" % fmt(s.extra.get("fairness"), 2)
+                            if "stream_fairness" in s.extra:
+                                more += " (over each reader's stream %s, first records after %s s)" % (
+                                    fmt(s.extra["stream_fairness"], 2), fmt(s.extra.get("first_record_s"), 3))
                         elif ph.kind == "consume" and "first_record_s" in s.extra:
                             more = " first records after %s s" % fmt(s.extra["first_record_s"], 3)
                         elif ph.kind == "e2e":
@@ -467,7 +485,8 @@ def report(a, results, phases, generators, load_before, load_after, rounds_done,
         "unless the row says fsync off.",
         "Consume rows: one consumer from offset 0 to the end of the acks=1 topic; the Java tool's rate is "
         "over its fetch time (group join excluded), librdkafka's from its first records to its last "
-        "(client start-up excluded).",
+        "(client start-up excluded); the fan-out rows' aggregate rate likewise, from the first records any "
+        "reader got to the last.",
         "Client and broker share this machine's cores; figures from a loaded machine are indicative only.",
     ]
     if stopped_early:

@@ -156,8 +156,12 @@ VARIANT_LABEL = {"ours": " [ours: fsync on]", "ours-nofsync": " [ours: fsync off
 class Sample:
     """One run of one phase against one broker."""
 
-    def __init__(self, records=0, nbytes=0, secs=0.0, cpu_s=None, rss_kib=0, error="", extra=None):
+    def __init__(self, records=0, nbytes=0, secs=0.0, cpu_s=None, rss_kib=0, error="", extra=None,
+                 cpu_bytes=None):
         self.records, self.bytes, self.secs = records, nbytes, secs
+        # The broker's CPU is taken over the whole run: where the rate covers only part of it (a
+        # consumer's stream without its start-up), cpu_bytes is everything the run moved.
+        self.cpu_bytes = nbytes if cpu_bytes is None else cpu_bytes
         self.cpu_s, self.rss_kib, self.error = cpu_s, rss_kib, error
         self.extra = dict(extra or {})  # fanout: fairness; e2e: p50_ms, p99_ms, p999_ms, max_ms
 
@@ -171,7 +175,7 @@ class Sample:
 
     @property
     def cpu_per_gb(self):
-        return per_gb(self.cpu_s, self.bytes) if self.ok else None
+        return per_gb(self.cpu_s, self.cpu_bytes) if self.ok else None
 
     @property
     def rss_mib(self):
@@ -419,6 +423,11 @@ def self_test():
     eq(ratio(1.0, 0.0), None, "ratio over zero")
     eq(ratio(None, 2.0), None, "ratio of missing")
     near(per_gb(2.0, 500_000_000), 4.0, "CPU-s per GB")
+    # A stream's rate over part of a run, its CPU per GB over all that the run moved.
+    st = Sample(900, 900_000_000, 1.0, 2.0, extra={}, cpu_bytes=1_000_000_000)
+    near(st.rate, 900.0, "stream rate from the stream's records")
+    near(st.cpu_per_gb, 2.0, "CPU per GB over the whole run's bytes")
+    near(Sample(900, 500_000_000, 1.0, 2.0).cpu_per_gb, 4.0, "CPU per GB over the rate's bytes by default")
 
     # summarize: acks=all rows twice (fsync on, off), each against the same Kafka runs.
     s = Sample
