@@ -63,7 +63,8 @@ std::vector<std::string> Group::common_protocols(const Member* extra) const {
   if (extra != nullptr) all.push_back(extra);
   if (all.empty()) return {};
   std::vector<std::string> out;
-  for (const auto& [name, meta] : all.front()->protocols) {
+  for (const auto& protocol : all.front()->protocols) {
+    const std::string& name = protocol.first;
     bool everyone = std::all_of(all.begin(), all.end(), [&](const Member* m) { return m->metadata_for(name); });
     if (everyone) out.push_back(name);
   }

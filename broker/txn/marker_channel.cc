@@ -36,7 +36,7 @@ MarkerChannel::MarkerChannel(Broker& broker, std::string client_id_prefix)
 MarkerChannel::~MarkerChannel() { stop(); }
 
 void MarkerChannel::send(int32_t broker_id, protocol::WriteTxnMarkersRequest request, Done done) {
-  post(broker_id, [this, broker_id, request = std::move(request), done = std::move(done)](
+  post(broker_id, [broker_id, request = std::move(request), done = std::move(done)](
                       replication::net::ReconnectingClient* client, ErrorCode why) {
     if (client == nullptr) return done(all_partitions(request, why));
     protocol::WriteTxnMarkersResponse resp;

@@ -314,7 +314,7 @@ void Controller::process_brokers(uint64_t gen) {
 
 zk::WatchFn Controller::posting_watcher(uint64_t gen, std::function<void()> fn) {
   std::weak_ptr<Inbox> inbox = inbox_;
-  return [this, inbox, gen, fn = std::move(fn)](zk::EventType, const std::string&) {
+  return [inbox, gen, fn = std::move(fn)](zk::EventType, const std::string&) {
     auto in = inbox.lock();
     if (!in) return;
     post_to(in, gen, fn);
