@@ -2,8 +2,11 @@
 # deploy/test.sh: installs what is missing, builds, and runs every test.
 #
 # Two builds:
-#   build/asan  g++ 12, Debug + AddressSanitizer + UndefinedBehaviorSanitizer:
-#               the library and every unit/golden test.
+#   build/asan  clang 14, Debug + AddressSanitizer + UndefinedBehaviorSanitizer:
+#               the library and every unit/golden/integration test. clang
+#               rather than g++ 12: the same tree builds in about 210 s
+#               instead of about 550 s on the 2-core machine. g++ 12 still
+#               builds the Release binary of deploy/run.sh and the image.
 #   build/fuzz  clang, libFuzzer + ASan/UBSan: the fuzz targets, each run for a
 #               short bounded smoke (env CK_FUZZ_SECONDS, default 45).
 # Every test runs through ctest; the last thing printed is ctest's summary of
@@ -42,7 +45,13 @@ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 cmake --build build/fuzz -j"$jobs" --target fuzz_targets
 (cd build/fuzz && ctest -j"$jobs" -L fuzz --output-on-failure)
 
+# A build/asan configured with another compiler (g++, before 2026-12-06) is
+# made again from scratch: CMake cannot switch the compiler of a build tree.
+if [ -f build/asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++' build/asan/CMakeCache.txt; then
+  rm -rf build/asan
+fi
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCK_SANITIZE=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_C_FLAGS_DEBUG="$debug_flags" -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" \
   -DCK_SCHEMA_DIR="$schema_dir" >/dev/null
 cmake --build build/asan -j"$jobs"
