@@ -302,7 +302,11 @@ E2eResult run_e2e(const E2eSpec& spec) {
   };
   std::thread consumer([&] {
     std::string make_error;
-    rd_kafka_t* rk = make_consumer(spec.brokers, &make_error);
+    // Local queue bounds far above what a run holds (1 GiB, no record bound): with librdkafka's
+    // 100,000-record default, a consumer a quarter of a second behind at 400,000 msgs/s stops
+    // fetching until its broker thread next wakes, and that wait (up to about a second, see
+    // make_consumer) was measured as the broker's latency.
+    rd_kafka_t* rk = make_consumer(spec.brokers, &make_error, 1048576);
     if (!rk) {
       fail_consumer(make_error);
       ready = true;
