@@ -3,11 +3,11 @@
 
 #include <algorithm>
 
+#include "replication/id_list.h"
+
 namespace ciuickafka::replication {
 
 namespace {
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // LeaderAndIsr.newLeaderAndIsr: a new leader and ISR under the next epoch.
 PartitionState next(const PartitionState& current, int32_t leader, std::vector<int32_t> isr, int32_t controller_epoch) {

@@ -4,15 +4,11 @@
 
 #include <algorithm>
 
+#include "replication/id_list.h"
+
 namespace ciuickafka::replication {
 
 using protocol::ErrorCode;
-
-namespace {
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-}  // namespace
 
 FollowerState follower_after_fetch(const FollowerState& prev, int64_t fetch_offset, int64_t log_start_offset,
                                    int64_t now_ms, int64_t leader_leo) {

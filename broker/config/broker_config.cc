@@ -32,12 +32,6 @@ const V& get_as(const Entry& e, std::string_view name) {
   return *v;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
-  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
-  return s;
-}
-
 // A value given by one source, before parsing.
 struct Raw {
   std::string text;
@@ -140,7 +134,7 @@ Result<Value> parse_listener_value(std::string_view name, const ListenerKey& k, 
   auto v = parse_value(*k.base, raw);
   const int32_t* n = v ? std::get_if<int32_t>(&v.value()) : nullptr;
   if (n == nullptr || *n < 1)
-    return ConfigError{"invalid value \"" + std::string(trim(raw)) + "\" for " + std::string(name) +
+    return ConfigError{"invalid value \"" + std::string(java_trim(raw)) + "\" for " + std::string(name) +
                        ": expected an integer >= 1"};
   return v;
 }
@@ -448,7 +442,7 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
 
   for (const std::string& o : input.overrides) {
     size_t eq = o.find('=');
-    std::string_view name = eq == std::string::npos ? std::string_view() : trim(std::string_view(o).substr(0, eq));
+    std::string_view name = eq == std::string::npos ? std::string_view() : java_trim(std::string_view(o).substr(0, eq));
     if (name.empty()) return ConfigError{"invalid --override \"" + o + "\": expected key=value"};
     offer(name, o.substr(eq + 1), ConfigSource::kOverride, "--override", 0);
   }

@@ -9,13 +9,6 @@
 namespace ciuickafka::broker::config {
 namespace {
 
-// Java's String.trim(): drops every char <= ' ' at both ends.
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
-  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
-  return s;
-}
-
 std::optional<int64_t> parse_integer(std::string_view s) {
   // Java's parseInt/parseLong: optional sign, decimal digits, nothing else.
   if (s.size() >= 2 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
@@ -286,7 +279,7 @@ std::vector<const KeyDef*> synonym_keys(std::string_view name) {
 size_t key_index(const KeyDef& def) { return static_cast<size_t>(&def - table().keys.data()); }
 
 Result<Value> parse_value(const KeyDef& def, std::string_view raw) {
-  const std::string_view s = trim(raw);
+  const std::string_view s = java_trim(raw);
   auto fail = [&](std::string_view extra = {}) -> Result<Value> {
     std::string shown = def.type == ConfigType::kPassword ? std::string("[hidden]") : quote(s);
     return ConfigError{"invalid value " + shown + " for " + std::string(def.name) + ": expected " + def.expected() +
@@ -330,7 +323,7 @@ Result<Value> parse_value(const KeyDef& def, std::string_view raw) {
         size_t start = 0;
         while (true) {
           size_t comma = s.find(',', start);
-          items.emplace_back(trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start)));
+          items.emplace_back(java_trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start)));
           if (comma == std::string_view::npos) break;
           start = comma + 1;
         }
@@ -358,6 +351,12 @@ std::optional<std::string> format_value(const Value& v) {
     }
   };
   return std::visit(Visitor{}, v);
+}
+
+std::string_view java_trim(std::string_view s) {
+  while (!s.empty() && static_cast<unsigned char>(s.front()) <= ' ') s.remove_prefix(1);
+  while (!s.empty() && static_cast<unsigned char>(s.back()) <= ' ') s.remove_suffix(1);
+  return s;
 }
 
 }  // namespace ciuickafka::broker::config

@@ -114,6 +114,9 @@ namespace detail {
 std::vector<KeyDef> make_key_table();
 }  // namespace detail
 
+// Java's String.trim(): the text without the chars <= ' ' at both ends.
+std::string_view java_trim(std::string_view s);
+
 // Parses raw text (trimmed first, as Kafka does) as def's type and checks its
 // validator. The error reads: invalid value "abc" for num.partitions: expected
 // an integer >= 1. Password values are never echoed.

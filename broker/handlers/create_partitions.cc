@@ -34,61 +34,61 @@ using protocol::CreatePartitionsResponse;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
-using Result = CreatePartitionsResponse::CreatePartitionsTopicResult;
+using PartitionsResult = CreatePartitionsResponse::CreatePartitionsTopicResult;
 
-Result result(const std::string& name, ErrorCode code, std::string message) {
-  Result r;
+PartitionsResult partitions_result(const std::string& name, ErrorCode code, std::string message) {
+  PartitionsResult r;
   r.name = name;
   r.error_code = to_wire(code);
   if (code != ErrorCode::NONE) r.error_message = std::move(message);
   return r;
 }
 
-Result grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only,
+PartitionsResult grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only,
             quotas::MutationQuota& quota) {
   auto topic = broker.topics().find(t.name);
-  if (!topic) return result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + t.name + "' does not exist.");
+  if (!topic) return partitions_result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + t.name + "' does not exist.");
   const auto current = static_cast<int32_t>(topic->partitions.size());
   if (t.assignments && !t.assignments->empty() && t.count > current) {
     const auto added = t.count - current;
     if (static_cast<int32_t>(t.assignments->size()) != added)
-      return result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+      return partitions_result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
                     "Increasing the number of partitions by " + std::to_string(added) + " but " +
                         std::to_string(t.assignments->size()) + " assignments provided.");
     for (const auto& a : *t.assignments)
       if (a.broker_ids.size() != 1 || a.broker_ids[0] != broker.node_id())
-        return result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
+        return partitions_result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
                       "Each new partition must be assigned to exactly [" + std::to_string(broker.node_id()) +
                           "]: this cluster has one broker.");
   }
   if (!validate_only && quota.active()) {  // checked first: only partitions that would be added count
     if (TopicError e = broker.topics().add_partitions(t.name, t.count, true, Broker::now_ms()); !e.ok())
-      return result(t.name, e.code, e.message);
+      return partitions_result(t.name, e.code, e.message);
     if (!quota.record(static_cast<double>(t.count - current)))
-      return result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+      return partitions_result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   }
   TopicError e = broker.topics().add_partitions(t.name, t.count, validate_only, Broker::now_ms());
-  return result(t.name, e.code, e.message);
+  return partitions_result(t.name, e.code, e.message);
 }
 
 // Cluster mode: the new partitions' assignment goes to /brokers/topics/T.
-Result grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequest::CreatePartitionsTopic& t,
+PartitionsResult grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequest::CreatePartitionsTopic& t,
                        bool validate_only, quotas::MutationQuota& quota) {
   std::vector<std::vector<int32_t>> assignment;
   if (t.assignments)
     for (const auto& a : *t.assignments) assignment.push_back(a.broker_ids);
   if (!validate_only && quota.active()) {  // checked first: only partitions that would be added count
     if (TopicError e = admin.add_partitions(t.name, t.count, assignment, true); !e.ok())
-      return result(t.name, e.code, e.message);
+      return partitions_result(t.name, e.code, e.message);
     replication::TopicAssignment current;
     int32_t version = -1;
     TopicError e;
-    if (!admin.read_assignment(t.name, &current, &version, &e)) return result(t.name, e.code, e.message);
+    if (!admin.read_assignment(t.name, &current, &version, &e)) return partitions_result(t.name, e.code, e.message);
     if (!quota.record(static_cast<double>(t.count - static_cast<int32_t>(current.partitions.size()))))
-      return result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+      return partitions_result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   }
   TopicError e = admin.add_partitions(t.name, t.count, assignment, validate_only);
-  return result(t.name, e.code, e.message);
+  return partitions_result(t.name, e.code, e.message);
 }
 
 void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmin* admin) {
@@ -108,7 +108,7 @@ void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmi
   for (const auto& t : req.topics) {
     auto it = count.find(t.name);
     if (it == count.end() || it->second < 2) continue;
-    resp.results.push_back(result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+    resp.results.push_back(partitions_result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
     count.erase(it);
   }
   respond_with_mutation_quota(ctx, resp, quota);
@@ -129,7 +129,7 @@ void handle_create_partitions(RequestContext&& ctx) {
     CreatePartitionsResponse resp;
     std::set<std::string> named;
     for (const auto& t : r.topics)
-      if (named.insert(t.name).second) resp.results.push_back(result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
+      if (named.insert(t.name).second) resp.results.push_back(partitions_result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
     c.respond(make_response(c, resp));
   };
   admin::with_zk_admin(

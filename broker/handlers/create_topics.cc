@@ -53,10 +53,10 @@ using protocol::CreateTopicsResponse;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
-using Result = CreateTopicsResponse::CreatableTopicResult;
+using TopicResult = CreateTopicsResponse::CreatableTopicResult;
 
-Result failed(const std::string& name, ErrorCode code, std::string message) {
-  Result r;
+TopicResult failed(const std::string& name, ErrorCode code, std::string message) {
+  TopicResult r;
   r.name = name;
   r.error_code = to_wire(code);
   r.error_message = std::move(message);
@@ -87,7 +87,7 @@ TopicError check_assignments(const CreateTopicsRequest::CreatableTopic& t, int32
 }
 
 // v5+ results: partitions, replication factor and the effective configs.
-void describe_created(Broker& broker, const Topic& topic, int32_t partitions, Result* r) {
+void describe_created(Broker& broker, const Topic& topic, int32_t partitions, TopicResult* r) {
   r->num_partitions = partitions;
   r->replication_factor = topic.replication_factor;
   std::vector<CreateTopicsResponse::CreatableTopicConfigs> out;
@@ -114,7 +114,7 @@ TopicError read_configs(const CreateTopicsRequest::CreatableTopic& t, ConfigMap*
   return {};
 }
 
-Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
+TopicResult create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
                   int16_t version, quotas::MutationQuota& quota) {
   int32_t partitions = t.num_partitions;
   int16_t replication = t.replication_factor;
@@ -136,7 +136,7 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
       broker.topics().create(t.name, partitions, replication, configs, validate_only, Broker::now_ms());
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
 
-  Result r;
+  TopicResult r;
   r.name = t.name;
   r.error_message = std::nullopt;
   const Topic& topic = *created.topic;
@@ -151,7 +151,7 @@ Result create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, 
 
 // Cluster mode: the topic goes to ZooKeeper (broker/cluster/zk_topics.h);
 // the controller creates its partitions on the brokers it names.
-Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
+TopicResult create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
                              bool validate_only, int16_t version, quotas::MutationQuota& quota,
                              std::map<std::string, int32_t>* created_topics) {
   ZkNewTopic n;
@@ -180,7 +180,7 @@ Result create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTo
   ZkTopicResult created = admin.create(n, validate_only);
   if (!created.error.ok()) return failed(t.name, created.error.code, created.error.message);
   if (!validate_only) (*created_topics)[t.name] = static_cast<int32_t>(created.assignment.size());
-  Result r;
+  TopicResult r;
   r.name = t.name;
   r.error_message = std::nullopt;
   r.topic_id = created.id;

@@ -43,15 +43,15 @@ using protocol::DeleteTopicsResponse;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
-using Result = DeleteTopicsResponse::DeletableTopicResult;
+using DeletionResult = DeleteTopicsResponse::DeletableTopicResult;
 
 struct Target {
   std::optional<std::string> name;
   protocol::Uuid id{};
 };
 
-Result result(const Target& t, ErrorCode code, std::optional<std::string> message) {
-  Result r;
+DeletionResult deletion_result(const Target& t, ErrorCode code, std::optional<std::string> message) {
+  DeletionResult r;
   r.name = t.name;
   r.topic_id = t.id;
   r.error_code = to_wire(code);
@@ -61,14 +61,14 @@ Result result(const Target& t, ErrorCode code, std::optional<std::string> messag
 
 // Cluster mode: the topic is marked in /admin/delete_topics; the controller
 // stops and deletes its replicas and removes its znodes.
-Result delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::zk::Session& zk, Target t,
+DeletionResult delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::zk::Session& zk, Target t,
                              quotas::MutationQuota& quota) {
   if (!t.name) {
     // By id: the topic whose assignment znode carries it.
     std::vector<std::string> names;
     replication::zk::Code c = zk.children(std::string(replication::kTopicsPath), &names);
     if (c != replication::zk::Code::kOk)
-      return result(t, ErrorCode::REQUEST_TIMED_OUT,
+      return deletion_result(t, ErrorCode::REQUEST_TIMED_OUT,
                     "ZooKeeper did not complete the topic list read: " + std::string(replication::zk::to_string(c)));
     for (const std::string& n : names) {
       replication::TopicAssignment a;
@@ -79,10 +79,10 @@ Result delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::z
         break;
       }
     }
-    if (!t.name) return result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+    if (!t.name) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
   }
   if (*t.name == "__consumer_offsets" || *t.name == "__transaction_state")
-    return result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
+    return deletion_result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
                   "Topic " + *t.name + " is a kafka internal topic and is not allowed to be marked for deletion.");
   if (t.id.is_zero()) {
     replication::TopicAssignment a;
@@ -94,37 +94,37 @@ Result delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::z
     auto snap = broker.service<ReplicaManager>().metadata_cache().snapshot();
     const CachedTopic* ct = snap->topic(*t.name);  // (unknown: answered by the marking below)
     if (ct != nullptr && !quota.record(static_cast<double>(ct->partitions.size())))
-      return result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+      return deletion_result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   }
   TopicError e = admin.mark_for_deletion(*t.name);
-  return result(t, e.code, e.message);
+  return deletion_result(t, e.code, e.message);
 }
 
-Result delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin, replication::zk::Session* zk,
+DeletionResult delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin, replication::zk::Session* zk,
                   quotas::MutationQuota& quota) {
   if (!broker.config().get_bool("delete.topic.enable"))
-    return result(t, version < 3 ? ErrorCode::INVALID_REQUEST : ErrorCode::TOPIC_DELETION_DISABLED,
+    return deletion_result(t, version < 3 ? ErrorCode::INVALID_REQUEST : ErrorCode::TOPIC_DELETION_DISABLED,
                   "Topic deletion is disabled.");
   if (admin != nullptr) return delete_one_in_cluster(broker, *admin, *zk, std::move(t), quota);
   std::shared_ptr<const Topic> topic;
   if (t.name) {
     topic = broker.topics().find(*t.name);
-    if (!topic) return result(t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.");
+    if (!topic) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.");
   } else {
     topic = broker.topics().find(t.id);
-    if (!topic) return result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+    if (!topic) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
     t.name = topic->name;
   }
   t.id = topic->id;
   if (topic->is_internal())
-    return result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
+    return deletion_result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
                   "Topic " + topic->name + " is a kafka internal topic and is not allowed to be marked for deletion.");
   if (!quota.record(static_cast<double>(topic->partitions.size())))
-    return result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
+    return deletion_result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   TopicError e = broker.topics().remove(topic->name);
   if (e.ok() || e.code == ErrorCode::KAFKA_STORAGE_ERROR) broker.metrics().remove_topic(topic->name);
   if (e.ok()) broker.service<groups::GroupCoordinator>().topic_deleted(topic->name);
-  return result(t, e.code, e.message);
+  return deletion_result(t, e.code, e.message);
 }
 
 void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* admin,
@@ -148,13 +148,13 @@ void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* a
   quotas::MutationQuota quota = mutation_quota_for(ctx, 5);
   for (const auto& t : targets) {
     if (t.name && !t.id.is_zero()) {
-      resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Topic name and topic ID can not both be specified."));
+      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST, "Topic name and topic ID can not both be specified."));
     } else if (!t.name && t.id.is_zero()) {
-      resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Neither topic name nor id were specified."));
+      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST, "Neither topic name nor id were specified."));
     } else if (t.name ? names[*t.name] > 1 : ids[t.id] > 1) {
       // Named twice: answered once, where it first appears (the count goes
       // to 0 so later entries for it are skipped).
-      resp.responses.push_back(result(t, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
       (t.name ? names[*t.name] : ids[t.id]) = 0;
     } else if (t.name ? names[*t.name] == 0 : ids[t.id] == 0) {
       continue;  // a duplicate already answered
@@ -179,9 +179,9 @@ void handle_delete_topics(RequestContext&& ctx) {
   auto fail_all = [](RequestContext& c, const DeleteTopicsRequest& r, const std::string& why) {
     DeleteTopicsResponse resp;
     if (c.api_version() >= 6) {
-      for (const auto& s : r.topics) resp.responses.push_back(result({s.name, s.topic_id}, ErrorCode::REQUEST_TIMED_OUT, why));
+      for (const auto& s : r.topics) resp.responses.push_back(deletion_result({s.name, s.topic_id}, ErrorCode::REQUEST_TIMED_OUT, why));
     } else {
-      for (const auto& n : r.topic_names) resp.responses.push_back(result({n, {}}, ErrorCode::REQUEST_TIMED_OUT, why));
+      for (const auto& n : r.topic_names) resp.responses.push_back(deletion_result({n, {}}, ErrorCode::REQUEST_TIMED_OUT, why));
     }
     c.respond(make_response(c, resp));
   };

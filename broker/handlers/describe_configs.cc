@@ -27,10 +27,10 @@ using protocol::DescribeConfigsResponse;
 using protocol::ErrorCode;
 using protocol::to_wire;
 
-using Result = DescribeConfigsResponse::DescribeConfigsResult;
+using ConfigsResult = DescribeConfigsResponse::DescribeConfigsResult;
 
-Result error_result(const DescribeConfigsRequest::DescribeConfigsResource& r, ErrorCode code, std::string msg) {
-  Result out;
+ConfigsResult error_result(const DescribeConfigsRequest::DescribeConfigsResource& r, ErrorCode code, std::string msg) {
+  ConfigsResult out;
   out.resource_type = r.resource_type;
   out.resource_name = r.resource_name;
   out.error_code = to_wire(code);
@@ -60,7 +60,7 @@ DescribeConfigsResponse::DescribeConfigsResourceResult to_wire_entry(const admin
   return e;
 }
 
-Result describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsResource& r, bool synonyms,
+ConfigsResult describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsResource& r, bool synonyms,
                 bool docs, int16_t version) {
   std::vector<admin::DescribedConfig> entries;
   switch (r.resource_type) {
@@ -88,7 +88,7 @@ Result describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsRes
       return error_result(r, ErrorCode::INVALID_REQUEST,
                           "Unsupported resource type " + std::to_string(r.resource_type));
   }
-  Result out;
+  ConfigsResult out;
   out.resource_type = r.resource_type;
   out.resource_name = r.resource_name;
   out.error_message = std::nullopt;

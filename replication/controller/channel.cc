@@ -15,7 +15,7 @@ namespace ciuickafka::replication::controller {
 
 namespace {
 
-void log_line(const char* level, const std::string& what) {
+void channel_log(const char* level, const std::string& what) {
   const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
   if (metrics::log::enabled(l)) metrics::log::write(l, "controller", "controller channel: " + what);
 }
@@ -108,7 +108,7 @@ void ControllerChannel::set_brokers(const std::vector<LiveBroker>& live) {
       if (queues_.contains(b.id)) continue;
       const ListenerEndpoint* e = find_endpoint(b, options_.inter_broker_listener);
       if (e == nullptr || e->port <= 0 || e->port > 65535) {
-        log_line("WARN", "broker " + std::to_string(b.id) + " has no endpoint on listener " +
+        channel_log("WARN", "broker " + std::to_string(b.id) + " has no endpoint on listener " +
                              options_.inter_broker_listener + ": nothing will be sent to it");
         continue;
       }
@@ -146,7 +146,7 @@ void ControllerChannel::send(const ControlRequests& requests) {
       if (q->items.size() >= options_.max_queued) {
         q->items.pop_front();
         ++dropped_;
-        log_line("WARN", "queue to broker " + std::to_string(id) + " is full: dropped its oldest request");
+        channel_log("WARN", "queue to broker " + std::to_string(id) + " is full: dropped its oldest request");
       }
       q->items.push_back(std::move(r));
     }
@@ -216,7 +216,7 @@ bool ControllerChannel::send_one(Queue* q, const QueuedRequest& r) {
         if (!v) {
           ++dropped_;
           if (q->missing_logged.insert(Req::kApiKey).second)
-            log_line("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " + std::to_string(max) +
+            channel_log("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " + std::to_string(max) +
                                  ": its requests are dropped (logged once)");
           return true;
         }
@@ -228,18 +228,18 @@ bool ControllerChannel::send_one(Queue* q, const QueuedRequest& r) {
         if (!st.ok()) {
           if (st.kind() == net::NetErrorKind::kEncode) {
             ++dropped_;
-            log_line("WARN", to + ": " + st.message() + ": request dropped");
+            channel_log("WARN", to + ": " + st.message() + ": request dropped");
             return true;
           }
           if (st.kind() != net::NetErrorKind::kClosed)
-            log_line("WARN", to + ": " + st.message() + " (will retry)");
+            channel_log("WARN", to + ": " + st.message() + " (will retry)");
           return false;
         }
         ++sent_;
         int16_t first = 0;
         const int partition_errors = count_errors(resp, &first);
         if (resp.error_code != 0 || partition_errors > 0) {
-          log_line("WARN", to + " answered " + api_name(Req::kApiKey) + " v" + std::to_string(*v) + " with error " +
+          channel_log("WARN", to + " answered " + api_name(Req::kApiKey) + " v" + std::to_string(*v) + " with error " +
                                std::to_string(resp.error_code != 0 ? resp.error_code : first) +
                                (partition_errors > 0 ? " (" + std::to_string(partition_errors) + " partition errors)"
                                                      : std::string()));

@@ -6,12 +6,11 @@
 
 #include "replication/controller/controller_state.h"
 #include "replication/controller/fenced_zk.h"
+#include "replication/id_list.h"
 
 namespace ciuickafka::replication::controller {
 
 namespace {
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 constexpr int16_t kBrokerNotAvailable = 8;
 constexpr int16_t kStaleBrokerEpoch = 77;

@@ -15,6 +15,7 @@
 #include "protocol/error_code.h"
 #include "replication/controller/controller_state.h"
 #include "replication/controller/fenced_zk.h"
+#include "replication/id_list.h"
 
 namespace ciuickafka::replication::controller {
 
@@ -24,8 +25,6 @@ using protocol::ErrorCode;
 using protocol::to_wire;
 
 constexpr int kZnodeWriteAttempts = 3;
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 bool subset(const std::vector<int32_t>& a, const std::vector<int32_t>& of) {
   return std::all_of(a.begin(), a.end(), [&](int32_t x) { return contains(of, x); });

@@ -15,9 +15,9 @@
 #include <map>
 #include <utility>
 
-#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "replication/controller/controller.h"
+#include "replication/controller/controller_log.h"
 #include "replication/controller/fenced_zk.h"
 
 namespace ciuickafka::replication::controller {
@@ -30,9 +30,6 @@ using protocol::ListPartitionReassignmentsResponse;
 using protocol::to_wire;
 
 namespace {
-
-void log_info(const std::string& what) { CK_LOG_INFO("controller", "controller: %s", what.c_str()); }
-void log_warn(const std::string& what) { CK_LOG_WARN("controller", "controller: %s", what.c_str()); }
 
 template <typename Response>
 Response not_controller() {

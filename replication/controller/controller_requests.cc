@@ -11,9 +11,9 @@
 #include <map>
 #include <utility>
 
-#include "metrics/log/log.h"
 #include "protocol/error_code.h"
 #include "replication/controller/controller.h"
+#include "replication/controller/controller_log.h"
 #include "replication/controller/leader_rebalance.h"
 
 namespace ciuickafka::replication::controller {
@@ -26,8 +26,6 @@ using protocol::ErrorCode;
 using protocol::to_wire;
 
 namespace {
-
-void log_info(const std::string& what) { CK_LOG_INFO("controller", "controller: %s", what.c_str()); }
 
 constexpr int8_t kPreferred = 0;
 constexpr int8_t kUnclean = 1;

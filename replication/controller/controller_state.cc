@@ -6,6 +6,7 @@
 #include <random>
 
 #include "replication/controller/fenced_zk.h"
+#include "replication/id_list.h"
 #include "replication/membership_codec.h"
 #include "storage/checkpoint.h"
 
@@ -14,8 +15,6 @@ namespace ciuickafka::replication::controller {
 namespace {
 
 constexpr int kStateWriteAttempts = 3;
-
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 std::vector<int32_t> live_ids(const ControllerContext& ctx) {
   std::vector<int32_t> out;
