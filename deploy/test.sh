@@ -9,7 +9,7 @@
 #               from .ninja_log). g++ 12 still builds the Release binary of
 #               deploy/run.sh and the image.
 #   build/fuzz  clang, libFuzzer + ASan/UBSan: the fuzz targets, each run for a
-#               short bounded smoke (env CK_FUZZ_SECONDS, default 45).
+#               short bounded smoke (env CK_FUZZ_SECONDS, default 20).
 # Every test runs through ctest; the last thing printed is ctest's summary of
 # the main suite.
 set -euo pipefail
@@ -44,7 +44,7 @@ start=$(date +%s)
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_FLAGS_DEBUG="$debug_flags" -DCMAKE_CXX_FLAGS_DEBUG="$debug_flags" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCK_FUZZ=ON -DBUILD_TESTING=ON \
-  -DCK_FUZZ_SECONDS="${CK_FUZZ_SECONDS:-45}" >/dev/null
+  -DCK_FUZZ_SECONDS="${CK_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build build/fuzz -j"$jobs" --target fuzz_targets
 (cd build/fuzz && ctest -j"$jobs" -L fuzz --output-on-failure)
 
