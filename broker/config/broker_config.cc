@@ -442,7 +442,8 @@ Result<LoadedConfig> load_config(const ConfigInput& input) {
 
   for (const std::string& o : input.overrides) {
     size_t eq = o.find('=');
-    std::string_view name = eq == std::string::npos ? std::string_view() : java_trim(std::string_view(o).substr(0, eq));
+    std::string_view name =
+        eq == std::string::npos ? std::string_view() : java_trim(std::string_view(o).substr(0, eq));
     if (name.empty()) return ConfigError{"invalid --override \"" + o + "\": expected key=value"};
     offer(name, o.substr(eq + 1), ConfigSource::kOverride, "--override", 0);
   }

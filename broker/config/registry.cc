@@ -323,7 +323,8 @@ Result<Value> parse_value(const KeyDef& def, std::string_view raw) {
         size_t start = 0;
         while (true) {
           size_t comma = s.find(',', start);
-          items.emplace_back(java_trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start)));
+          items.emplace_back(
+              java_trim(s.substr(start, comma == std::string_view::npos ? s.npos : comma - start)));
           if (comma == std::string_view::npos) break;
           start = comma + 1;
         }

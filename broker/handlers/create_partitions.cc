@@ -44,22 +44,24 @@ PartitionsResult partitions_result(const std::string& name, ErrorCode code, std:
   return r;
 }
 
-PartitionsResult grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t, bool validate_only,
-            quotas::MutationQuota& quota) {
+PartitionsResult grow(Broker& broker, const CreatePartitionsRequest::CreatePartitionsTopic& t,
+                      bool validate_only, quotas::MutationQuota& quota) {
   auto topic = broker.topics().find(t.name);
-  if (!topic) return partitions_result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + t.name + "' does not exist.");
+  if (!topic)
+    return partitions_result(t.name, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                             "The topic '" + t.name + "' does not exist.");
   const auto current = static_cast<int32_t>(topic->partitions.size());
   if (t.assignments && !t.assignments->empty() && t.count > current) {
     const auto added = t.count - current;
     if (static_cast<int32_t>(t.assignments->size()) != added)
       return partitions_result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                    "Increasing the number of partitions by " + std::to_string(added) + " but " +
-                        std::to_string(t.assignments->size()) + " assignments provided.");
+                               "Increasing the number of partitions by " + std::to_string(added) + " but " +
+                                   std::to_string(t.assignments->size()) + " assignments provided.");
     for (const auto& a : *t.assignments)
       if (a.broker_ids.size() != 1 || a.broker_ids[0] != broker.node_id())
         return partitions_result(t.name, ErrorCode::INVALID_REPLICA_ASSIGNMENT,
-                      "Each new partition must be assigned to exactly [" + std::to_string(broker.node_id()) +
-                          "]: this cluster has one broker.");
+                                 "Each new partition must be assigned to exactly [" +
+                                     std::to_string(broker.node_id()) + "]: this cluster has one broker.");
   }
   if (!validate_only && quota.active()) {  // checked first: only partitions that would be added count
     if (TopicError e = broker.topics().add_partitions(t.name, t.count, true, Broker::now_ms()); !e.ok())
@@ -73,7 +75,7 @@ PartitionsResult grow(Broker& broker, const CreatePartitionsRequest::CreateParti
 
 // Cluster mode: the new partitions' assignment goes to /brokers/topics/T.
 PartitionsResult grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequest::CreatePartitionsTopic& t,
-                       bool validate_only, quotas::MutationQuota& quota) {
+                                 bool validate_only, quotas::MutationQuota& quota) {
   std::vector<std::vector<int32_t>> assignment;
   if (t.assignments)
     for (const auto& a : *t.assignments) assignment.push_back(a.broker_ids);
@@ -83,7 +85,8 @@ PartitionsResult grow_in_cluster(ZkTopicAdmin& admin, const CreatePartitionsRequ
     replication::TopicAssignment current;
     int32_t version = -1;
     TopicError e;
-    if (!admin.read_assignment(t.name, &current, &version, &e)) return partitions_result(t.name, e.code, e.message);
+    if (!admin.read_assignment(t.name, &current, &version, &e))
+      return partitions_result(t.name, e.code, e.message);
     if (!quota.record(static_cast<double>(t.count - static_cast<int32_t>(current.partitions.size()))))
       return partitions_result(t.name, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   }
@@ -108,7 +111,8 @@ void answer(RequestContext& ctx, const CreatePartitionsRequest& req, ZkTopicAdmi
   for (const auto& t : req.topics) {
     auto it = count.find(t.name);
     if (it == count.end() || it->second < 2) continue;
-    resp.results.push_back(partitions_result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
+    resp.results.push_back(
+        partitions_result(t.name, ErrorCode::INVALID_REQUEST, "Duplicate topic in request."));
     count.erase(it);
   }
   respond_with_mutation_quota(ctx, resp, quota);
@@ -129,7 +133,8 @@ void handle_create_partitions(RequestContext&& ctx) {
     CreatePartitionsResponse resp;
     std::set<std::string> named;
     for (const auto& t : r.topics)
-      if (named.insert(t.name).second) resp.results.push_back(partitions_result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
+      if (named.insert(t.name).second)
+        resp.results.push_back(partitions_result(t.name, ErrorCode::REQUEST_TIMED_OUT, why));
     c.respond(make_response(c, resp));
   };
   admin::with_zk_admin(

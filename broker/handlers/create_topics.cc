@@ -115,7 +115,7 @@ TopicError read_configs(const CreateTopicsRequest::CreatableTopic& t, ConfigMap*
 }
 
 TopicResult create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
-                  int16_t version, quotas::MutationQuota& quota) {
+                       int16_t version, quotas::MutationQuota& quota) {
   int32_t partitions = t.num_partitions;
   int16_t replication = t.replication_factor;
   if (!t.assignments.empty()) {
@@ -151,9 +151,10 @@ TopicResult create_one(Broker& broker, const CreateTopicsRequest::CreatableTopic
 
 // Cluster mode: the topic goes to ZooKeeper (broker/cluster/zk_topics.h);
 // the controller creates its partitions on the brokers it names.
-TopicResult create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, const CreateTopicsRequest::CreatableTopic& t,
-                             bool validate_only, int16_t version, quotas::MutationQuota& quota,
-                             std::map<std::string, int32_t>* created_topics) {
+TopicResult create_one_in_cluster(Broker& broker, ZkTopicAdmin& admin,
+                                  const CreateTopicsRequest::CreatableTopic& t, bool validate_only,
+                                  int16_t version, quotas::MutationQuota& quota,
+                                  std::map<std::string, int32_t>* created_topics) {
   ZkNewTopic n;
   n.name = t.name;
   n.partitions = t.num_partitions;

@@ -61,15 +61,16 @@ DeletionResult deletion_result(const Target& t, ErrorCode code, std::optional<st
 
 // Cluster mode: the topic is marked in /admin/delete_topics; the controller
 // stops and deletes its replicas and removes its znodes.
-DeletionResult delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::zk::Session& zk, Target t,
-                             quotas::MutationQuota& quota) {
+DeletionResult delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replication::zk::Session& zk,
+                                     Target t, quotas::MutationQuota& quota) {
   if (!t.name) {
     // By id: the topic whose assignment znode carries it.
     std::vector<std::string> names;
     replication::zk::Code c = zk.children(std::string(replication::kTopicsPath), &names);
     if (c != replication::zk::Code::kOk)
-      return deletion_result(t, ErrorCode::REQUEST_TIMED_OUT,
-                    "ZooKeeper did not complete the topic list read: " + std::string(replication::zk::to_string(c)));
+      return deletion_result(
+          t, ErrorCode::REQUEST_TIMED_OUT,
+          "ZooKeeper did not complete the topic list read: " + std::string(replication::zk::to_string(c)));
     for (const std::string& n : names) {
       replication::TopicAssignment a;
       int32_t version = -1;
@@ -79,11 +80,13 @@ DeletionResult delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replic
         break;
       }
     }
-    if (!t.name) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+    if (!t.name)
+      return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
   }
   if (*t.name == "__consumer_offsets" || *t.name == "__transaction_state")
-    return deletion_result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
-                  "Topic " + *t.name + " is a kafka internal topic and is not allowed to be marked for deletion.");
+    return deletion_result(
+        t, ErrorCode::INVALID_TOPIC_EXCEPTION,
+        "Topic " + *t.name + " is a kafka internal topic and is not allowed to be marked for deletion.");
   if (t.id.is_zero()) {
     replication::TopicAssignment a;
     int32_t version = -1;
@@ -100,25 +103,29 @@ DeletionResult delete_one_in_cluster(Broker& broker, ZkTopicAdmin& admin, replic
   return deletion_result(t, e.code, e.message);
 }
 
-DeletionResult delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin, replication::zk::Session* zk,
-                  quotas::MutationQuota& quota) {
+DeletionResult delete_one(Broker& broker, Target t, int16_t version, ZkTopicAdmin* admin,
+                          replication::zk::Session* zk, quotas::MutationQuota& quota) {
   if (!broker.config().get_bool("delete.topic.enable"))
     return deletion_result(t, version < 3 ? ErrorCode::INVALID_REQUEST : ErrorCode::TOPIC_DELETION_DISABLED,
-                  "Topic deletion is disabled.");
+                           "Topic deletion is disabled.");
   if (admin != nullptr) return delete_one_in_cluster(broker, *admin, *zk, std::move(t), quota);
   std::shared_ptr<const Topic> topic;
   if (t.name) {
     topic = broker.topics().find(*t.name);
-    if (!topic) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic.");
+    if (!topic)
+      return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic.");
   } else {
     topic = broker.topics().find(t.id);
-    if (!topic) return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+    if (!topic)
+      return deletion_result(t, ErrorCode::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
     t.name = topic->name;
   }
   t.id = topic->id;
   if (topic->is_internal())
-    return deletion_result(t, ErrorCode::INVALID_TOPIC_EXCEPTION,
-                  "Topic " + topic->name + " is a kafka internal topic and is not allowed to be marked for deletion.");
+    return deletion_result(
+        t, ErrorCode::INVALID_TOPIC_EXCEPTION,
+        "Topic " + topic->name + " is a kafka internal topic and is not allowed to be marked for deletion.");
   if (!quota.record(static_cast<double>(topic->partitions.size())))
     return deletion_result(t, ErrorCode::THROTTLING_QUOTA_EXCEEDED, kThrottledMessage);
   TopicError e = broker.topics().remove(topic->name);
@@ -148,9 +155,11 @@ void answer(RequestContext& ctx, const DeleteTopicsRequest& req, ZkTopicAdmin* a
   quotas::MutationQuota quota = mutation_quota_for(ctx, 5);
   for (const auto& t : targets) {
     if (t.name && !t.id.is_zero()) {
-      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST, "Topic name and topic ID can not both be specified."));
+      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST,
+                                               "Topic name and topic ID can not both be specified."));
     } else if (!t.name && t.id.is_zero()) {
-      resp.responses.push_back(deletion_result(t, ErrorCode::INVALID_REQUEST, "Neither topic name nor id were specified."));
+      resp.responses.push_back(
+          deletion_result(t, ErrorCode::INVALID_REQUEST, "Neither topic name nor id were specified."));
     } else if (t.name ? names[*t.name] > 1 : ids[t.id] > 1) {
       // Named twice: answered once, where it first appears (the count goes
       // to 0 so later entries for it are skipped).
@@ -179,9 +188,11 @@ void handle_delete_topics(RequestContext&& ctx) {
   auto fail_all = [](RequestContext& c, const DeleteTopicsRequest& r, const std::string& why) {
     DeleteTopicsResponse resp;
     if (c.api_version() >= 6) {
-      for (const auto& s : r.topics) resp.responses.push_back(deletion_result({s.name, s.topic_id}, ErrorCode::REQUEST_TIMED_OUT, why));
+      for (const auto& s : r.topics)
+        resp.responses.push_back(deletion_result({s.name, s.topic_id}, ErrorCode::REQUEST_TIMED_OUT, why));
     } else {
-      for (const auto& n : r.topic_names) resp.responses.push_back(deletion_result({n, {}}, ErrorCode::REQUEST_TIMED_OUT, why));
+      for (const auto& n : r.topic_names)
+        resp.responses.push_back(deletion_result({n, {}}, ErrorCode::REQUEST_TIMED_OUT, why));
     }
     c.respond(make_response(c, resp));
   };

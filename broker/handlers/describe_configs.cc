@@ -29,7 +29,8 @@ using protocol::to_wire;
 
 using ConfigsResult = DescribeConfigsResponse::DescribeConfigsResult;
 
-ConfigsResult error_result(const DescribeConfigsRequest::DescribeConfigsResource& r, ErrorCode code, std::string msg) {
+ConfigsResult error_result(const DescribeConfigsRequest::DescribeConfigsResource& r, ErrorCode code,
+                           std::string msg) {
   ConfigsResult out;
   out.resource_type = r.resource_type;
   out.resource_name = r.resource_name;
@@ -60,8 +61,8 @@ DescribeConfigsResponse::DescribeConfigsResourceResult to_wire_entry(const admin
   return e;
 }
 
-ConfigsResult describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsResource& r, bool synonyms,
-                bool docs, int16_t version) {
+ConfigsResult describe(Broker& broker, const DescribeConfigsRequest::DescribeConfigsResource& r,
+                       bool synonyms, bool docs, int16_t version) {
   std::vector<admin::DescribedConfig> entries;
   switch (r.resource_type) {
     case admin::kResourceTopic: {

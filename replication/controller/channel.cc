@@ -109,7 +109,7 @@ void ControllerChannel::set_brokers(const std::vector<LiveBroker>& live) {
       const ListenerEndpoint* e = find_endpoint(b, options_.inter_broker_listener);
       if (e == nullptr || e->port <= 0 || e->port > 65535) {
         channel_log("WARN", "broker " + std::to_string(b.id) + " has no endpoint on listener " +
-                             options_.inter_broker_listener + ": nothing will be sent to it");
+                                options_.inter_broker_listener + ": nothing will be sent to it");
         continue;
       }
       auto q = std::make_unique<Queue>();
@@ -216,8 +216,8 @@ bool ControllerChannel::send_one(Queue* q, const QueuedRequest& r) {
         if (!v) {
           ++dropped_;
           if (q->missing_logged.insert(Req::kApiKey).second)
-            channel_log("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " + std::to_string(max) +
-                                 ": its requests are dropped (logged once)");
+            channel_log("WARN", to + " offers no " + api_name(Req::kApiKey) + " version up to " +
+                                    std::to_string(max) + ": its requests are dropped (logged once)");
           return true;
         }
         std::conditional_t<std::is_same_v<Req, protocol::LeaderAndIsrRequest>, protocol::LeaderAndIsrResponse,
@@ -239,10 +239,12 @@ bool ControllerChannel::send_one(Queue* q, const QueuedRequest& r) {
         int16_t first = 0;
         const int partition_errors = count_errors(resp, &first);
         if (resp.error_code != 0 || partition_errors > 0) {
-          channel_log("WARN", to + " answered " + api_name(Req::kApiKey) + " v" + std::to_string(*v) + " with error " +
-                               std::to_string(resp.error_code != 0 ? resp.error_code : first) +
-                               (partition_errors > 0 ? " (" + std::to_string(partition_errors) + " partition errors)"
-                                                     : std::string()));
+          channel_log(
+              "WARN",
+              to + " answered " + api_name(Req::kApiKey) + " v" + std::to_string(*v) + " with error " +
+                  std::to_string(resp.error_code != 0 ? resp.error_code : first) +
+                  (partition_errors > 0 ? " (" + std::to_string(partition_errors) + " partition errors)"
+                                        : std::string()));
         }
         return true;
       },
