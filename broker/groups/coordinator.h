@@ -164,16 +164,19 @@ class GroupCoordinator : public ReplicaRoleListener {
   using CommitDone = std::function<void(protocol::OffsetCommitResponse)>;
   void commit_offsets(const protocol::OffsetCommitRequest& req, int16_t version, CommitDone done,
                       uint64_t connection_id = 0);
+  // require_stable (OffsetFetch v7+): a partition whose transactional commit
+  // awaits its marker answers UNSTABLE_OFFSET_COMMIT, decided under the same
+  // group lock as the offsets read.
   protocol::OffsetFetchResponse::OffsetFetchResponseGroup fetch_offsets(
-      const std::string& group_id, const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics);
+      const std::string& group_id,
+      const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics,
+      bool require_stable = false);
   // --- transactional offsets (txn_offsets.cc)
   using TxnCommitDone = std::function<void(protocol::TxnOffsetCommitResponse)>;
   void txn_commit_offsets(const protocol::TxnOffsetCommitRequest& req, int16_t version, TxnCommitDone done);
   // A COMMIT/ABORT marker for producer_id was written to offsets partition
   // `partition`: apply or drop its transactional commits there.
   void complete_txn_offsets(int64_t producer_id, bool commit, int32_t partition);
-  // A transactional commit of group_id for (topic, partition) awaits its marker.
-  bool txn_offset_pending(const std::string& group_id, const std::string& topic, int32_t partition);
   using OffsetDeleteDone = std::function<void(protocol::OffsetDeleteResponse)>;
   void delete_offsets(const protocol::OffsetDeleteRequest& req, OffsetDeleteDone done);
   // Topic `topic` was deleted: every group's committed offsets for it go

@@ -155,7 +155,8 @@ void GroupCoordinator::commit_offsets(const protocol::OffsetCommitRequest& req, 
 
 protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_offsets(
     const std::string& group_id,
-    const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics) {
+    const std::optional<std::vector<protocol::OffsetFetchRequest::OffsetFetchRequestTopics>>& topics,
+    bool require_stable) {
   using G = protocol::OffsetFetchResponse::OffsetFetchResponseGroup;
   using T = protocol::OffsetFetchResponse::OffsetFetchResponseTopics;
   using P = protocol::OffsetFetchResponse::OffsetFetchResponsePartitions;
@@ -166,6 +167,11 @@ protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_
     return out;
   }
   std::map<TopicPartitionKey, CommittedOffset> offsets;
+  // require_stable: the partitions whose transactional commit awaits its
+  // marker, read under the same lock as the offsets (Kafka's getOffsets does
+  // both inside group.inLock). Read apart, a COMMIT marker landing between
+  // the two reads would let the old offset through as stable.
+  std::set<TopicPartitionKey> pending;
   if (auto g = find(group_id)) {
     std::lock_guard<std::mutex> lock(g->mu);
     if (topics) {
@@ -175,8 +181,18 @@ protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_
     } else {
       offsets = g->offsets;
     }
+    if (require_stable)
+      for (const auto& [pid, held] : g->txn_offsets)
+        for (const auto& [k, c] : held) pending.insert(k);
   }
-  auto fill = [](P& p, const CommittedOffset* c) {
+  auto fill = [&pending](P& p, const TopicPartitionKey& k, const CommittedOffset* c) {
+    if (pending.count(k) > 0) {
+      p.committed_offset = -1;
+      p.committed_leader_epoch = -1;
+      p.metadata = "";
+      p.error_code = protocol::to_wire(ErrorCode::UNSTABLE_OFFSET_COMMIT);
+      return;
+    }
     p.committed_offset = c ? c->offset : -1;
     p.committed_leader_epoch = c ? c->leader_epoch : -1;
     p.metadata = c ? c->metadata : "";
@@ -189,7 +205,7 @@ protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_
         P p;
         p.partition_index = idx;
         auto it = offsets.find({t.name, idx});
-        fill(p, it == offsets.end() ? nullptr : &it->second);
+        fill(p, TopicPartitionKey{t.name, idx}, it == offsets.end() ? nullptr : &it->second);
         rt.partitions.push_back(std::move(p));
       }
       out.topics.push_back(std::move(rt));
@@ -203,7 +219,7 @@ protocol::OffsetFetchResponse::OffsetFetchResponseGroup GroupCoordinator::fetch_
       }
       P p;
       p.partition_index = k.second;
-      fill(p, &c);
+      fill(p, k, &c);
       out.topics.back().partitions.push_back(std::move(p));
     }
   }

@@ -165,13 +165,4 @@ void GroupCoordinator::complete_txn_offsets(int64_t producer_id, bool commit, in
   }
 }
 
-bool GroupCoordinator::txn_offset_pending(const std::string& group_id, const std::string& topic, int32_t partition) {
-  auto g = find(group_id);
-  if (!g) return false;
-  std::lock_guard<std::mutex> lock(g->mu);
-  for (const auto& [pid, held] : g->txn_offsets)
-    if (held.count(TopicPartitionKey{topic, partition}) > 0) return true;
-  return false;
-}
-
 }  // namespace ciuickafka::broker::groups

@@ -26,21 +26,9 @@ void handle_offset_fetch(RequestContext&& ctx) {
   }
   auto& coordinator = ctx.broker->service<groups::GroupCoordinator>();
   OffsetFetchResponse resp;
-  // require_stable (v7+): a partition with a transactional commit awaiting
-  // its marker answers UNSTABLE_OFFSET_COMMIT (Kafka's getOffsets).
-  auto stabilize = [&coordinator](const std::string& group_id, auto& partitions_of_topic, const std::string& topic) {
-    for (auto& p : partitions_of_topic) {
-      if (p.error_code == 0 && coordinator.txn_offset_pending(group_id, topic, p.partition_index)) {
-        p.error_code = protocol::to_wire(protocol::ErrorCode::UNSTABLE_OFFSET_COMMIT);
-        p.committed_offset = -1;
-      }
-    }
-  };
   if (ctx.api_version() >= 8) {
     for (const auto& g : req.groups) {
-      resp.groups.push_back(coordinator.fetch_offsets(g.group_id, g.topics));
-      if (req.require_stable)
-        for (auto& t : resp.groups.back().topics) stabilize(g.group_id, t.partitions, t.name);
+      resp.groups.push_back(coordinator.fetch_offsets(g.group_id, g.topics, req.require_stable));
     }
     ctx.respond(make_response(ctx, resp));
     return;
@@ -55,9 +43,7 @@ void handle_offset_fetch(RequestContext&& ctx) {
       topics->push_back(std::move(c));
     }
   }
-  auto group = coordinator.fetch_offsets(req.group_id, topics);
-  if (ctx.api_version() >= 7 && req.require_stable)
-    for (auto& t : group.topics) stabilize(req.group_id, t.partitions, t.name);
+  auto group = coordinator.fetch_offsets(req.group_id, topics, ctx.api_version() >= 7 && req.require_stable);
   const bool has_top_error = ctx.api_version() >= 2;
   if (has_top_error) resp.error_code = group.error_code;
   if (group.error_code != 0 && has_top_error) {
