@@ -8,20 +8,11 @@
 #include <cstdio>
 #include <map>
 
-#include "metrics/log/log.h"
+#include "replication/controller/controller_log.h"
 #include "replication/membership_codec.h"
 #include "replication/zk_data.h"
 
 namespace ciuickafka::replication::controller {
-
-namespace {
-
-void log_line(const char* level, const std::string& what) {
-  const auto l = metrics::log::parse_level(level).value_or(metrics::log::Level::kInfo);
-  if (metrics::log::enabled(l)) metrics::log::write(l, "controller", "controller: " + what);
-}
-
-}  // namespace
 
 Controller::Controller(RequestSender& sender, ControllerOptions options,
                        std::function<void(const std::string&)> on_resign)
@@ -147,19 +138,19 @@ bool Controller::run_step(uint64_t gen, const char* what, const std::function<St
       return false;
     }
     for (const auto& f : r.failed)
-      log_line("WARN", std::string(what) + ": " + f.partition.topic + "-" + std::to_string(f.partition.partition) +
-                           ": " + f.reason);
+      log_warn(std::string(what) + ": " + f.partition.topic + "-" + std::to_string(f.partition.partition) +
+               ": " + f.reason);
     if (!r.requests.empty()) sender_.send(r.requests);
     update_stats();
     if (r.outcome == Outcome::kOk) return true;
-    log_line("WARN", std::string(what) + ": " + r.message + " (retrying)");
+    log_warn(std::string(what) + ": " + r.message + " (retrying)");
     if (!backoff(gen, &wait_ms)) return false;
   }
 }
 
 void Controller::resign(uint64_t gen, const std::string& why) {
   if (!current(gen)) return;
-  log_line("WARN", "resigning: " + why);
+  log_warn("resigning: " + why);
   deactivate();
   if (on_resign_) on_resign_(why);
 }
@@ -172,8 +163,8 @@ void Controller::do_activate(uint64_t gen, std::shared_ptr<zk::Session> session,
   broker_armed_.clear();
   sender_.clear();
   sender_.set_brokers(live);
-  log_line("INFO", "active (epoch " + std::to_string(id.epoch) + ", " + std::to_string(live.size()) +
-                       " live brokers)");
+  log_info("active (epoch " + std::to_string(id.epoch) + ", " + std::to_string(live.size()) +
+           " live brokers)");
   psm_ = std::make_unique<PartitionStateMachine>(*session_, std::move(id), std::move(live));
   psm_->set_election_counters(&elections_);
   if (!run_step(gen, "load", [this] { return psm_->load(); })) return;
@@ -266,15 +257,15 @@ void Controller::process_brokers(uint64_t gen) {
         }
         if (c != zk::Code::kOk) break;
         if (!why.empty()) {
-          log_line("WARN", broker_id_path(id) + ": " + why + " (ignored)");
+          log_warn(broker_id_path(id) + ": " + why + " (ignored)");
           continue;
         }
         now[id] = std::move(b);
       }
       if (c == zk::Code::kOk) break;
     }
-    log_line("WARN", std::string("reading ") + std::string(kBrokerIdsPath) + ": " + std::string(zk::to_string(c)) +
-                         " (retrying)");
+    log_warn(std::string("reading ") + std::string(kBrokerIdsPath) + ": " + std::string(zk::to_string(c)) +
+             " (retrying)");
     if (!backoff(gen, &wait_ms)) return;
   }
   const auto& known = psm_->context().live;
@@ -301,13 +292,13 @@ void Controller::process_brokers(uint64_t gen) {
   if (!failed.empty()) {
     std::string ids;
     for (int32_t id : failed) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    log_line("INFO", "brokers left (or bounced): " + ids);
+    log_info("brokers left (or bounced): " + ids);
     if (!run_step(gen, "broker failure", [&] { return psm_->on_broker_failure(failed, unclean); })) return;
   }
   if (!started.empty()) {
     std::string ids;
     for (const auto& b : started) ids += (ids.empty() ? "" : ",") + std::to_string(b.id);
-    log_line("INFO", "brokers joined: " + ids);
+    log_info("brokers joined: " + ids);
     run_step(gen, "broker startup", [&] { return psm_->on_broker_startup(started, unclean); });
   }
 }
@@ -349,7 +340,7 @@ void Controller::process_broker_change(uint64_t gen, int32_t id) {
   std::string why;
   if (read_live_broker(*session_, id, &b, &why) != zk::Code::kOk) return;
   if (!why.empty()) {
-    log_line("WARN", broker_id_path(id) + ": " + why + " (ignored)");
+    log_warn(broker_id_path(id) + ": " + why + " (ignored)");
     return;
   }
   if (b.epoch != known->second.epoch || (b.endpoints == known->second.endpoints && b.rack == known->second.rack))
@@ -358,7 +349,7 @@ void Controller::process_broker_change(uint64_t gen, int32_t id) {
 }
 
 bool Controller::broker_updated(uint64_t gen, const LiveBroker& b) {
-  log_line("INFO", "broker " + std::to_string(b.id) + " changed its endpoints");
+  log_info("broker " + std::to_string(b.id) + " changed its endpoints");
   // The channel first, so that the UpdateMetadata goes to the new endpoint.
   std::vector<LiveBroker> all;
   for (const auto& [i, x] : psm_->context().live) all.push_back(i == b.id ? b : x);
@@ -416,7 +407,7 @@ void Controller::process_topic_change(uint64_t gen, const std::string& topic) {
   bool grew = false;
   for (const auto& [p, r] : a.value().partitions) grew = grew || !it->second.partitions.contains(p);
   if (!grew) return;
-  log_line("INFO", "topic " + topic + " gained partitions");
+  log_info("topic " + topic + " gained partitions");
   run_step(gen, "partition additions", [&] { return psm_->on_new_topics({topic}); });
 }
 
@@ -445,7 +436,7 @@ void Controller::process_deletions(uint64_t gen) {
   }
   if (!drop.empty()) {
     if (!options_.delete_topic_enable)
-      log_line("INFO", "delete.topic.enable is false: removing " + std::to_string(drop.size()) + " deletion markers");
+      log_info("delete.topic.enable is false: removing " + std::to_string(drop.size()) + " deletion markers");
     for (auto& op : drop) {  // one by one: a marker removed meanwhile fails only its own
       FencedWrite w = fenced_multi(*session_, psm_->identity().epoch_zk_version, {op});
       if (w.outcome == FenceOutcome::kFenced) {
@@ -484,7 +475,7 @@ void Controller::process_preferred(uint64_t gen) {
   if (!present) return;
   auto partitions = decode_partition_list(data);
   if (!partitions) {
-    log_line("WARN", path + ": " + partitions.error().message + " (deleted)");
+    log_warn(path + ": " + partitions.error().message + " (deleted)");
   } else if (!run_step(gen, "preferred replica election",
                        [&] { return psm_->elect_preferred(partitions.value()); })) {
     return;
