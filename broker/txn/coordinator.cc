@@ -781,9 +781,19 @@ size_t TxnCoordinator::open_transactions() {
   return n;
 }
 
+bool TxnCoordinator::sweepable() {
+  if (stopped_.load()) return false;
+  if (cluster_) return true;
+  // Single node: only once loaded, and never creating the topic. A broker no
+  // transactional producer has used has no __transaction_state (as Kafka's:
+  // FindCoordinator and InitProducerId create it), so its periodic sweeps
+  // have nothing to look at.
+  return loaded_.load(std::memory_order_acquire) && broker_.topics().find(kTxnTopic) != nullptr;
+}
+
 size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
   // Cluster mode: txns_ holds the loaded partitions' ids only.
-  if (stopped_.load() || (!cluster_ && coordinator_error({}) != ErrorCode::NONE)) return 0;
+  if (!sweepable()) return 0;
   std::vector<MetaPtr> expired;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -810,7 +820,7 @@ size_t TxnCoordinator::abort_timed_out(int64_t now_ms) {
 }
 
 size_t TxnCoordinator::expire_ids(int64_t now_ms) {
-  if (stopped_.load() || (!cluster_ && coordinator_error({}) != ErrorCode::NONE)) return 0;
+  if (!sweepable()) return 0;
   const int64_t max_idle = broker_.config().get_int("transactional.id.expiration.ms");
   std::vector<std::pair<MetaPtr, TxnRecord>> expired;
   {

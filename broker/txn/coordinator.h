@@ -216,6 +216,9 @@ class TxnCoordinator : public ReplicaRoleListener {
   size_t open_transactions();
 
  private:
+  // Whether abort_timed_out and expire_ids may run now: not stopped; on a single node,
+  // loaded and with the topic present (they never create it).
+  bool sweepable();
   using MetaPtr = std::shared_ptr<TxnMeta>;
   struct Appended {
     protocol::ErrorCode error = protocol::ErrorCode::NONE;

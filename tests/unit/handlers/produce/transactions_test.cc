@@ -621,6 +621,23 @@ TEST_CASE("an Ongoing transaction found at start-up is aborted by its timeout", 
   CHECK(describe(f, "tx").producer_epoch == 1);
 }
 
+TEST_CASE("the coordinator's sweeps create no __transaction_state on a broker no transactional producer used",
+          "[txn]") {
+  // Kafka creates the topic on the first FindCoordinator(TRANSACTION) or
+  // InitProducerId. The sweeps used to create it through their coordinator
+  // check, so every broker held 50 partitions a second after starting.
+  BrokerFixture f;
+  auto& c = txn::coordinator(f.broker());
+  REQUIRE(c.wait_loaded(10000));
+  const int64_t month_later = Broker::now_ms() + 30LL * 24 * 3600 * 1000;
+  CHECK(c.expire_ids(month_later) == 0);
+  CHECK(c.abort_timed_out(month_later) == 0);
+  CHECK(f.broker().topics().find(txn::kTxnTopic) == nullptr);
+  // The first transactional producer still gets it.
+  CHECK(init_txn(f, "tx").error_code == 0);
+  CHECK(f.broker().topics().find(txn::kTxnTopic) != nullptr);
+}
+
 TEST_CASE("an idle transactional id expires: tombstoned, then unknown", "[txn]") {
   BrokerFixture f({"transactional.id.expiration.ms=1000"});
   create_topic(f, "t");
