@@ -10,8 +10,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <vector>
 
 #include "metrics/registry.h"
@@ -89,12 +92,62 @@ std::string probe_bind(const std::string& civet) {
   return error;
 }
 
+// Connects to host:port and closes at once (a numeric address; anything
+// else, or a failed connect, is ignored).
+void poke(const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) return;
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) return;
+    len = sizeof *a;
+  }
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  (void)::connect(fd, reinterpret_cast<sockaddr*>(&ss), len);
+  ::close(fd);
+}
+
+// Where a local connection reaches the listener bound at `address`
+// (already validated by civet_address): the wildcard addresses by loopback.
+std::string reachable_host(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host == "localhost" || host == "0.0.0.0") return "127.0.0.1";
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (host == "::") return "::1";
+  return host;
+}
+
 }  // namespace
 
 Exposer::Exposer(std::unique_ptr<prometheus::Exposer> impl, std::string address, std::uint16_t port)
     : impl_(std::move(impl)), address_(std::move(address)), port_(port) {}
 
-Exposer::~Exposer() = default;
+Exposer::~Exposer() {
+  // civetweb's listener thread sees mg_stop's flag only when its poll() wakes,
+  // and that poll waits up to 2 s for a connection: every shutdown stalled
+  // that long. Connections made while the stop runs wake it at once (civetweb
+  // closes them as it stops; after it closes the listener they are refused).
+  std::atomic<bool> stopped{false};
+  std::thread waker([&stopped, host = reachable_host(address_), port = port_] {
+    while (!stopped.load(std::memory_order_acquire)) {
+      poke(host, port);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  impl_.reset();
+  stopped.store(true, std::memory_order_release);
+  waker.join();
+}
 
 ExposerStart Exposer::start(std::string_view address, const Registry& registry, std::size_t threads) {
   ExposerStart out;
