@@ -19,6 +19,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/skip.h"
+
 namespace ciuickafka::replication::zk::testing {
 namespace {
 
@@ -90,8 +92,7 @@ std::string ZkTestServer::unavailable_reason() {
 void ZkTestServer::skip_if_unavailable() {
   const std::string why = unavailable_reason();
   if (why.empty()) return;
-  std::fprintf(stderr, "SKIP: no real ZooKeeper: %s\n", why.c_str());
-  std::exit(77);
+  ciuickafka::test::skip_process(("no real ZooKeeper: " + why).c_str());
 }
 
 bool ZkTestServer::start(std::string* error) {

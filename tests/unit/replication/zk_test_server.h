@@ -20,8 +20,8 @@ class ZkTestServer {
 
   // Why no server can run here ("" when java and the jar are present).
   static std::string unavailable_reason();
-  // Prints the reason and exits 77 (ctest: skipped) when unavailable_reason()
-  // is not empty.
+  // Ends the process (tests/skip.h: a failure unless CK_ALLOW_SKIPS=1) when
+  // unavailable_reason() is not empty.
   static void skip_if_unavailable();
 
   // Starts it and waits until it answers "ruok" (bounded). False with

@@ -1,11 +1,10 @@
 // tests/unit/storage/fs_fixtures.h: the three FileSystem implementations as
 // test fixtures, so one test body runs against each (TEMPLATE_TEST_CASE).
 //
-// Where io_uring cannot be set up, the io_uring fixture prints why and exits
-// the test process with code 77, which ctest counts as a failure unless
-// CK_ALLOW_SKIPS=1 lets it report "Skipped" (see
-// tests/unit/storage/CMakeLists.txt): never as a pass. CK_TEST_REFUSE_IO_URING=1
-// makes it act as if io_uring were refused, to prove that rule.
+// Where io_uring cannot be set up, the io_uring fixture prints why and ends
+// the test process (tests/skip.h): a failure unless CK_ALLOW_SKIPS=1 lets
+// ctest report "Skipped", never a pass. CK_TEST_REFUSE_IO_URING=1 makes it
+// act as if io_uring were refused, to prove that rule.
 #pragma once
 
 #include <cstdio>
@@ -18,23 +17,16 @@
 #include "storage/io/ring.h"
 #include "storage/io/uring_file.h"
 #include "temp_dir.h"
+#include "tests/skip.h"
 
 namespace ciuickafka::storage::test {
 
-inline constexpr int kSkipExitCode = 77;
-
 inline void require_io_uring() {
-  if (const char* refuse = std::getenv("CK_TEST_REFUSE_IO_URING"); refuse && std::string(refuse) == "1") {
-    std::printf("SKIPPED: io_uring is unavailable here: refused by CK_TEST_REFUSE_IO_URING=1\n");
-    std::fflush(stdout);
-    std::exit(kSkipExitCode);
-  }
+  if (const char* refuse = std::getenv("CK_TEST_REFUSE_IO_URING"); refuse && std::string(refuse) == "1")
+    ciuickafka::test::skip_process("io_uring is unavailable here: refused by CK_TEST_REFUSE_IO_URING=1");
   auto ring = io::Ring::create(8);
-  if (!ring) {
-    std::printf("SKIPPED: io_uring is unavailable here: %s\n", ring.status().to_string().c_str());
-    std::fflush(stdout);
-    std::exit(kSkipExitCode);
-  }
+  if (!ring)
+    ciuickafka::test::skip_process(("io_uring is unavailable here: " + ring.status().to_string()).c_str());
 }
 
 struct PosixFs {
