@@ -40,6 +40,9 @@ enum class TxnState : int8_t {
   kPrepareEpochFence = 7,
 };
 
+// PrepareCommit or PrepareAbort: decided, markers still to write.
+inline bool is_prepare(TxnState s) { return s == TxnState::kPrepareCommit || s == TxnState::kPrepareAbort; }
+
 std::string_view state_name(TxnState s);
 // ListTransactions' state filter: the state named (case-sensitive, as Kafka).
 std::optional<TxnState> state_from_name(std::string_view name);
