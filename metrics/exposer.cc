@@ -53,32 +53,37 @@ std::string civet_address(std::string_view address, std::string& error) {
   return std::string(host) + ":" + std::string(port);
 }
 
+// A numeric IPv4 address, or an IPv6 one with or without brackets, and a
+// port as a socket address; false when the host is not numeric.
+bool socket_address(std::string host, std::uint16_t port, sockaddr_storage& ss, socklen_t& len) {
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  ss = sockaddr_storage{};
+  if (host.find(':') != std::string::npos) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    len = sizeof *a;
+    return inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) == 1;
+  }
+  auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+  a->sin_family = AF_INET;
+  a->sin_port = htons(port);
+  len = sizeof *a;
+  return inet_pton(AF_INET, host.c_str(), &a->sin_addr) == 1;
+}
+
 // Binds (and closes) a socket on the civetweb address, as civetweb will
 // (SO_REUSEADDR), so a port in use is reported with the system's reason
 // instead of civetweb's "null context when constructing CivetServer".
 // Empty when the bind works.
 std::string probe_bind(const std::string& civet) {
   const auto colon = civet.rfind(':');
-  std::string host = civet.substr(0, colon);
-  const int port = std::stoi(civet.substr(colon + 1));
-  const bool v6 = host.size() > 2 && host.front() == '[';
-  if (v6) host = host.substr(1, host.size() - 2);
-  sockaddr_storage ss{};
+  sockaddr_storage ss;
   socklen_t len = 0;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(static_cast<uint16_t>(port));
-    if (inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) return {};
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(static_cast<uint16_t>(port));
-    if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) return {};
-    len = sizeof *a;
-  }
-  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (!socket_address(civet.substr(0, colon), static_cast<std::uint16_t>(std::stoi(civet.substr(colon + 1))),
+                      ss, len))
+    return {};
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return {};
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -95,23 +100,10 @@ std::string probe_bind(const std::string& civet) {
 // Connects to host:port and closes at once (a numeric address; anything
 // else, or a failed connect, is ignored).
 void poke(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  sockaddr_storage ss{};
+  sockaddr_storage ss;
   socklen_t len = 0;
-  if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    if (inet_pton(AF_INET6, host.c_str(), &a->sin6_addr) != 1) return;
-    len = sizeof *a;
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    if (inet_pton(AF_INET, host.c_str(), &a->sin_addr) != 1) return;
-    len = sizeof *a;
-  }
-  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (!socket_address(host, port, ss, len)) return;
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
   (void)::connect(fd, reinterpret_cast<sockaddr*>(&ss), len);
   ::close(fd);
@@ -122,8 +114,7 @@ void poke(const std::string& host, std::uint16_t port) {
 std::string reachable_host(const std::string& address) {
   std::string host = address.substr(0, address.rfind(':'));
   if (host == "localhost" || host == "0.0.0.0") return "127.0.0.1";
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  if (host == "::") return "::1";
+  if (host == "[::]") return "::1";
   return host;
 }
 
