@@ -66,7 +66,8 @@ echo "test.sh: builds took $(( $(date +%s) - start ))s so far"
 # so it does the same work however busy the machine is. Run before the
 # suite, they took 31-43 s of CI's wall time.
 rm -f build/fuzz/smokes.rc
-(cd build/fuzz && { nice -n 19 ctest -j3 -L fuzz --output-on-failure > smokes.log 2>&1; echo $? > smokes.rc; }) &
+(cd build/fuzz && rc=0 && { nice -n 19 ctest -j3 -L fuzz --output-on-failure > smokes.log 2>&1 || rc=$?; } &&
+  echo "$rc" > smokes.rc) &
 fuzz_pid=$!
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
