@@ -7,16 +7,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <thread>
 #include <vector>
 
+#include "civetweb.h"
 #include "metrics/registry.h"
 #include "prometheus/exposer.h"
 
@@ -48,6 +48,12 @@ std::string civet_address(std::string_view address, std::string& error) {
   if (inet_pton(v6 ? AF_INET6 : AF_INET, numeric.c_str(), scratch) != 1) {
     error = "metrics address '" + std::string(address) +
             "' needs a numeric IPv4 host, [IPv6] in brackets, or localhost";
+    return {};
+  }
+  if (v6 && !Exposer::ipv6_supported()) {
+    error = "metrics address '" + std::string(address) +
+            "' is IPv6, which this build's HTTP server (civetweb built without IPv6, as Debian's) cannot "
+            "serve: use an IPv4 address";
     return {};
   }
   return std::string(host) + ":" + std::string(port);
@@ -139,6 +145,8 @@ Exposer::~Exposer() {
   stopped.store(true, std::memory_order_release);
   waker.join();
 }
+
+bool Exposer::ipv6_supported() { return mg_check_feature(8) != 0; }  // 8: USE_IPV6 (civetweb.h)
 
 ExposerStart Exposer::start(std::string_view address, const Registry& registry, std::size_t threads) {
   ExposerStart out;

@@ -4,7 +4,8 @@
 // exceptions into values: start() returns either a running Exposer or an
 // error naming the address. The address is "host:port" (Kafka's
 // `metrics.listener` style, default 0.0.0.0:9644); host is an IPv4 address,
-// a bracketed IPv6 address or "localhost" (names are not resolved); port 0 binds an ephemeral port,
+// a bracketed IPv6 address (where civetweb has IPv6: ipv6_supported()) or
+// "localhost" (names are not resolved); port 0 binds an ephemeral port,
 // which port() reports.
 //
 // Thread-safety: start() and the destructor from one thread; scrapes are
@@ -44,6 +45,10 @@ class Exposer {
   ~Exposer();
   Exposer(const Exposer&) = delete;
   Exposer& operator=(const Exposer&) = delete;
+
+  // Whether the HTTP server library serves IPv6 (Debian 12's civetweb does
+  // not; an IPv6 address is then refused by start() with that reason).
+  static bool ipv6_supported();
 
   // The bound port (the chosen one when the address asked for port 0).
   std::uint16_t port() const { return port_; }

@@ -141,6 +141,21 @@ TEST_CASE("exposer rejects malformed addresses with an error value") {
   }
 }
 
+TEST_CASE("exposer serves IPv6 only where civetweb can and otherwise says why") {
+  m::Registry registry;
+  auto started = m::Exposer::start("[::1]:0", registry);
+  INFO(started.error);
+  if (m::Exposer::ipv6_supported()) {
+    REQUIRE(started.ok());
+    CHECK(started.exposer->port() > 0);
+  } else {
+    // Debian 12's civetweb: refused with the reason, not civetweb's "null context".
+    CHECK_FALSE(started.ok());
+    CHECK(started.error.find("'[::1]:0' is IPv6") != std::string::npos);
+    CHECK(started.error.find("null context") == std::string::npos);
+  }
+}
+
 TEST_CASE("exposer accepts localhost and scrapes survive the registry going away") {
   auto registry = std::make_unique<m::Registry>();
   auto started = m::Exposer::start("localhost:0", *registry);
