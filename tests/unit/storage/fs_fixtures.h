@@ -7,7 +7,6 @@
 // act as if io_uring were refused, to prove that rule.
 #pragma once
 
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
