@@ -27,8 +27,8 @@ keeps consuming without loss or re-reads.
 
 topic_deleted (issue #15 part 5): 2 cooperative-sticky members read a
 topic; a third joins and, while the members give partitions up in the
-incremental rebalance that follows, the topic is deleted. Every member
-joins the generation that follows, and each close() (the consumer close
+incremental rebalance that follows, the topic is deleted. That rebalance
+completes (the group Stable with its 3 members), and each close() (the consumer close
 and the handle's destroy) returns promptly; the group ends
 Empty and its committed offsets for the topic are gone (Kafka's
 onPartitionsDeleted). librdkafka 2.0.2 (Debian's) hangs in that close, the
@@ -41,6 +41,7 @@ import bisect
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -250,6 +251,24 @@ def group_state(broker, group):
     return gs[0]
 
 
+def assigned_partitions(raw):
+    """How many partitions a consumer-protocol Assignment (version, then
+    [topic, [partition]], then user data) gives its member."""
+    if not raw:
+        return 0
+    pos = 2  # int16 version
+    (topics,) = struct.unpack_from(">i", raw, pos)
+    pos += 4
+    count = 0
+    for _ in range(max(topics, 0)):
+        (name_len,) = struct.unpack_from(">h", raw, pos)
+        pos += 2 + max(name_len, 0)
+        (n,) = struct.unpack_from(">i", raw, pos)
+        pos += 4 + 4 * max(n, 0)
+        count += max(n, 0)
+    return count
+
+
 def rebalance_scenario(ctx, strategy):
     b = ctx.broker({"group.initial.rebalance.delay.ms": "1500"})
     topic, group, parts = "groups-" + strategy, "ck-it-group-" + strategy, 6
@@ -411,13 +430,22 @@ def topic_deleted_scenario(ctx):
     a = AdminClient({"bootstrap.servers": b.bootstrap, "broker.address.family": "v4"})
     for f in a.delete_topics([topic], operation_timeout=30).values():
         f.result()
-    t_deleted = time.time()
     print("[test] deleted %s during the rebalance" % topic, flush=True)
-    # The group rebalances once its leader sees the topic gone; librdkafka
-    # then assigns nothing (2.16 calls no revoke for a deleted topic's
-    # partitions, against Apache Kafka 3.9.1 too).
-    wait_until(lambda: all(any(e["ev"] == "gen" and e["t"] > t_deleted for e in m.events()) for m in (x, y, z)),
-               30, "every member to join a generation after the delete")
+    # The rebalance z started completes despite the delete: the group is
+    # Stable with its three members. What they own then is the client's
+    # choice, the same against Apache Kafka 3.9.1: in every run here
+    # librdkafka 2.16's leader assigned from the metadata it had cached
+    # before the delete (x and y keep the partitions they did not give up,
+    # z gets none), called no revoke for the deleted topic's partitions and
+    # started no second rebalance. Whether the members' JoinGroup answers
+    # come before or after the delete is a race, so the members'
+    # generations cannot be asserted either; the group's own record can.
+    def settled():
+        g = group_state(b, group)
+        owned = [assigned_partitions(m.assignment) for m in g.members]
+        print("[test] after the delete: %s, %d members owning %s" % (g.state, len(g.members), owned), flush=True)
+        return g.state == "Stable" and len(g.members) == 3
+    wait_until(settled, 30, "the group Stable with its 3 members after the delete", interval=0.2)
     for m in (x, y, z):
         t0 = time.monotonic()
         m.stop(timeout=20)  # exits 0 only once close() (and the handle's destroy) returned
