@@ -122,9 +122,9 @@ def _sarama_driver():
 
 
 def _java_driver():
-    from test_java_clients import java, java_dir
+    from test_java_clients import JVM_TEST_FLAGS, java, java_dir
     d = java_dir("clients", "3.9.1")
-    return [java(), "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", os.path.join(d, "*"),
+    return [java(), *JVM_TEST_FLAGS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", os.path.join(d, "*"),
             "io.ciuic.kafka.it.Main", "cluster"]
 
 

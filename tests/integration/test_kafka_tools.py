@@ -53,7 +53,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import check  # noqa: E402
-from test_java_clients import java, java_dir  # noqa: E402
+from test_java_clients import JVM_TEST_FLAGS, java, java_dir  # noqa: E402
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "kafka.admin.ConfigCommand"  # these four moved to org.apache.kafka.tools in 4.0: main_classes()
@@ -111,7 +111,7 @@ class Batch:
     def run(self):
         script = self.file("script.tsv", "\n".join(self.lines) + "\n")
         log4j = os.path.join(harness.REPO, "tests", "clients", "java", "tools", "log4j.properties")
-        p = self.ctx.run([java(), "-Dlog4j.configuration=file:" + log4j, "-cp", self.cp,
+        p = self.ctx.run([java(), *JVM_TEST_FLAGS, "-Dlog4j.configuration=file:" + log4j, "-cp", self.cp,
                           "io.ciuic.kafka.it.Main", "tools", script, self.dir], timeout=150)
         print(p.stdout.decode("utf-8", "replace"), end="")
 
