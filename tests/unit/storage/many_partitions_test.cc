@@ -185,9 +185,10 @@ TEST_CASE("thousands of partitions of several segments each open and read under 
     CHECK(open_fds() < 1024);
     REQUIRE((*m)->shutdown().is_ok());
   }
+  // No bound on the time here (tests assert no times): CTest's TIMEOUT
+  // for the executable bounds it, so a regression to O(n^2) work fails there.
   const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  INFO("took " << secs << " s");
-  CHECK(secs < 240);  // bounded: a regression to O(n^2) work shows here
+  WARN("took " << secs << " s");
 }
 
 }  // namespace ciuickafka::storage::test
