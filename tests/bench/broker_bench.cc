@@ -24,7 +24,8 @@
 //   broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]
 //
 // is one consumer reading a topic to its end, likewise one JSON line
-// (tests/bench/run_vs_kafka.py).
+// (tests/bench/run_vs_kafka.py), and `broker_bench mock` serves librdkafka's
+// mock cluster as a broker to compare with (tests/bench/run_vs_mock.py).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -573,21 +574,24 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "fetch") == 0) return fetch_once(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "e2e") == 0) return e2e_once(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "writers") == 0) return writers_once(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "mock") == 0) return ckbench::mock_once(argc, argv);
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
-    std::fprintf(stderr,
-                 "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
-                 "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,cold,latency]\n"
-                 "       [--scale F]\n"
-                 "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
-                 "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
-                 "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
-                 "       [--consumers N] [--max-mb M]\n"
-                 "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
-                 "       broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES]\n"
-                 "       [--acks 1|-1] [--warmup S] [--linger MS]   (produce-to-consume latency, one JSON line)\n"
-                 "       broker_bench writers --brokers B --topic T --readers N --msgs N [--size BYTES]\n"
-                 "       [--secs S]   (the writer's rate with N readers tailing, one JSON line)\n"
-                 "Normally started by tests/bench/run_broker_bench.sh, run_replication_bench.py, run_vs_kafka.py.\n");
+    std::fprintf(
+        stderr,
+        "usage: broker_bench run --brokers HOST:PORT --pid BROKER_PID --data-dir DIR\n"
+        "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,cold,latency]\n"
+        "       [--scale F]\n"
+        "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
+        "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
+        "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
+        "       [--consumers N] [--max-mb M]\n"
+        "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
+        "       broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES]\n"
+        "       [--acks 1|-1] [--warmup S] [--linger MS]   (produce-to-consume latency, one JSON line)\n"
+        "       broker_bench writers --brokers B --topic T --readers N --msgs N [--size BYTES]\n"
+        "       [--secs S]   (the writer's rate with N readers tailing, one JSON line)\n"
+        "       broker_bench mock --topic NAME[:PARTITIONS] ...   (librdkafka's mock cluster)\n"
+        "Normally started by tests/bench/run_broker_bench.sh, run_replication_bench.py, run_vs_kafka.py.\n");
     return 2;
   }
   ckbench::Options o = ckbench::parse(argc, argv);

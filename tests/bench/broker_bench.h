@@ -191,4 +191,9 @@ class SlowReader {
 // CreateTopics through librdkafka's admin API; "" on success (or exists).
 std::string create_topic(const std::string& brokers, const std::string& topic, int partitions);
 
+// ---- mock -------------------------------------------------------------------
+// `broker_bench mock --topic NAME[:PARTITIONS] ...`: librdkafka's mock
+// cluster served until stdin closes (broker_bench_mock.cc).
+int mock_once(int argc, char** argv);
+
 }  // namespace ckbench
