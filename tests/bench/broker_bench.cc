@@ -450,13 +450,18 @@ int fetch_once(int argc, char** argv) {
     else if (k == "--consumers") consumers = std::atoi(v.c_str());
     else if (k == "--max-mb") spec.max_bytes_per_consumer = static_cast<std::uint64_t>(std::atof(v.c_str()) * 1e6);
     else if (k == "--secs") spec.max_s = std::atof(v.c_str());
+    else if (k == "--partition-max-bytes")
+      spec.partition_max_bytes = std::strtoull(v.c_str(), nullptr, 10);
     else {
       std::fprintf(stderr, "broker_bench fetch: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  if (spec.brokers.empty() || spec.topic.empty() || partitions < 1 || consumers < 1) {
-    std::fprintf(stderr, "broker_bench fetch: --brokers, --topic, --partitions >= 1 and --consumers >= 1 are required\n");
+  if (spec.brokers.empty() || spec.topic.empty() || partitions < 1 || consumers < 1 ||
+      spec.partition_max_bytes < 1) {
+    std::fprintf(stderr,
+                 "broker_bench fetch: --brokers, --topic, --partitions >= 1, --consumers >= 1 and "
+                 "--partition-max-bytes >= 1 are required\n");
     return 2;
   }
   std::vector<int> all;
@@ -584,7 +589,7 @@ int main(int argc, char** argv) {
         "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
         "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
         "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
-        "       [--consumers N] [--max-mb M]\n"
+        "       [--consumers N] [--max-mb M] [--partition-max-bytes B]\n"
         "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
         "       broker_bench e2e --brokers B --topic T [--rate R] [--secs S] [--size BYTES]\n"
         "       [--acks 1|-1] [--warmup S] [--linger MS]   (produce-to-consume latency, one JSON line)\n"

@@ -104,6 +104,8 @@ struct FetchSpec {
   // count (broker_bench_fetch.cc says why); 0: 64 MiB and 100,000 records,
   // as the `run` phases were measured.
   std::uint64_t queue_kbytes = 0;
+  // The readers' max.partition.fetch.bytes (librdkafka's default is 1 MiB).
+  std::uint64_t partition_max_bytes = 8388608;
 };
 struct FetchResult {
   std::uint64_t msgs = 0, bytes = 0;

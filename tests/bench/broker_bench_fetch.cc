@@ -40,10 +40,12 @@ struct ConsumerOut {
 // every time. So `broker_bench fetch` gives its readers bounds above what they
 // read, and a row measures the brokers, not that wait; both brokers get the
 // same settings.
-rd_kafka_t* make_consumer(const std::string& brokers, std::string* error, std::uint64_t queue_kbytes = 0) {
+rd_kafka_t* make_consumer(const std::string& brokers, std::string* error, std::uint64_t queue_kbytes = 0,
+                          std::uint64_t partition_max_bytes = 8388608) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char buf[512];
   const std::string kbytes = std::to_string(queue_kbytes ? queue_kbytes : 65536);
+  const std::string partition_bytes = std::to_string(partition_max_bytes);
   const char* kv[][2] = {
       {"bootstrap.servers", brokers.c_str()},
       // librdkafka 2.0's assign() needs a group.id; nothing joins or commits.
@@ -52,7 +54,7 @@ rd_kafka_t* make_consumer(const std::string& brokers, std::string* error, std::u
       {"enable.auto.offset.store", "false"},
       {"enable.partition.eof", "true"},
       {"fetch.wait.max.ms", "100"},
-      {"max.partition.fetch.bytes", "8388608"},
+      {"max.partition.fetch.bytes", partition_bytes.c_str()},
       {"fetch.max.bytes", "52428800"},
       {"queued.max.messages.kbytes", kbytes.c_str()},
       {"queued.min.messages", queue_kbytes ? "10000000" : "100000"},
@@ -79,7 +81,7 @@ rd_kafka_t* make_consumer(const std::string& brokers, std::string* error, std::u
 }
 
 void consume(const FetchSpec& spec, const std::vector<int>& parts, double deadline, ConsumerOut* out) {
-  rd_kafka_t* rk = make_consumer(spec.brokers, &out->error, spec.queue_kbytes);
+  rd_kafka_t* rk = make_consumer(spec.brokers, &out->error, spec.queue_kbytes, spec.partition_max_bytes);
   if (!rk) return;
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
   for (int p : parts) rd_kafka_topic_partition_list_add(list, spec.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;

@@ -12,7 +12,9 @@ BUILD_DIR) with its defaults, and the mock cluster of one broker served by
 one topic of --partitions partitions on each, filled by `broker_bench produce` (acks=1,
 round-robin over the partitions); then, --rounds times, one `broker_bench
 fetch` consumer reads every partition from offset 0 to its end from each
-broker, the order alternating per round. The rate runs from the first
+broker, the order alternating per round: once with the consumer's
+max.partition.fetch.bytes at librdkafka's default (1 MiB), once at the
+8 MiB broker_bench uses in run_vs_kafka.py. The rate runs from the first
 records to the last (the consumer's start-up left out, as in
 run_vs_kafka.py); the broker's CPU is the process's utime+stime over the
 whole read, per GB; medians over the rounds; ratio = ours / mock.
@@ -36,7 +38,29 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_vs_kafka import ROOT, Runner, _import_launchers, add_binary_args, create_topic, measure  # noqa: E402
-from vs_kafka_report import PHASES, Phase, fmt, median  # noqa: E402
+from vs_kafka_report import PHASES, Phase, Sample, fmt, median, parse_bench_json  # noqa: E402
+
+# The readers' max.partition.fetch.bytes: librdkafka's default, and the 8 MiB
+# broker_bench uses elsewhere (run_vs_kafka.py). The mock answers each
+# partition with one record batch whatever the setting; ours sends up to it.
+PARTITION_MAX_BYTES = (1048576, 8388608)
+PMB_LABEL = {1048576: "1 MiB (librdkafka's default)", 8388608: "8 MiB (broker_bench's)"}
+
+
+def read(a, bootstrap, topic, expect, partition_max_bytes):
+    """One broker_bench fetch of every partition from offset 0 to its end: a
+    Sample over the stream (first records to last), CPU over all it moved."""
+    p = subprocess.run([a.bench, "fetch", "--brokers", bootstrap, "--topic", topic, "--partitions",
+                        str(a.partitions), "--secs", str(a.secs * 3), "--partition-max-bytes",
+                        str(partition_max_bytes)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, timeout=a.secs * 3 + 60)
+    r = parse_bench_json(p.stdout.decode("utf-8", "replace"))
+    error = r["error"] or ("" if r["finished"] and r["msgs"] == expect else
+                           "read %d of %d records" % (r["msgs"], expect))
+    if r["stream_msgs"] <= 0 or r["stream_secs"] <= 0:
+        error = error or "no stream to time (everything came in the first call)"
+    return Sample(r["stream_msgs"], r["stream_bytes"], r["stream_secs"], error=error, cpu_bytes=r["bytes"])
+
 
 def start_mock(bench, topics, partitions):
     cmd = [bench, "mock"]
@@ -88,35 +112,40 @@ def main():
                 if not s.ok:
                     sys.exit("run_vs_mock: filling %s on %s: %s" % (topic, t, s.error))
                 produced[t] = s.records
-            samples = {"ours": [], "mock": []}
-            for rnd in range(a.rounds):
-                order = ("ours", "mock") if rnd % 2 == 0 else ("mock", "ours")
-                for t in order:
-                    bootstrap, pid = targets[t]
-                    s = measure(pid, lambda: runner.consume("rdkafka", bootstrap, consume, topic, a.partitions,
-                                                            produced[t]))
-                    samples[t].append(s)
-                    print("  %-16s %-5s %9s rec/s %6s CPU-s/GB%s" % (
-                        consume.name, t, fmt(s.rate, 0), fmt(s.cpu_per_gb, 2),
-                        "  ERROR " + s.error if s.error else ""), flush=True)
-            ok = {t: [s for s in v if s.ok] for t, v in samples.items()}
-            rate = {t: median([s.rate for s in v]) if v else None for t, v in ok.items()}
-            cpu = {t: median([s.cpu_per_gb for s in v if s.cpu_per_gb is not None]) if v else None
-                   for t, v in ok.items()}
-            rows.append((consume.name, produced["ours"], rate["ours"], rate["mock"],
-                         rate["ours"] / rate["mock"] if rate["ours"] and rate["mock"] else None,
-                         cpu["ours"], cpu["mock"], len(ok["ours"]), len(ok["mock"]), a.rounds))
+            for pmb in PARTITION_MAX_BYTES:
+                samples = {"ours": [], "mock": []}
+                label = "%s, max.partition.fetch.bytes %s" % (consume.name, PMB_LABEL[pmb])
+                for rnd in range(a.rounds):
+                    order = ("ours", "mock") if rnd % 2 == 0 else ("mock", "ours")
+                    for t in order:
+                        bootstrap, pid = targets[t]
+                        s = measure(pid, lambda: read(a, bootstrap, topic, produced[t], pmb))
+                        samples[t].append(s)
+                        print("  %-52s %-5s %9s rec/s %6s CPU-s/GB%s" % (
+                            label, t, fmt(s.rate, 0), fmt(s.cpu_per_gb, 2),
+                            "  ERROR " + s.error if s.error else ""), flush=True)
+                ok = {t: [s for s in v if s.ok] for t, v in samples.items()}
+                rate = {t: median([s.rate for s in v]) if v else None for t, v in ok.items()}
+                cpu = {t: median([s.cpu_per_gb for s in v if s.cpu_per_gb is not None]) if v else None
+                       for t, v in ok.items()}
+                span = {t: "%.0f-%.0f k" % (min(s.rate for s in v) / 1e3, max(s.rate for s in v) / 1e3)
+                        if v else "-" for t, v in ok.items()}
+                rows.append((label, produced["ours"], rate["ours"], rate["mock"],
+                             rate["ours"] / rate["mock"] if rate["ours"] and rate["mock"] else None,
+                             cpu["ours"], cpu["mock"], span["ours"], span["mock"], len(ok["ours"]),
+                             len(ok["mock"]), a.rounds))
     finally:
         if mock is not None:
             mock.stdin.close()
             mock.wait(30)
         ours.stop()
-    table = ["| phase | records | ours rec/s | mock rec/s | ratio | ours CPU-s/GB | mock CPU-s/GB | runs ours/mock |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, n, r_ours, r_mock, ratio, c_ours, c_mock, n_ours, n_mock, rounds in rows:
-        table.append("| %s | %d | %s | %s | %s | %s | %s | %d/%d of %d |" % (
+    table = ["| phase | records | ours rec/s | mock rec/s | ratio | ours CPU-s/GB | mock CPU-s/GB | "
+             "ours, each run | mock, each run | runs ours/mock |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, n, r_ours, r_mock, ratio, c_ours, c_mock, s_ours, s_mock, n_ours, n_mock, rounds in rows:
+        table.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d/%d of %d |" % (
             name, n, fmt(r_ours, 0), fmt(r_mock, 0), fmt(ratio, 2), fmt(c_ours, 2), fmt(c_mock, 2),
-            n_ours, n_mock, rounds))
+            s_ours, s_mock, n_ours, n_mock, rounds))
     text = "\n".join(table) + "\n"
     print("\n" + text)
     os.makedirs(a.out, exist_ok=True)
