@@ -25,7 +25,7 @@ kafka-producer-perf-test / kafka-consumer-perf-test (ProducerPerformance and
 ConsumerPerformance from the kafka-tools jar, with their default client
 settings, on this machine's Java 17).
 
-Phases: produce 100 B and 1 KiB with acks=1 and acks=all, 1 KiB to 8
+Phases: produce 100 B and 1 KiB with acks=1 and acks=all, 1 KiB to 8 and 64
 partitions, consume 100 B and 1 KiB (the acks=1 topics, one consumer, from
 offset 0 to the end). With the librdkafka generator only (Kafka's perf tools
 have no equivalent run at load): fan-out, 8 and 64 consumers at once of the

@@ -137,6 +137,7 @@ PHASES = [
     Phase("produce 100 B, acks=all", "p100-aall", "produce", 100, acks=-1),
     Phase("produce 1 KiB, acks=all", "p1k-aall", "produce", 1024, acks=-1),
     Phase("produce 1 KiB, acks=1, 8 partitions", "p1k-8p", "produce", 1024, partitions=8),
+    Phase("produce 1 KiB, acks=1, 64 partitions", "p1k-64p", "produce", 1024, partitions=64),
     Phase("consume 100 B", "c100", "consume", 100, source="p100-a1"),
     Phase("consume 1 KiB", "c1k", "consume", 1024, source="p1k-a1"),
     Phase("fan-out 1 KiB, 8 readers of one partition", "f8", "fanout", 1024, source="p1k-a1", readers=8),
