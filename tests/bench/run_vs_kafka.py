@@ -257,11 +257,12 @@ class Runner:
         return Sample(r["counted"], r["counted"] * ph.size, r["secs"], error=r["error"],
                       extra={q: r[q] for q in ("p50_ms", "p99_ms", "p999_ms", "max_ms")})
 
-    def consume(self, gen, bootstrap, ph, topic, partitions, expect):
+    def consume(self, gen, bootstrap, ph, topic, partitions, expect, fetch_args=()):
+        """fetch_args: more options of `broker_bench fetch` (librdkafka only)."""
         if gen == "rdkafka":
             rc, out, err = self._run([self.a.bench, "fetch", "--brokers", bootstrap, "--topic", topic,
-                                      "--partitions", str(partitions), "--secs", str(self.a.secs * 3)],
-                                     self.a.secs * 3 + 60)
+                                      "--partitions", str(partitions), "--secs", str(self.a.secs * 3)] +
+                                     list(fetch_args), self.a.secs * 3 + 60)
             r = parse_bench_json(out)
             error = r["error"] or ("" if r["finished"] and r["msgs"] == expect else
                                    "read %d of %d records" % (r["msgs"], expect))

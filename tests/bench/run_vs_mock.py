@@ -32,34 +32,20 @@ some) is an error, not a figure.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_vs_kafka import ROOT, Runner, _import_launchers, add_binary_args, create_topic, measure  # noqa: E402
-from vs_kafka_report import PHASES, Phase, Sample, fmt, median, parse_bench_json  # noqa: E402
+from vs_kafka_report import PHASES, Phase, fmt, median  # noqa: E402
 
 # The readers' max.partition.fetch.bytes: librdkafka's default, and the 8 MiB
 # broker_bench uses elsewhere (run_vs_kafka.py). The mock answers each
 # partition with one record batch whatever the setting; ours sends up to it.
 PARTITION_MAX_BYTES = (1048576, 8388608)
 PMB_LABEL = {1048576: "1 MiB (librdkafka's default)", 8388608: "8 MiB (broker_bench's)"}
-
-
-def read(a, bootstrap, topic, expect, partition_max_bytes):
-    """One broker_bench fetch of every partition from offset 0 to its end: a
-    Sample over the stream (first records to last), CPU over all it moved."""
-    p = subprocess.run([a.bench, "fetch", "--brokers", bootstrap, "--topic", topic, "--partitions",
-                        str(a.partitions), "--secs", str(a.secs * 3), "--partition-max-bytes",
-                        str(partition_max_bytes)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       stdin=subprocess.DEVNULL, timeout=a.secs * 3 + 60)
-    r = parse_bench_json(p.stdout.decode("utf-8", "replace"))
-    error = r["error"] or ("" if r["finished"] and r["msgs"] == expect else
-                           "read %d of %d records" % (r["msgs"], expect))
-    if r["stream_msgs"] <= 0 or r["stream_secs"] <= 0:
-        error = error or "no stream to time (everything came in the first call)"
-    return Sample(r["stream_msgs"], r["stream_bytes"], r["stream_secs"], error=error, cpu_bytes=r["bytes"])
 
 
 def start_mock(bench, topics, partitions):
@@ -119,7 +105,9 @@ def main():
                     order = ("ours", "mock") if rnd % 2 == 0 else ("mock", "ours")
                     for t in order:
                         bootstrap, pid = targets[t]
-                        s = measure(pid, lambda: read(a, bootstrap, topic, produced[t], pmb))
+                        s = measure(pid, lambda: runner.consume(
+                            "rdkafka", bootstrap, consume, topic, a.partitions, produced[t],
+                            fetch_args=("--partition-max-bytes", str(pmb))))
                         samples[t].append(s)
                         print("  %-52s %-5s %9s rec/s %6s CPU-s/GB%s" % (
                             label, t, fmt(s.rate, 0), fmt(s.cpu_per_gb, 2),
@@ -139,6 +127,7 @@ def main():
             mock.stdin.close()
             mock.wait(30)
         ours.stop()
+        shutil.rmtree(work, ignore_errors=True)
     table = ["| phase | records | ours rec/s | mock rec/s | ratio | ours CPU-s/GB | mock CPU-s/GB | "
              "ours, each run | mock, each run | runs ours/mock |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
