@@ -7,7 +7,9 @@
 namespace ciuickafka::storage {
 
 LeaderEpochCache::LeaderEpochCache(io::FileSystem& fs, std::string path, std::vector<EpochEntry> entries)
-    : fs_(fs), path_(std::move(path)), entries_(std::move(entries)) {}
+    : fs_(fs), path_(std::move(path)), entries_(std::move(entries)) {
+  if (!entries_.empty()) recorded_latest_.store(entries_.back().epoch, std::memory_order_release);
+}
 
 // LeaderEpochFileCache.isUpdateNeeded: always for an empty cache; otherwise
 // when the epoch differs from the latest one or, for the same epoch, the
@@ -166,6 +168,8 @@ Status LeaderEpochCache::persist() {
   Status s = write_leader_epoch_checkpoint(fs_, path_, snapshot);
   std::lock_guard lock(mu_);
   dirty_ = !s.is_ok();
+  recorded_latest_.store(dirty_ || entries_.empty() ? kUndefinedEpoch : entries_.back().epoch,
+                         std::memory_order_release);
   return s;
 }
 

@@ -29,6 +29,7 @@
 // append lock, then write_mu_, then mu_.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -54,8 +55,9 @@ struct EpochEndOffset {
 
 class LeaderEpochCache {
  public:
-  // A cache holding entries (which must satisfy the invariant), persisted
-  // to path on its next change. Nothing is read or written here.
+  // A cache holding entries (which must satisfy the invariant), taken as
+  // what the file at path holds (records() believes it until the next
+  // change is written). Nothing is read or written here.
   LeaderEpochCache(io::FileSystem& fs, std::string path, std::vector<EpochEntry> entries = {});
   LeaderEpochCache(const LeaderEpochCache&) = delete;
   LeaderEpochCache& operator=(const LeaderEpochCache&) = delete;
@@ -78,6 +80,15 @@ class LeaderEpochCache {
   bool empty() const;
   // Whether the last file write failed (the file lags the cache).
   bool dirty() const;
+  // Whether the latest entry is epoch's and the file holds it, so that an
+  // append in epoch at the log end changes nothing here and writes no file.
+  // Lock-free: the produce path reads it for every partition of a request
+  // to choose the thread that appends (a file write and its two fsyncs
+  // belong on the I/O pool, not a network thread). A hint only: the change
+  // itself is decided under the locks, by assign.
+  bool records(int32_t epoch) const {
+    return epoch >= 0 && recorded_latest_.load(std::memory_order_acquire) == epoch;
+  }
 
   // OffsetForLeaderEpoch (LeaderEpochFileCache.endOffsetFor):
   //   requested == kUndefinedEpoch            -> (-1, -1)
@@ -106,7 +117,8 @@ class LeaderEpochCache {
  private:
   bool update_needed_locked(const EpochEntry& e) const;
   void assign_locked(const EpochEntry& e);
-  // write_mu_ held: writes a snapshot of the entries, sets dirty_.
+  // write_mu_ held: writes a snapshot of the entries, sets dirty_ and
+  // recorded_latest_.
   Status persist();
 
   io::FileSystem& fs_;
@@ -115,6 +127,9 @@ class LeaderEpochCache {
   mutable std::mutex mu_;       // guards entries_ and dirty_
   std::vector<EpochEntry> entries_;
   bool dirty_ = false;
+  // The latest entry's epoch once the file holds it; kUndefinedEpoch when
+  // empty or dirty. Written under mu_, read without it (records()).
+  std::atomic<int32_t> recorded_latest_{kUndefinedEpoch};
 };
 
 }  // namespace ciuickafka::storage

@@ -147,6 +147,17 @@ std::shared_ptr<Partition> TopicTable::make_partition(const Topic& t, int32_t in
     PartitionRoleState st;
     st.role = ReplicaRole::kOffline;
     p->set_role(std::move(st));
+  } else if (!p->log().leader_epochs().records(0)) {
+    // Single-node mode leads every partition at epoch 0 from its creation.
+    // The epoch's start goes into the leader-epoch-checkpoint now, as
+    // Kafka's makeLeader records it (maybeAssignEpochStartOffset), on the
+    // thread creating or loading the topic (the I/O pool, or start-up),
+    // and not by the first Produce to each partition. Once per partition:
+    // the file then holds it. A failed write is retried by the first append.
+    auto start = p->log().assign_epoch_start_at_end(0);
+    if (!start.is_ok())
+      CK_LOG_WARN("topics", "%s-%d: start of leader epoch 0 not recorded: %s", t.name.c_str(), index,
+                  start.status().to_string().c_str());
   }
   return p;
 }

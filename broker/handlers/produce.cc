@@ -714,6 +714,14 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   std::vector<std::shared_ptr<const Topic>> topics(req.topic_data.size());
   std::vector<std::optional<produce::TopicSettings>> topic_settings(req.topic_data.size());
   bool compresses = false;
+  // A partition's first append in a leader epoch records the epoch's start
+  // in its leader-epoch-checkpoint first (storage/log.h: a temp file, an
+  // fdatasync, a rename, a directory fsync): the first Produce to each
+  // partition of a new topic, and after every change of leader. Disk waits
+  // on a network thread would hold its other connections, 64 partitions
+  // of a new topic one after another, so such a request is handled on the
+  // I/O pool (as Kafka's request handler threads do it).
+  bool starts_epoch = false;
   // Record bytes that may be decompressed only to be checked (or for a
   // compacted topic's keys): their batch headers are read only when there
   // are enough of them to send the request to the pool.
@@ -725,6 +733,16 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
     if (!topics[t]) continue;
     topic_settings[t] = produce::topic_settings(broker.topics(), *topics[t]);
     topic_settings[t]->validate_compressed = validate_compressed;
+    if (!on_pool && !starts_epoch)
+      for (const auto& pd : req.topic_data[t].partition_data) {
+        const Partition* p = pd.index >= 0 && static_cast<size_t>(pd.index) < topics[t]->partitions.size()
+                                 ? topics[t]->partitions[pd.index].get()
+                                 : nullptr;
+        if (p != nullptr && p->is_leader() && !p->log().leader_epochs().records(p->leader_epoch())) {
+          starts_epoch = true;
+          break;
+        }
+      }
     if (!on_pool && (validate_compressed || topic_settings[t]->compacted)) {
       looks_inside[t] = true;
       for (const auto& pd : req.topic_data[t].partition_data) inspected += pd.records.bytes.size();
@@ -740,15 +758,16 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
   // v0/v1 message set converted), or decompressing kValidateOnPoolBytes or
   // more only to validate them, takes CPU time in proportion to the
   // records: the whole request is handled again on the I/O pool, so the
-  // network thread's other connections are not held meanwhile. Smaller
-  // compressed requests are validated here: the hop would cost more.
+  // network thread's other connections are not held meanwhile (as for a
+  // leader epoch's start, above). Smaller compressed requests are
+  // validated here: the hop would cost more.
   size_t to_decompress = 0;
   if (!compresses && inspected >= produce::kValidateOnPoolBytes)
     for (size_t t = 0; t < req.topic_data.size(); ++t)
       if (looks_inside[t])
         for (const auto& pd : req.topic_data[t].partition_data)
           to_decompress += produce::compressed_batch_bytes(pd.records.bytes);
-  if ((compresses || to_decompress >= produce::kValidateOnPoolBytes) && !on_pool) {
+  if ((compresses || starts_epoch || to_decompress >= produce::kValidateOnPoolBytes) && !on_pool) {
     auto shared = std::make_shared<ProduceRequest>(std::move(req));
     broker.service<IoPool>().post_request(ctx, [ctx, shared, verification]() mutable {
       produce_request(std::move(ctx), std::move(*shared), verification);

@@ -59,9 +59,16 @@ class IoPool {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return false;
       queue_.push_back(std::move(fn));
+      ++posted_;
     }
     cv_.notify_one();
     return true;
+  }
+
+  // Tasks accepted by post() so far (tests: whether a request went here).
+  uint64_t posted() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return posted_;
   }
 
   // The rest of a request's handling, fn (holding a copy of ctx), runs on
@@ -148,6 +155,7 @@ class IoPool {
   int target_ = 0;
   int running_ = 0;
   bool stopped_ = false;
+  uint64_t posted_ = 0;
 };
 
 }  // namespace ciuickafka::broker

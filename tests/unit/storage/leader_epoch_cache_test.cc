@@ -230,3 +230,31 @@ TEST_CASE("epoch cache: a failed write leaves it dirty and the next change retri
   CHECK_FALSE(cache.dirty());
   CHECK(f.file_text() == "0\n2\n1 0\n2 10\n");
 }
+
+TEST_CASE("epoch cache: records says whether the latest entry is that epoch's and in the file",
+          "[storage][epoch]") {
+  Fixture f;
+  LeaderEpochCache empty(f.fs, kPath);
+  CHECK_FALSE(empty.records(0));
+  CHECK_FALSE(empty.records(kUndefinedEpoch));
+  REQUIRE(empty.assign(0, 0).is_ok());
+  CHECK(empty.records(0));
+  CHECK_FALSE(empty.records(1));
+  // Loaded entries are taken as the file's.
+  LeaderEpochCache loaded(f.fs, kPath, {{1, 0}, {3, 7}});
+  CHECK(loaded.records(3));
+  CHECK_FALSE(loaded.records(1));
+  // A failed write: the file lacks the new epoch, so it is not recorded,
+  // and neither is the old one (the cache's latest is the new one).
+  f.fs.fail_nth_write(1);
+  CHECK_FALSE(loaded.assign(4, 9).is_ok());
+  CHECK_FALSE(loaded.records(4));
+  CHECK_FALSE(loaded.records(3));
+  REQUIRE(loaded.assign(4, 9).is_ok());  // the retry
+  CHECK(loaded.records(4));
+  // Truncation that drops the latest entry: the one before it is the latest, in the file.
+  REQUIRE(loaded.truncate_from_end(8).is_ok());
+  CHECK(loaded.records(3));
+  REQUIRE(loaded.clear().is_ok());
+  CHECK_FALSE(loaded.records(3));
+}

@@ -2,8 +2,12 @@
 // real broker: appends, every per-partition error, acks 0/1/-1,
 // LogAppendTime, recompression and message-set conversion.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "broker/produce/prepare.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/records/crc32c.h"
 #include "tests/unit/handlers/produce/produce_helpers.h"
@@ -505,4 +509,57 @@ TEST_CASE("prepare_records keeps one v2 batch in the request's writable bytes an
     CHECK(prep.batches[1].position == sent.size());
     CHECK(frame == before);
   }
+}
+
+namespace {
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("a new partition's leader epoch 0 is in its leader-epoch-checkpoint before any Produce") {
+  // As Kafka's makeLeader records it: the first Produce to each partition
+  // then writes no file (two fsyncs each on the thread that appends).
+  BrokerFixture f;
+  create_topic(f, "fresh", 3);
+  for (int p = 0; p < 3; ++p) {
+    INFO("partition " << p);
+    CHECK(file_text(f.dir() + "/fresh-" + std::to_string(p) + "/leader-epoch-checkpoint") == "0\n1\n0 0\n");
+    CHECK(f.broker().topics().partition("fresh", p)->log().leader_epochs().records(0));
+  }
+  // A partition added later, too; and the files survive a restart unchanged.
+  REQUIRE(f.broker().topics().add_partitions("fresh", 4, false, Broker::now_ms()).ok());
+  CHECK(file_text(f.dir() + "/fresh-3/leader-epoch-checkpoint") == "0\n1\n0 0\n");
+  f.restart();
+  CHECK(file_text(f.dir() + "/fresh-0/leader-epoch-checkpoint") == "0\n1\n0 0\n");
+  CHECK(f.broker().topics().partition("fresh", 0)->log().leader_epochs().records(0));
+}
+
+TEST_CASE("a Produce whose leader epoch is not yet recorded is appended on the I/O pool, later ones inline") {
+  BrokerFixture f;
+  create_topic(f, "t");
+  auto& pool = f.broker().service<broker::IoPool>();
+  const uint64_t before = pool.posted();
+  CHECK(produce_one(f, "t", make_batch({.records = 2}), 9).error_code == 0);
+  CHECK(pool.posted() == before);  // epoch 0 was recorded at creation: inline
+  // A new leader epoch (as a role change sets it) that the file lacks.
+  auto p = f.broker().topics().partition("t", 0);
+  broker::PartitionRoleState st = *p->role_state();
+  st.leader_epoch = 5;
+  p->set_role(std::move(st));
+  REQUIRE_FALSE(p->log().leader_epochs().records(5));
+  auto pr = produce_one(f, "t", make_batch({.records = 3}), 9);
+  CHECK(pr.error_code == 0);
+  CHECK(pr.base_offset == 2);
+  CHECK(pool.posted() == before + 1);  // the file write and its fsyncs ran there
+  CHECK(file_text(f.dir() + "/t-0/leader-epoch-checkpoint") == "0\n2\n0 0\n5 2\n");
+  CHECK(p->log().leader_epochs().records(5));
+  CHECK(produce_one(f, "t", make_batch({.records = 1}), 9).base_offset == 5);
+  CHECK(pool.posted() == before + 1);  // recorded now: inline again
+  auto recs = stored_records(f, "t");
+  REQUIRE(recs.size() == 6);
+  for (size_t i = 0; i < recs.size(); ++i) CHECK(recs[i].offset == static_cast<int64_t>(i));
 }
