@@ -12,13 +12,20 @@
 // one that lost its election would). CLUSTER_AUTHORIZATION_FAILED would claim
 // an authorizer we do not have.
 //
-// The work (a log created per new partition, a ZooKeeper read of the
-// topic's configs) runs inline on the connection's thread, as CreateTopics
-// and DeleteRecords do theirs: the code base has no separate admin executor.
+// The work waits on the disk and on ZooKeeper: a log created per new
+// partition (directories, files, fsyncs), the start of each new leader
+// epoch recorded in the partition's leader-epoch-checkpoint (a file write
+// and two fsyncs per partition led), a read of the topic's configs. It runs
+// on the I/O pool (broker/server/io_pool.h), as CreateTopics does its own,
+// so the network thread's other connections are not held meanwhile; the
+// controller's later requests on the connection wait for the answer.
+#include <memory>
+
 #include "broker/broker.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/leader_and_isr.h"
 
@@ -33,11 +40,18 @@ void handle_leader_and_isr(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   const int16_t version = ctx.api_version();
-  protocol::LeaderAndIsrResponse resp =
-      broker.cluster() == nullptr
-          ? ReplicaManager::leader_and_isr_error(req, version, protocol::ErrorCode::STALE_CONTROLLER_EPOCH)
-          : broker.service<ReplicaManager>().leader_and_isr(req, version);
-  ctx.respond(make_response(ctx, resp, resp.error_code));
+  if (broker.cluster() == nullptr) {
+    protocol::LeaderAndIsrResponse resp =
+        ReplicaManager::leader_and_isr_error(req, version, protocol::ErrorCode::STALE_CONTROLLER_EPOCH);
+    ctx.respond(make_response(ctx, resp, resp.error_code));
+    return;
+  }
+  auto shared = std::make_shared<protocol::LeaderAndIsrRequest>(std::move(req));
+  broker.service<IoPool>().post_request(ctx, [ctx, shared, version]() mutable {
+    protocol::LeaderAndIsrResponse resp =
+        ctx.broker->service<ReplicaManager>().leader_and_isr(*shared, version);
+    ctx.respond(make_response(ctx, resp, resp.error_code));
+  });
 }
 
 }  // namespace

@@ -3,13 +3,17 @@
 // The controller stops (and with DeletePartition deletes) replicas on this
 // broker; the replica manager does it (broker/cluster/replica_manager.h).
 // Single-node mode: STALE_CONTROLLER_EPOCH for the request and each
-// partition, for the reason leader_and_isr.cc gives. Log deletion runs
-// inline (LogManager renames the directory now and removes it later), as
-// DeleteTopics does.
+// partition, for the reason leader_and_isr.cc gives. Stopping a replica
+// with DeletePartition waits on the disk (the log's directory renamed and
+// its parent synced, the broker's checkpoints and topic registry written
+// again): on the I/O pool, as DeleteTopics and LeaderAndIsr.
+#include <memory>
+
 #include "broker/broker.h"
 #include "broker/cluster/replica_manager.h"
 #include "broker/handlers/codec.h"
 #include "broker/handlers/registry.h"
+#include "broker/server/io_pool.h"
 #include "protocol/error_code.h"
 #include "protocol/generated/stop_replica.h"
 
@@ -24,11 +28,17 @@ void handle_stop_replica(RequestContext&& ctx) {
   }
   Broker& broker = *ctx.broker;
   const int16_t version = ctx.api_version();
-  protocol::StopReplicaResponse resp =
-      broker.cluster() == nullptr
-          ? ReplicaManager::stop_replica_error(req, version, protocol::ErrorCode::STALE_CONTROLLER_EPOCH)
-          : broker.service<ReplicaManager>().stop_replica(req, version);
-  ctx.respond(make_response(ctx, resp, resp.error_code));
+  if (broker.cluster() == nullptr) {
+    protocol::StopReplicaResponse resp =
+        ReplicaManager::stop_replica_error(req, version, protocol::ErrorCode::STALE_CONTROLLER_EPOCH);
+    ctx.respond(make_response(ctx, resp, resp.error_code));
+    return;
+  }
+  auto shared = std::make_shared<protocol::StopReplicaRequest>(std::move(req));
+  broker.service<IoPool>().post_request(ctx, [ctx, shared, version]() mutable {
+    protocol::StopReplicaResponse resp = ctx.broker->service<ReplicaManager>().stop_replica(*shared, version);
+    ctx.respond(make_response(ctx, resp, resp.error_code));
+  });
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/broker.h"
@@ -91,7 +92,10 @@ class BrokerFixture {
     ctx.connection_id = 1;
     ctx.received = std::chrono::steady_clock::now();
     auto shared = std::make_shared<std::promise<Response>>(std::move(done));
-    ctx.respond = [shared](Response r) { shared->set_value(std::move(r)); };
+    ctx.respond = [shared, this](Response r) {
+      responder_ = std::this_thread::get_id();  // read after the future is ready
+      shared->set_value(std::move(r));
+    };
     dispatch_frame(std::move(ctx));
     // Handlers that wait (long polls) post timers on ctx.executor: run it.
     while (fut.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
@@ -130,6 +134,9 @@ class BrokerFixture {
   }
 
   asio::io_context& io() { return io_; }
+  // The thread that answered the last call(): this one for a handler that
+  // answers inline, an I/O pool thread for one that hands its work there.
+  std::thread::id last_responder() const { return responder_; }
 
  private:
   void open() {
@@ -165,6 +172,7 @@ class BrokerFixture {
   std::unique_ptr<Broker> broker_;
   asio::io_context io_;
   int32_t correlation_ = 0;
+  std::thread::id responder_;
   std::vector<std::vector<uint8_t>> frames_;
 };
 

@@ -258,10 +258,10 @@ TEST_CASE("Cluster mode: a commit waits for the replicated HW - timeout and lost
 
 TEST_CASE("Cluster mode: a waiting commit is answered off the thread that ended its wait") {
   // The wait ends on whichever thread moves the HW or the role: here the
-  // LeaderAndIsr handler's (this thread: the fixture dispatches inline). In
-  // a broker that is also an appender holding the group's lock (the next
-  // commit of the same group), and the answer locks the group: run there,
-  // it deadlocked the broker in a chaos run. So it runs elsewhere.
+  // LeaderAndIsr handler's (an I/O pool thread, the one that answers it).
+  // In a broker that is also an appender holding the group's lock (the
+  // next commit of the same group), and the answer locks the group: run
+  // there, it deadlocked the broker in a chaos run. So it runs elsewhere.
   CoordinatorCluster cc;
   cc.roles({offsets_part(0, 1, 0, {1, 2}, {1, 2}), offsets_part(1, 2, 0, {2}, {2, 1})});
   REQUIRE(cc.coord().wait_partition_state(0, OwnState::kLoaded, 10000));
@@ -277,6 +277,7 @@ TEST_CASE("Cluster mode: a waiting commit is answered off the thread that ended 
   REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
   auto [thread, resp] = future.get();
   CHECK(thread != std::this_thread::get_id());
+  CHECK(thread != cc.c.f().last_responder());  // the thread that ran LeaderAndIsr
   CHECK(commit_error(resp) == to_wire(ErrorCode::NOT_COORDINATOR));
 }
 
