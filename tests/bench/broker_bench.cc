@@ -401,8 +401,9 @@ int run(const Options& o) {
 }  // namespace ckbench
 
 // `broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES]
-// [--msgs N] [--secs S] [--partitions P]`: one producer run, one JSON line
-// (the replication benchmark, run_replication_bench.py, drives it).
+// [--msgs N] [--secs S] [--partitions P] [--linger MS] [--batch-bytes B]`: one
+// producer run, one JSON line (run_replication_bench.py and run_vs_kafka.py
+// drive it). linger.ms defaults to 10 and batch.size to 1,000,000.
 int produce_once(int argc, char** argv) {
   ckbench::ProduceSpec spec;
   spec.max_msgs = 1000000;
@@ -416,6 +417,8 @@ int produce_once(int argc, char** argv) {
     else if (k == "--msgs") spec.max_msgs = static_cast<std::uint64_t>(std::atoll(v.c_str()));
     else if (k == "--secs") spec.max_s = std::atof(v.c_str());
     else if (k == "--partitions") spec.partitions = std::atoi(v.c_str());
+    else if (k == "--linger") spec.linger_ms = std::atoi(v.c_str());
+    else if (k == "--batch-bytes") spec.batch_bytes = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "broker_bench produce: unknown option %s\n", k.c_str());
       return 2;
@@ -587,7 +590,7 @@ int main(int argc, char** argv) {
         "       [--loopback1-gbps X] [--loopback8-gbps Y] [--only disk,produce,fetch,fanout,cold,latency]\n"
         "       [--scale F]\n"
         "       broker_bench produce --brokers B --topic T [--acks 1|-1] [--size BYTES] [--msgs N]\n"
-        "       [--secs S] [--partitions P]   (one run, one JSON line)\n"
+        "       [--secs S] [--partitions P] [--linger MS] [--batch-bytes B]   (one run, one JSON line)\n"
         "       broker_bench fetch --brokers B --topic T [--partitions P] [--secs S]\n"
         "       [--consumers N] [--max-mb M] [--partition-max-bytes B]\n"
         "       (N consumers each read P partitions to their end or M MB, one JSON line)\n"
