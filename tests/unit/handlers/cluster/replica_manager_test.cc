@@ -3,8 +3,11 @@
 // broker (FakeZk): roles, epochs, fencing, log creation with the request's
 // topic id and ZooKeeper's configs, deletion, listener order, old versions.
 #include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
 
 #include "broker/broker.h"
+#include "broker/server/io_pool.h"
 #include "tests/unit/handlers/cluster/cluster_fixture.h"
 
 namespace ciuickafka::broker::test {
@@ -190,6 +193,29 @@ TEST_CASE("StopReplica: stop keeps the log, delete removes it - fenced leader ep
 
   // After deletion the partition may come back at any epoch (Kafka forgets it).
   REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"d", 1, 1, 0}}), 7)) == 0);
+}
+
+TEST_CASE("LeaderAndIsr and StopReplica run on the I/O pool - the new leader's epoch start is in the file") {
+  // Both wait on the disk (logs created and deleted, each new leader
+  // epoch's start written with two fsyncs): not on the network thread,
+  // which here is the test's own (the fixture dispatches as a connection).
+  ClusterFixture c;
+  auto& pool = c.broker().service<IoPool>();
+  const uint64_t before = pool.posted();
+  REQUIRE(only_error_v5(c.f().call<LeaderAndIsrResponse>(leader_and_isr({{"e", 0, 1, 7}}), 7)) == 0);
+  CHECK(c.f().last_responder() != std::this_thread::get_id());
+  CHECK(pool.posted() == before + 1);
+  auto p = c.broker().topics().partition("e", 0);
+  REQUIRE(p);
+  CHECK(p->leader_epoch() == 7);
+  CHECK(p->log().leader_epochs().records(7));  // so its first Produce writes no file
+  CHECK(p->log().leader_epochs().entries() == std::vector<storage::EpochEntry>{{7, 0}});
+
+  auto deleted = c.f().call<StopReplicaResponse>(stop("e", 0, true, -2), 4);
+  CHECK(deleted.partition_errors.at(0).error_code == 0);
+  CHECK(c.f().last_responder() != std::this_thread::get_id());
+  CHECK(pool.posted() == before + 2);
+  CHECK(c.broker().logs().get({"e", 0}) == nullptr);
 }
 
 TEST_CASE("StopReplica v0 (ungrouped, one delete flag) decodes and deletes") {
