@@ -57,6 +57,11 @@ struct Topic {
   std::shared_ptr<Partition> partition(int32_t p) const {
     return p >= 0 && static_cast<size_t>(p) < partitions.size() ? partitions[p] : nullptr;
   }
+  // The same without a reference taken (a hot path's look that keeps the
+  // topic snapshot alive meanwhile); nullptr when not hosted.
+  Partition* partition_ptr(int32_t p) const {
+    return p >= 0 && static_cast<size_t>(p) < partitions.size() ? partitions[p].get() : nullptr;
+  }
 };
 
 // An error code and the message Kafka would put next to it.

@@ -735,9 +735,7 @@ void produce_request(RequestContext&& ctx, ProduceRequest&& req, std::shared_ptr
     topic_settings[t]->validate_compressed = validate_compressed;
     if (!on_pool && !starts_epoch)
       for (const auto& pd : req.topic_data[t].partition_data) {
-        const Partition* p = pd.index >= 0 && static_cast<size_t>(pd.index) < topics[t]->partitions.size()
-                                 ? topics[t]->partitions[pd.index].get()
-                                 : nullptr;
+        const Partition* p = topics[t]->partition_ptr(pd.index);
         if (p != nullptr && p->is_leader() && !p->log().leader_epochs().records(p->leader_epoch())) {
           starts_epoch = true;
           break;
